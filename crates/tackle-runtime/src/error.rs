@@ -1,0 +1,276 @@
+//! Errors: every failure of a call is a [`ToolError`], every failure to build a
+//! registry a [`RegistryError`].
+//!
+//! Both are enums a caller can match on, with a readable `Display`. For code that only
+//! wants to branch on the category, [`ToolError::kind`] gives a plain, copyable
+//! [`ToolErrorKind`].
+
+use std::fmt;
+
+use crate::validate::ValidationIssue;
+
+/// The category of a [`ToolError`], for matching without the details.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// No tool matches the key.
+    NotFound,
+    /// A bare name matches tools in several namespaces.
+    Ambiguous,
+    /// The input breaks the tool's input schema.
+    InvalidInput,
+    /// The caller lacks a permission the tool requires.
+    CapabilityDenied,
+    /// The tool needs a resource the caller's context does not hold.
+    MissingContext,
+    /// The tool ran and returned an error of its own.
+    Execution,
+    /// The tool panicked.
+    Panicked,
+    /// The tool's output breaks its output schema.
+    InvalidOutput,
+    /// The tool's schema could not be compiled.
+    InvalidSchema,
+}
+
+/// Why a call failed. See [`ToolError::kind`] for the category alone.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool matches the key; `suggestions` holds the closest keys.
+    #[error("no tool matches `{query}`{}", Suggestions(suggestions))]
+    NotFound {
+        /// What the caller asked for.
+        query: String,
+        /// Registered keys close to it, closest first.
+        suggestions: Vec<String>,
+    },
+    /// A bare name matches tools in several namespaces.
+    #[error("`{query}` is ambiguous: it names {}; call one by its key", candidates.join(", "))]
+    Ambiguous {
+        /// What the caller asked for.
+        query: String,
+        /// The keys it could mean.
+        candidates: Vec<String>,
+    },
+    /// The input breaks the tool's input schema; every problem is listed.
+    #[error("invalid input for `{key}`: {}", Issues(errors))]
+    InvalidInput {
+        /// The tool's key.
+        key: String,
+        /// Every problem, each with its JSON pointer.
+        errors: Vec<ValidationIssue>,
+    },
+    /// The caller lacks permissions the tool requires.
+    #[error(
+        "`{key}` requires {} which the caller was not granted",
+        Quoted(missing)
+    )]
+    CapabilityDenied {
+        /// The tool's key.
+        key: String,
+        /// The permissions not granted.
+        missing: Vec<String>,
+    },
+    /// The tool needs something in its context that the caller did not provide.
+    #[error("`{key}` needs {what} in its context, which the caller did not provide")]
+    MissingContext {
+        /// The tool's key.
+        key: String,
+        /// What is missing.
+        what: String,
+    },
+    /// The tool returned an error of its own.
+    #[error("`{key}` failed: {message}")]
+    Execution {
+        /// The tool's key.
+        key: String,
+        /// The tool's error, as text.
+        message: String,
+    },
+    /// The tool panicked; the process goes on.
+    #[error("`{key}` panicked: {message}")]
+    Panicked {
+        /// The tool's key.
+        key: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The tool's output breaks its output schema; every problem is listed.
+    #[error(
+        "`{key}` returned output that breaks its output schema: {}",
+        Issues(errors)
+    )]
+    InvalidOutput {
+        /// The tool's key.
+        key: String,
+        /// Every problem, each with its JSON pointer.
+        errors: Vec<ValidationIssue>,
+    },
+    /// One of the tool's schemas is not a valid JSON Schema.
+    #[error("the {which} schema of `{key}` is not a valid JSON Schema: {message}")]
+    InvalidSchema {
+        /// The tool's key.
+        key: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl ToolError {
+    /// The category of this error.
+    pub fn kind(&self) -> ToolErrorKind {
+        match self {
+            ToolError::NotFound { .. } => ToolErrorKind::NotFound,
+            ToolError::Ambiguous { .. } => ToolErrorKind::Ambiguous,
+            ToolError::InvalidInput { .. } => ToolErrorKind::InvalidInput,
+            ToolError::CapabilityDenied { .. } => ToolErrorKind::CapabilityDenied,
+            ToolError::MissingContext { .. } => ToolErrorKind::MissingContext,
+            ToolError::Execution { .. } => ToolErrorKind::Execution,
+            ToolError::Panicked { .. } => ToolErrorKind::Panicked,
+            ToolError::InvalidOutput { .. } => ToolErrorKind::InvalidOutput,
+            ToolError::InvalidSchema { .. } => ToolErrorKind::InvalidSchema,
+        }
+    }
+
+    /// The validation problems of an `InvalidInput` or `InvalidOutput` error; empty otherwise.
+    pub fn validation_errors(&self) -> &[ValidationIssue] {
+        match self {
+            ToolError::InvalidInput { errors, .. } | ToolError::InvalidOutput { errors, .. } => {
+                errors
+            }
+            _ => &[],
+        }
+    }
+}
+
+/// Where a registered tool was defined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolOrigin {
+    /// A `#[tool]` function, registered at link time.
+    Static {
+        /// Source file of the function.
+        file: &'static str,
+        /// Line of the function.
+        line: u32,
+        /// Module path of the function.
+        module: &'static str,
+    },
+    /// A tool registered at run time, with the name of whoever registered it.
+    Dynamic {
+        /// Who registered it (for example `mcp:weather`), `dynamic` by default.
+        source: String,
+    },
+}
+
+impl ToolOrigin {
+    /// The crate (for static tools) or source (for dynamic ones) the tool comes from.
+    pub fn source_name(&self) -> &str {
+        match self {
+            ToolOrigin::Static { module, .. } => module.split("::").next().unwrap_or(module),
+            ToolOrigin::Dynamic { source } => source,
+        }
+    }
+}
+
+impl fmt::Display for ToolOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolOrigin::Static { file, line, module } => write!(f, "{file}:{line} ({module})"),
+            ToolOrigin::Dynamic { source } => write!(f, "dynamic tool from `{source}`"),
+        }
+    }
+}
+
+/// Why a registry could not be built or changed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two tools have the same key and the collision strategy does not resolve it.
+    #[error("duplicate tool key `{key}`: defined at {first} and again at {second}")]
+    DuplicateKey {
+        /// The shared key.
+        key: String,
+        /// The tool registered first.
+        first: ToolOrigin,
+        /// The tool that collided with it.
+        second: ToolOrigin,
+    },
+    /// A spec breaks a rule (bad name, empty description, bad schema, ...).
+    #[error("invalid tool `{key}` at {origin}: {reason}")]
+    InvalidSpec {
+        /// The tool's key.
+        key: String,
+        /// Where it was defined.
+        origin: ToolOrigin,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An example does not match the tool's schema.
+    #[error(
+        "example {index} of `{key}` at {origin} does not match the {which} schema: {}",
+        Issues(errors)
+    )]
+    InvalidExample {
+        /// The tool's key.
+        key: String,
+        /// Where it was defined.
+        origin: ToolOrigin,
+        /// The example's position, from 0.
+        index: usize,
+        /// `input` or `output`.
+        which: &'static str,
+        /// Every problem.
+        errors: Vec<ValidationIssue>,
+    },
+    /// No tool with this key is registered.
+    #[error("no tool with key `{key}` is registered")]
+    NotRegistered {
+        /// The key asked for.
+        key: String,
+    },
+}
+
+/// Displays validation issues as `at /a: ...; at /b: ...`.
+struct Issues<'a>(&'a [ValidationIssue]);
+
+impl fmt::Display for Issues<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, issue) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{issue}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Displays `; did you mean `a`, `b`?` or nothing.
+struct Suggestions<'a>(&'a [String]);
+
+impl fmt::Display for Suggestions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        write!(f, "; did you mean {}?", Quoted(self.0))
+    }
+}
+
+/// Displays a list as `` `a`, `b` ``.
+struct Quoted<'a>(&'a [String]);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, s) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "`{s}`")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! The runtime of tackle: tool specs, schemas, validation, capabilities, the registry
+//! and the call door.
+//!
+//! Most programs use it through the `tackle` facade, which adds the `#[tool]` macro.
+//! The pieces, in dependency order:
+//!
+//! * [`spec`]: [`ToolSpec`], the plain-data description of a tool;
+//! * [`schema`], [`validate`], [`capability`]: deriving schemas, checking values
+//!   against them, and checking a caller's permissions;
+//! * [`registry`]: every tool of the program, keyed `namespace.name@version`;
+//! * [`call`]: [`Runtime::call`], the one door every call goes through.
+
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod capability;
+pub mod context;
+pub mod error;
+pub mod registry;
+pub mod schema;
+pub mod spec;
+pub mod validate;
+pub mod version;
+
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod private;
+
+pub use call::Runtime;
+pub use capability::Capabilities;
+pub use context::{MissingResource, Resource, ToolContext};
+pub use error::{RegistryError, ToolError, ToolErrorKind, ToolOrigin};
+pub use registry::{
+    CollisionNote, CollisionStrategy, DynamicTool, Registry, Tool, ToolFuture, ToolHandler,
+    ToolQuery, ToolRegistration,
+};
+pub use spec::{ExecutionMode, ReplayPolicy, SideEffects, ToolExample, ToolSpec, Trust};
+pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};
+
+/// Makes a whole value the tool's input: a parameter `Args(q): Args<Q>` gives the tool
+/// the input schema of `Q` itself, rather than one property per parameter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Args<T>(pub T);

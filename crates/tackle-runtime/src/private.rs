@@ -1,0 +1,167 @@
+//! Support for the code `#[tool]` generates. Not a public API: names and signatures
+//! here change without notice.
+
+use std::fmt::Display;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use crate::registry::{ToolFuture, ToolRegistration};
+pub use crate::schema::{input_schema, output_schema};
+pub use inventory;
+pub use rust_decimal;
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+use crate::call::panic_message;
+use crate::context::{Resource, ToolContext};
+use crate::error::ToolError;
+use crate::schema::normalize_input_schema;
+use crate::spec::{ExecutionMode, ReplayPolicy, SideEffects, ToolExample, ToolSpec, Trust};
+use crate::validate::ValidationIssue;
+
+/// The parts of a spec the macro knows at compile time.
+#[derive(Debug)]
+pub struct StaticSpec {
+    pub name: &'static str,
+    pub namespace: &'static str,
+    pub version: &'static str,
+    pub description: &'static str,
+    pub side_effects: SideEffects,
+    pub replay_policy: Option<ReplayPolicy>,
+    pub requires_capability: &'static [&'static str],
+    pub idempotency_key: Option<&'static str>,
+    pub cost_estimate: Option<rust_decimal::Decimal>,
+    pub tags: &'static [&'static str],
+    pub deprecated: bool,
+    pub deprecation_note: Option<&'static str>,
+    pub execution_mode: ExecutionMode,
+    pub needs_approval: bool,
+    pub timeout_ms: Option<u64>,
+    pub max_result_tokens: Option<u32>,
+    pub trust: Trust,
+    pub blocking: bool,
+}
+
+impl StaticSpec {
+    /// The full spec, given the schemas and examples.
+    pub fn build(
+        &self,
+        mut input_schema: Value,
+        output_schema: Value,
+        examples: Vec<ToolExample>,
+    ) -> ToolSpec {
+        normalize_input_schema(&mut input_schema);
+        let strings = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect();
+        ToolSpec {
+            name: self.name.to_owned(),
+            namespace: self.namespace.to_owned(),
+            version: self.version.to_owned(),
+            description: self.description.to_owned(),
+            side_effects: self.side_effects,
+            replay_policy: self
+                .replay_policy
+                .unwrap_or(ReplayPolicy::default_for(self.side_effects)),
+            requires_capability: strings(self.requires_capability),
+            input_schema,
+            output_schema,
+            idempotency_key: self.idempotency_key.map(str::to_owned),
+            cost_estimate: self.cost_estimate,
+            tags: strings(self.tags),
+            examples,
+            deprecated: self.deprecated,
+            deprecation_note: self.deprecation_note.map(str::to_owned),
+            execution_mode: self.execution_mode,
+            needs_approval: self.needs_approval,
+            timeout_ms: self.timeout_ms,
+            max_result_tokens: self.max_result_tokens,
+            trust: self.trust,
+            blocking: self.blocking,
+        }
+    }
+}
+
+/// A JSON object from key-value pairs (for JSON literals the macro checked).
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+/// An example from its input and optional output.
+pub fn example(input: Value, output: Option<Value>) -> ToolExample {
+    ToolExample { input, output }
+}
+
+/// Decodes validated input into the tool's arguments.
+pub fn decode_args<T: DeserializeOwned>(key: &'static str, input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::InvalidInput {
+        key: key.to_owned(),
+        errors: vec![ValidationIssue::new("", e.to_string())],
+    })
+}
+
+/// Encodes a tool's return value.
+pub fn encode_output<T: Serialize>(key: &'static str, output: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(output).map_err(|e| ToolError::InvalidOutput {
+        key: key.to_owned(),
+        errors: vec![ValidationIssue::new(
+            "",
+            format!("the output could not be serialized: {e}"),
+        )],
+    })
+}
+
+/// Encodes a fallible tool's return value; `Err(e)` becomes `Execution` with `e`'s text.
+pub fn encode_result<T: Serialize, E: Display>(
+    key: &'static str,
+    result: Result<T, E>,
+) -> Result<Value, ToolError> {
+    match result {
+        Ok(output) => encode_output(key, &output),
+        Err(e) => Err(ToolError::Execution {
+            key: key.to_owned(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// A resource parameter's value, or `MissingContext`.
+pub fn resource<T: Send + Sync + 'static>(
+    key: &'static str,
+    ctx: &ToolContext,
+) -> Result<Resource<T>, ToolError> {
+    ctx.resource::<T>().map_err(|e| ToolError::MissingContext {
+        key: key.to_owned(),
+        what: format!("a `{}` resource", e.type_name),
+    })
+}
+
+/// Runs a blocking tool body on tokio's blocking threads, or inline when there is no
+/// tokio runtime. A panic becomes `Panicked`.
+pub async fn run_blocking<T, F>(key: &'static str, f: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.spawn_blocking(f).await.map_err(|e| {
+            let message = if e.is_panic() {
+                panic_message(e.into_panic().as_ref())
+            } else {
+                "the blocking task was cancelled".to_owned()
+            };
+            ToolError::Panicked {
+                key: key.to_owned(),
+                message,
+            }
+        }),
+        // Outside tokio: run here; the door's panic guard still applies.
+        Err(_) => Ok(f()),
+    }
+}

@@ -1,0 +1,441 @@
+//! The tool specification: what a tool is, as plain, portable data.
+//!
+//! A [`ToolSpec`] is the single source of truth about a tool: the registry, the call
+//! door, provider exports and the MCP bridge all read it, and nothing else. It is an
+//! ordinary serde type that round-trips through JSON and rejects unknown fields, so a
+//! spec can be written by hand, stored, diffed and shipped to other languages.
+//!
+//! Two classifications drive the runtime's behaviour:
+//!
+//! * [`SideEffects`] says what calling the tool does to the world
+//!   (`none | read | write | external`);
+//! * [`ReplayPolicy`] says what replay does with it
+//!   (`must-stub | fail-loud | recorded-result`). When a tool does not choose one, the
+//!   policy is derived from its side effects by [`ReplayPolicy::default_for`], the one
+//!   place that mapping lives.
+
+use std::fmt;
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What calling a tool does to the world outside the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideEffects {
+    /// A pure computation: same input, same output, nothing touched.
+    None,
+    /// Reads outside state (files, databases, the network) but changes nothing.
+    Read,
+    /// Changes state this system owns (files, rows, caches).
+    Write,
+    /// Acts on a system outside this one (sends mail, pays, calls a model).
+    External,
+}
+
+impl SideEffects {
+    /// The lowercase word used in specs, attributes and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffects::None => "none",
+            SideEffects::Read => "read",
+            SideEffects::Write => "write",
+            SideEffects::External => "external",
+        }
+    }
+
+    /// Whether the tool changes anything (`write` or `external`).
+    pub fn mutates(self) -> bool {
+        matches!(self, SideEffects::Write | SideEffects::External)
+    }
+}
+
+impl fmt::Display for SideEffects {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What replay does with a tool's calls (see the replay table in the design notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayPolicy {
+    /// Replay must serve a recorded result; a miss is an error and the tool never runs.
+    MustStub,
+    /// Replaying this tool is an error before any lookup; it never runs under replay.
+    FailLoud,
+    /// Replay serves a recorded result when there is one, else runs the tool.
+    RecordedResult,
+}
+
+impl ReplayPolicy {
+    /// The policy a tool gets when it does not choose one: the one place this mapping
+    /// lives. Pure and read-only tools may run again on a miss (`recorded-result`);
+    /// anything that changes the world must be stubbed (`must-stub`).
+    pub fn default_for(side_effects: SideEffects) -> ReplayPolicy {
+        if side_effects.mutates() {
+            ReplayPolicy::MustStub
+        } else {
+            ReplayPolicy::RecordedResult
+        }
+    }
+
+    /// Whether a tool with these side effects may use this policy. `recorded-result`
+    /// would re-run a write or external tool on a replay miss, so it is refused there.
+    pub fn allowed_for(self, side_effects: SideEffects) -> bool {
+        !(self == ReplayPolicy::RecordedResult && side_effects.mutates())
+    }
+
+    /// The kebab-case word used in specs and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayPolicy::MustStub => "must-stub",
+            ReplayPolicy::FailLoud => "fail-loud",
+            ReplayPolicy::RecordedResult => "recorded-result",
+        }
+    }
+}
+
+impl fmt::Display for ReplayPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the executor may schedule a tool relative to other calls of the same batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecutionMode {
+    /// May run alongside other calls (subject to its side effects).
+    #[default]
+    Parallel,
+    /// Runs alone: no other call of the batch runs at the same time.
+    Sequential,
+}
+
+/// Where a tool comes from, in decreasing order of trust. Used by the `priority`
+/// collision strategy and by result sanitization.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trust {
+    /// Imported from an MCP server.
+    Mcp,
+    /// Third-party code or data that is not vetted.
+    Untrusted,
+    /// Third-party code the operator vouches for.
+    Trusted,
+    /// Written in this program.
+    #[default]
+    FirstParty,
+}
+
+impl Trust {
+    /// The kebab-case word used in specs and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Mcp => "mcp",
+            Trust::Untrusted => "untrusted",
+            Trust::Trusted => "trusted",
+            Trust::FirstParty => "first-party",
+        }
+    }
+}
+
+/// One example call of a tool: an input and, optionally, the output it gives.
+/// Examples are validated against the tool's schemas when the registry is built.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolExample {
+    /// The input object.
+    pub input: Value,
+    /// The output that input gives, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// Everything the runtime knows about a tool. See the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// The tool's name within its namespace (letters, digits, `_`, `-`).
+    pub name: String,
+    /// Dot-separated namespace segments (letters, digits, `_`, `-`).
+    pub namespace: String,
+    /// The version, for example `1` or `2.1.0` (letters, digits, `.`, `_`, `-`, `+`).
+    pub version: String,
+    /// What the tool does, for a model choosing between tools.
+    pub description: String,
+    /// What calling the tool does to the world.
+    pub side_effects: SideEffects,
+    /// What replay does with the tool's calls.
+    pub replay_policy: ReplayPolicy,
+    /// Permissions the caller must hold, every one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires_capability: Vec<String>,
+    /// JSON Schema (2020-12) of the input object.
+    pub input_schema: Value,
+    /// JSON Schema (2020-12) of the output value.
+    pub output_schema: Value,
+    /// The input field whose value identifies a call for deduplication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Estimated cost of one call, as an exact decimal (serialized as a string).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "rust_decimal::serde::str_option"
+    )]
+    pub cost_estimate: Option<Decimal>,
+    /// Free-form labels for search and grouping.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Example calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<ToolExample>,
+    /// Whether the tool is deprecated (hidden from search unless asked for).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub deprecated: bool,
+    /// Why it is deprecated, or what to use instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation_note: Option<String>,
+    /// How the executor may schedule the tool.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub execution_mode: ExecutionMode,
+    /// Whether every call must be approved before it runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub needs_approval: bool,
+    /// Per-call time limit in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Longest result, in tokens, before the executor shapes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_tokens: Option<u32>,
+    /// Where the tool comes from.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub trust: Trust,
+    /// A synchronous tool that blocks: it runs on a blocking thread, off the async workers.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub blocking: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}
+
+impl ToolSpec {
+    /// A spec with the required fields, an empty input object, any output, and the
+    /// replay policy derived from `side_effects`. Set the other public fields as needed.
+    pub fn new(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        version: impl Into<String>,
+        side_effects: SideEffects,
+        description: impl Into<String>,
+    ) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            namespace: namespace.into(),
+            version: version.into(),
+            description: description.into(),
+            side_effects,
+            replay_policy: ReplayPolicy::default_for(side_effects),
+            requires_capability: Vec::new(),
+            input_schema: serde_json::json!({"type": "object", "properties": {}, "required": []}),
+            output_schema: Value::Bool(true),
+            idempotency_key: None,
+            cost_estimate: None,
+            tags: Vec::new(),
+            examples: Vec::new(),
+            deprecated: false,
+            deprecation_note: None,
+            execution_mode: ExecutionMode::Parallel,
+            needs_approval: false,
+            timeout_ms: None,
+            max_result_tokens: None,
+            trust: Trust::FirstParty,
+            blocking: false,
+        }
+    }
+
+    /// The registry key, `namespace.name@version`.
+    pub fn key(&self) -> String {
+        format!("{}.{}@{}", self.namespace, self.name, self.version)
+    }
+
+    /// `namespace.name`, the key without its version.
+    pub fn path(&self) -> String {
+        format!("{}.{}", self.namespace, self.name)
+    }
+
+    /// Checks the parts of the spec that do not need schemas: name, namespace and
+    /// version characters, a description, permissions, and the replay policy against
+    /// the side effects. Returns the first problem as a sentence.
+    pub fn check(&self) -> Result<(), String> {
+        check_name("name", &self.name)?;
+        for segment in self.namespace.split('.') {
+            check_name("namespace", segment)
+                .map_err(|e| format!("{e} (in `{}`)", self.namespace))?;
+        }
+        check_version(&self.version)?;
+        if self.description.trim().is_empty() {
+            return Err("the description is empty: say what the tool does".into());
+        }
+        if let Some(p) = self
+            .requires_capability
+            .iter()
+            .find(|p| p.trim().is_empty())
+        {
+            return Err(format!("requires_capability has an empty permission `{p}`"));
+        }
+        if !self.replay_policy.allowed_for(self.side_effects) {
+            return Err(format!(
+                "replay_policy `{}` is not allowed on a `{}` tool: replay would run it again; use `must-stub` or `fail-loud`",
+                self.replay_policy, self.side_effects
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks one name or namespace segment: non-empty, ASCII letters, digits, `_` and `-`.
+pub fn check_name(what: &str, s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("the {what} is empty"));
+    }
+    match s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        Some(c) => Err(format!(
+            "the {what} `{s}` has the character {c:?}; use ASCII letters, digits, `_` and `-`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a version: non-empty, ASCII letters, digits, `.`, `_`, `-` and `+`.
+pub fn check_version(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("the version is empty".into());
+    }
+    match s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')))
+    {
+        Some(c) => Err(format!(
+            "the version `{s}` has the character {c:?}; use ASCII letters, digits, `.`, `_`, `-` and `+`"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_policy_follows_side_effects() {
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::None),
+            ReplayPolicy::RecordedResult
+        );
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::Read),
+            ReplayPolicy::RecordedResult
+        );
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::Write),
+            ReplayPolicy::MustStub
+        );
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::External),
+            ReplayPolicy::MustStub
+        );
+    }
+
+    #[test]
+    fn recorded_result_refused_on_mutating_tools() {
+        let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Send mail.");
+        spec.replay_policy = ReplayPolicy::RecordedResult;
+        let err = spec.check().unwrap_err();
+        assert!(err.contains("recorded-result"), "{err}");
+        spec.replay_policy = ReplayPolicy::FailLoud;
+        assert!(spec.check().is_ok());
+    }
+
+    #[test]
+    fn names_and_versions_are_checked() {
+        assert!(check_name("name", "add_2-x").is_ok());
+        assert!(check_name("name", "a.b").unwrap_err().contains("'.'"));
+        assert!(check_name("name", "").is_err());
+        assert!(check_version("2.1.0-rc.1+build").is_ok());
+        assert!(check_version("1 0").unwrap_err().contains("' '"));
+        let mut spec = ToolSpec::new(
+            "llm.openai",
+            "complete",
+            "gpt-4.1",
+            SideEffects::External,
+            "d",
+        );
+        assert!(spec.check().is_ok());
+        spec.namespace = "llm..openai".into();
+        assert!(spec.check().is_err());
+    }
+
+    #[test]
+    fn enums_serialize_as_words() {
+        assert_eq!(
+            serde_json::to_value(SideEffects::External).unwrap(),
+            "external"
+        );
+        assert_eq!(
+            serde_json::to_value(ReplayPolicy::MustStub).unwrap(),
+            "must-stub"
+        );
+        assert_eq!(
+            serde_json::to_value(ReplayPolicy::FailLoud).unwrap(),
+            "fail-loud"
+        );
+        assert_eq!(
+            serde_json::to_value(ReplayPolicy::RecordedResult).unwrap(),
+            "recorded-result"
+        );
+        assert_eq!(
+            serde_json::to_value(Trust::FirstParty).unwrap(),
+            "first-party"
+        );
+    }
+
+    #[test]
+    fn spec_round_trips_and_rejects_unknown_fields() {
+        let mut spec = ToolSpec::new("shop", "buy", "2", SideEffects::External, "Buy a thing.");
+        spec.cost_estimate = Some(Decimal::new(125, 3));
+        spec.tags = vec!["shop".into()];
+        spec.timeout_ms = Some(500);
+        let json = serde_json::to_value(&spec).unwrap();
+        assert_eq!(json["cost_estimate"], "0.125");
+        let back: ToolSpec = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, spec);
+
+        let mut extra = json.clone();
+        extra["colour"] = "blue".into();
+        let err = serde_json::from_value::<ToolSpec>(extra)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `colour`"), "{err}");
+
+        let mut float = json;
+        float["cost_estimate"] = serde_json::json!(0.125);
+        assert!(
+            serde_json::from_value::<ToolSpec>(float).is_err(),
+            "a float cost must be refused"
+        );
+    }
+}

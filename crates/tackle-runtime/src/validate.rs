@@ -1,0 +1,264 @@
+//! Validation of tool inputs and outputs against their JSON Schemas.
+//!
+//! Every call is checked twice at the door: the input against the tool's input schema
+//! before the tool runs, the output against its output schema after. Schemas are
+//! compiled into a [`SchemaValidator`] once per tool (lazily, on first use) and reused
+//! for every call. A failed check lists *every* problem, each with the JSON pointer of
+//! the offending value, so a model (or a person) can fix all of them in one go.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One problem found by validation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationIssue {
+    /// JSON pointer (RFC 6901) to the offending value in the instance; empty for the root.
+    pub pointer: String,
+    /// JSON pointer to the schema keyword that failed.
+    pub schema_path: String,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+impl ValidationIssue {
+    /// An issue not tied to a schema keyword (a decoding failure, say).
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> ValidationIssue {
+        ValidationIssue {
+            pointer: pointer.into(),
+            schema_path: String::new(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ValidationIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(f, "at {at}: {}", self.message)
+    }
+}
+
+/// The outcome of validating one value: whether it is valid, and every problem if not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationResult {
+    /// `true` when `errors` is empty.
+    pub valid: bool,
+    /// Every problem found, in the validator's order.
+    pub errors: Vec<ValidationIssue>,
+}
+
+impl Default for ValidationResult {
+    fn default() -> Self {
+        ValidationResult::ok()
+    }
+}
+
+impl ValidationResult {
+    /// A passing result.
+    pub fn ok() -> ValidationResult {
+        ValidationResult {
+            valid: true,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A result holding these issues (valid only if there are none).
+    pub fn from_issues(errors: Vec<ValidationIssue>) -> ValidationResult {
+        ValidationResult {
+            valid: errors.is_empty(),
+            errors,
+        }
+    }
+
+    /// Combines two results: valid only if both are, with the errors of both.
+    pub fn merge(mut self, other: ValidationResult) -> ValidationResult {
+        self.errors.extend(other.errors);
+        self.valid = self.valid && other.valid && self.errors.is_empty();
+        self
+    }
+
+    /// `Ok(())` when valid, else the issues.
+    pub fn into_result(self) -> Result<(), Vec<ValidationIssue>> {
+        if self.valid {
+            Ok(())
+        } else {
+            Err(self.errors)
+        }
+    }
+}
+
+/// A compiled JSON Schema. Compile once, validate many times.
+#[derive(Debug)]
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl SchemaValidator {
+    /// Compiles a schema. The draft comes from its `$schema`, 2020-12 when absent.
+    /// Fails with a sentence when the schema itself is not valid.
+    pub fn compile(schema: &Value) -> Result<SchemaValidator, String> {
+        jsonschema::validator_for(schema)
+            .map(|inner| SchemaValidator { inner })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Validates an instance, listing every problem.
+    pub fn validate(&self, instance: &Value) -> ValidationResult {
+        // The fast boolean check first: most calls are valid, and collecting errors
+        // costs more than deciding validity.
+        if self.inner.is_valid(instance) {
+            return ValidationResult::ok();
+        }
+        ValidationResult::from_issues(
+            self.inner
+                .iter_errors(instance)
+                .map(|e| ValidationIssue {
+                    pointer: e.instance_path().as_str().to_owned(),
+                    schema_path: e.schema_path().as_str().to_owned(),
+                    message: e.to_string(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the instance is valid, without collecting errors.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.inner.is_valid(instance)
+    }
+}
+
+/// Checks that a value is a valid JSON Schema under its meta-schema (2020-12 when it
+/// names none), returning the first problem as a sentence.
+pub fn check_schema(schema: &Value) -> Result<(), String> {
+    let with_draft;
+    let schema = if schema.get("$schema").is_none() && schema.is_object() {
+        let mut s = schema.clone();
+        if let Some(map) = s.as_object_mut() {
+            map.insert(
+                "$schema".into(),
+                Value::String("https://json-schema.org/draft/2020-12/schema".into()),
+            );
+        }
+        with_draft = s;
+        &with_draft
+    } else {
+        schema
+    };
+    jsonschema::meta::validate(schema).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn codomyrmex_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 2, "maxLength": 5},
+                "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                "role": {"enum": ["admin", "user"]},
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}
+            },
+            "required": ["name", "age"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn every_keyword_of_the_list_is_enforced() {
+        let v = SchemaValidator::compile(&codomyrmex_schema()).unwrap();
+        assert!(
+            v.validate(&json!({"name": "ann", "age": 3, "role": "user", "tags": ["a"]}))
+                .valid
+        );
+        let cases = [
+            (json!("not an object"), "", "type"),
+            (json!({"age": 3}), "", "required"),
+            (json!({"name": 5, "age": 3}), "/name", "type"),
+            (
+                json!({"name": "ann", "age": 3, "role": "root"}),
+                "/role",
+                "enum",
+            ),
+            (json!({"name": "ann", "age": -1}), "/age", "minimum"),
+            (json!({"name": "ann", "age": 200}), "/age", "maximum"),
+            (json!({"name": "a", "age": 3}), "/name", "minLength"),
+            (json!({"name": "abcdefg", "age": 3}), "/name", "maxLength"),
+            (
+                json!({"name": "ann", "age": 3, "tags": []}),
+                "/tags",
+                "minItems",
+            ),
+            (
+                json!({"name": "ann", "age": 3, "tags": ["a", "b", "c"]}),
+                "/tags",
+                "maxItems",
+            ),
+            (
+                json!({"name": "ann", "age": 3, "tags": [1]}),
+                "/tags/0",
+                "type",
+            ),
+            (
+                json!({"name": "ann", "age": 3, "x": 1}),
+                "",
+                "additionalProperties",
+            ),
+        ];
+        for (instance, pointer, keyword) in cases {
+            let r = v.validate(&instance);
+            assert!(!r.valid, "{instance} should fail {keyword}");
+            assert_eq!(r.errors.len(), 1, "{instance}: {:?}", r.errors);
+            assert_eq!(r.errors[0].pointer, pointer, "{instance}");
+            assert!(
+                r.errors[0].schema_path.ends_with(keyword),
+                "{instance}: {:?}",
+                r.errors[0]
+            );
+        }
+    }
+
+    #[test]
+    fn all_errors_are_listed_with_pointers() {
+        let v = SchemaValidator::compile(&codomyrmex_schema()).unwrap();
+        let r = v.validate(&json!({"name": 1, "age": "x", "tags": [true]}));
+        let pointers: Vec<_> = r.errors.iter().map(|e| e.pointer.as_str()).collect();
+        assert_eq!(r.errors.len(), 3, "{:?}", r.errors);
+        for p in ["/name", "/age", "/tags/0"] {
+            assert!(pointers.contains(&p), "{pointers:?}");
+        }
+    }
+
+    #[test]
+    fn merge_and_serde_form() {
+        let a = ValidationResult::ok();
+        let b = ValidationResult::from_issues(vec![ValidationIssue::new("/x", "bad")]);
+        let m = a.clone().merge(b.clone());
+        assert!(!m.valid);
+        assert_eq!(m.errors.len(), 1);
+        assert!(a.clone().merge(ValidationResult::ok()).valid);
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            json,
+            json!({"valid": false, "errors": [{"pointer": "/x", "schema_path": "", "message": "bad"}]})
+        );
+        assert_eq!(serde_json::from_value::<ValidationResult>(json).unwrap(), m);
+        assert_eq!(b.errors[0].to_string(), "at /x: bad");
+    }
+
+    #[test]
+    fn bad_schemas_are_reported() {
+        assert!(SchemaValidator::compile(&json!({"type": 12})).is_err());
+        assert!(check_schema(&json!({"type": "object"})).is_ok());
+        assert!(check_schema(&json!({"type": "objekt"})).is_err());
+        assert!(check_schema(&json!({"minimum": "three"})).is_err());
+    }
+}

@@ -1,0 +1,69 @@
+//! # tackle: tools for LLM agents, from plain Rust functions
+//!
+//! Put `#[tool]` on a function. tackle derives the input and output JSON Schemas from
+//! its signature and doc comments, registers it at link time, and calls it through one
+//! door that checks the caller's capabilities and validates input and output.
+//!
+//! ```
+//! use serde_json::json;
+//! use tackle::{tool, Runtime, ToolContext, ToolErrorKind};
+//!
+//! /// Add two integers.
+//! #[tool(namespace = "math", version = "1", side_effects = none)]
+//! fn add(
+//!     /// left operand
+//!     a: i64,
+//!     /// right operand
+//!     b: i64,
+//! ) -> i64 {
+//!     a + b
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let rt = Runtime::from_inventory()?;
+//! let ctx = ToolContext::new().grant("tools:*");
+//! assert_eq!(rt.call("math.add@1", json!({"a": 2, "b": 3}), &ctx).await?, json!(5));
+//! assert_eq!(add::KEY, "math.add@1");
+//! assert_eq!(add(2, 3), 5); // still a plain function
+//!
+//! let err = rt.call("math.add@1", json!({"a": "x"}), &ctx).await.unwrap_err();
+//! assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
+//! assert_eq!(err.validation_errors().len(), 2); // `/a` is not an integer, `b` is missing
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Where things are
+//!
+//! * [`macro@tool`]: the attribute; every option and compile error is in
+//!   `docs/macro.md`.
+//! * [`ToolSpec`]: what a tool is, as portable data.
+//! * [`Registry`]: every tool, keyed `namespace.name@version`.
+//! * [`Runtime::call`]: the door.
+//! * [`ToolContext`]: the caller's capabilities and shared resources.
+//!
+//! ## Tools in other crates
+//!
+//! Tools register when their crate is linked. If your binary uses nothing else from a
+//! crate that only holds tools, add `use my_tools as _;` so the linker keeps it.
+
+#![warn(missing_docs)]
+
+pub use tackle_macros::tool;
+pub use tackle_runtime::{
+    call, capability, context, error, registry, schema, spec, validate, version, Args,
+    Capabilities, CollisionNote, CollisionStrategy, DynamicTool, ExecutionMode, MissingResource,
+    Registry, RegistryError, ReplayPolicy, Resource, Runtime, SchemaValidator, SideEffects, Tool,
+    ToolContext, ToolError, ToolErrorKind, ToolExample, ToolFuture, ToolHandler, ToolOrigin,
+    ToolQuery, ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
+};
+
+/// The decimal type of `cost_estimate`.
+pub use rust_decimal::Decimal;
+
+/// Paths used by `#[tool]`'s expansion. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use tackle_runtime::private::*;
+}

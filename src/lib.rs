@@ -52,11 +52,11 @@
 
 pub use tackle_macros::tool;
 pub use tackle_runtime::{
-    call, capability, context, error, registry, schema, spec, validate, version, Args,
-    Capabilities, CollisionNote, CollisionStrategy, DynamicTool, ExecutionMode, MissingResource,
-    Registry, RegistryError, ReplayPolicy, Resource, Runtime, SchemaValidator, SideEffects, Tool,
-    ToolContext, ToolError, ToolErrorKind, ToolExample, ToolFuture, ToolHandler, ToolOrigin,
-    ToolQuery, ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
+    call, capability, context, error, registrations, registry, schema, spec, validate, version,
+    Args, Capabilities, CollisionNote, CollisionStrategy, DynamicTool, ExecutionMode,
+    MissingResource, Registry, RegistryError, ReplayPolicy, Resource, Runtime, SchemaValidator,
+    SideEffects, Tool, ToolContext, ToolError, ToolErrorKind, ToolExample, ToolFuture, ToolHandler,
+    ToolOrigin, ToolQuery, ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
 };
 
 /// The decimal type of `cost_estimate`.

@@ -3,8 +3,6 @@
 //! Every problem becomes a `syn::Error` at the offending token; parsing goes on after
 //! an error so that one compile shows every mistake.
 
-use std::collections::HashMap;
-
 use proc_macro2::{Span, TokenStream};
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -73,6 +71,8 @@ pub struct ToolAttrs {
     pub trust: Option<Word>,
     pub blocking: bool,
     pub params: Vec<(Ident, LitStr)>,
+    /// Every known attribute that was written, valid or not.
+    pub given: Vec<String>,
 }
 
 /// An attribute's value as written, before it is interpreted.
@@ -86,7 +86,6 @@ enum Raw {
 pub fn parse(args: TokenStream) -> (ToolAttrs, Vec<syn::Error>) {
     let mut attrs = ToolAttrs::default();
     let mut errors = Vec::new();
-    let mut seen: HashMap<String, Span> = HashMap::new();
     let parser = syn::meta::parser(|meta| {
         let span = meta.path.span();
         let key = meta
@@ -97,13 +96,16 @@ pub fn parse(args: TokenStream) -> (ToolAttrs, Vec<syn::Error>) {
         let raw = raw_value(&meta)?;
         if !KNOWN.contains(&key.as_str()) {
             errors.push(unknown(&key, span));
-        } else if seen.insert(key.clone(), span).is_some() {
+        } else if attrs.given.contains(&key) {
             errors.push(syn::Error::new(
                 span,
                 format!("`{key}` is given twice; keep one"),
             ));
-        } else if let Err(e) = attrs.set(&key, span, raw) {
-            errors.push(e);
+        } else {
+            attrs.given.push(key.clone());
+            if let Err(e) = attrs.set(&key, span, raw) {
+                errors.push(e);
+            }
         }
         Ok(())
     });

@@ -16,7 +16,7 @@ pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
             },
             _ => None,
         })
-        .flat_map(|s| s.lines().map(str::to_owned).collect::<Vec<_>>())
+        .flat_map(|s| s.split('\n').map(str::to_owned).collect::<Vec<_>>())
         .map(|line| line.strip_prefix(' ').map(str::to_owned).unwrap_or(line))
         .collect()
 }

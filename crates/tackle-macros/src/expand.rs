@@ -51,7 +51,7 @@ fn check(
     let fn_name = fn_ident.to_string().trim_start_matches("r#").to_owned();
 
     let side_effects = attrs.side_effects.as_ref();
-    if side_effects.is_none() {
+    if !attrs.given.iter().any(|g| g == "side_effects") {
         errors.push(syn::Error::new(
             Span::call_site(),
             "missing `side_effects`: say what calling this tool does to the world, e.g. #[tool(side_effects = none)] (one of: none, read, write, external)",
@@ -188,7 +188,7 @@ fn check(
         })
         .collect();
 
-    side_effects?;
+    attrs.side_effects.as_ref()?;
     Some(Checked {
         name,
         namespace,

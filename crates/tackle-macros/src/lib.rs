@@ -17,7 +17,7 @@ use proc_macro::TokenStream;
 
 /// Turns a plain function into a registered, validated tool.
 ///
-/// ```ignore
+/// ```text
 /// /// Add two integers.
 /// #[tool(namespace = "math", version = "1", side_effects = none)]
 /// fn add(/// left operand

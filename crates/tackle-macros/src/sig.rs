@@ -13,8 +13,6 @@
 //!   gives the output `T`, and `E` (which must implement `Display`) becomes an
 //!   `Execution` error.
 
-use proc_macro2::Span;
-use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, ReturnType, Signature, Type};
 
 /// One parameter of the tool function.
@@ -54,24 +52,26 @@ pub struct Analysed {
 /// comments and `#[ctx]` on parameters) so the function compiles as written.
 /// Problems are pushed to `errors`.
 pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
-    let err = |span: Span, msg: &str| syn::Error::new(span, msg);
+    fn err(tokens: impl quote::ToTokens, msg: &str) -> syn::Error {
+        syn::Error::new_spanned(tokens, msg)
+    }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errors.push(err(
-            sig.generics.span(),
+            &sig.generics,
             "a tool cannot be generic: its schema needs concrete types; write a non-generic function (it may call a generic one)",
         ));
     }
     if let Some(u) = &sig.unsafety {
-        errors.push(err(u.span(), "a tool cannot be `unsafe`: the door calls it with checked input only; wrap the unsafe code in a safe function"));
+        errors.push(err(u, "a tool cannot be `unsafe`: the door calls it with checked input only; wrap the unsafe code in a safe function"));
     }
     if let Some(abi) = &sig.abi {
         errors.push(err(
-            abi.span(),
+            abi,
             "a tool cannot have an `extern` ABI; write a plain Rust function",
         ));
     }
     if let Some(v) = &sig.variadic {
-        errors.push(err(v.span(), "a tool cannot be variadic"));
+        errors.push(err(v, "a tool cannot be variadic"));
     }
 
     let mut params = Vec::new();
@@ -79,7 +79,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         let typed = match arg {
             FnArg::Receiver(r) => {
                 errors.push(err(
-                    r.span(),
+                    &*r,
                     "methods cannot be tools: `self` is not part of a tool's input; write a free function and pass what it needs as parameters or a `Resource<T>`",
                 ));
                 continue;
@@ -92,9 +92,9 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
             .attrs
             .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("ctx"));
 
-        if let Some(span) = impl_trait(&typed.ty) {
+        if let Some(found) = impl_trait(&typed.ty) {
             errors.push(err(
-                span,
+                found,
                 "`impl Trait` parameters cannot be tools' inputs: the schema needs a concrete type; name the type",
             ));
             continue;
@@ -116,7 +116,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         }
         if let Type::Reference(r) = &ty {
             errors.push(err(
-                r.span(),
+                r,
                 "a tool's input parameter must own its value: take `String` instead of `&str`, `Vec<T>` instead of `&[T]` (references are only for `&ToolContext`)",
             ));
             continue;
@@ -126,7 +126,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
                 params.push(Param::Input { ident: p.ident.clone(), ty, docs });
             }
             other => errors.push(err(
-                other.span(),
+                other,
                 "unsupported parameter pattern: an input parameter needs a plain name (`count: u32`), which becomes its property in the schema; destructure inside the body, or use `Args(x): Args<T>`",
             )),
         }
@@ -142,7 +142,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         .count();
     if wholes > 1 || (wholes == 1 && inputs > 0) {
         errors.push(err(
-            sig.inputs.span(),
+            &sig.inputs,
             "`Args<T>` makes `T` the whole input: it must be the only input parameter (context and `Resource<T>` parameters may stay)",
         ));
     }
@@ -150,8 +150,8 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
     let output = match &sig.output {
         ReturnType::Default => Output::Unit,
         ReturnType::Type(_, ty) => {
-            if let Some(span) = impl_trait(ty) {
-                errors.push(err(span, "a tool cannot return `impl Trait`: the output schema needs a concrete type; name the type"));
+            if let Some(found) = impl_trait(ty) {
+                errors.push(err(found, "a tool cannot return `impl Trait`: the output schema needs a concrete type; name the type"));
                 Output::Unit
             } else if is_unit(ty) {
                 Output::Unit
@@ -211,10 +211,10 @@ fn single_arg(ty: &Type, name: &str) -> Option<Type> {
     }
 }
 
-/// The span of an `impl Trait` anywhere inside the type.
-fn impl_trait(ty: &Type) -> Option<Span> {
+/// An `impl Trait` anywhere inside the type.
+fn impl_trait(ty: &Type) -> Option<&Type> {
     match ty {
-        Type::ImplTrait(t) => Some(t.span()),
+        Type::ImplTrait(_) => Some(ty),
         Type::Reference(r) => impl_trait(&r.elem),
         Type::Paren(p) => impl_trait(&p.elem),
         Type::Group(g) => impl_trait(&g.elem),

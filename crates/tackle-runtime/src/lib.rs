@@ -31,8 +31,8 @@ pub use capability::Capabilities;
 pub use context::{MissingResource, Resource, ToolContext};
 pub use error::{RegistryError, ToolError, ToolErrorKind, ToolOrigin};
 pub use registry::{
-    CollisionNote, CollisionStrategy, DynamicTool, Registry, Tool, ToolFuture, ToolHandler,
-    ToolQuery, ToolRegistration,
+    registrations, CollisionNote, CollisionStrategy, DynamicTool, Registry, Tool, ToolFuture,
+    ToolHandler, ToolQuery, ToolRegistration,
 };
 pub use spec::{ExecutionMode, ReplayPolicy, SideEffects, ToolExample, ToolSpec, Trust};
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};

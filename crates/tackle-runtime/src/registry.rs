@@ -81,6 +81,17 @@ impl ToolRegistration {
 
 inventory::collect!(ToolRegistration);
 
+/// Every `#[tool]` linked into the program, in a stable order (by key, then source
+/// location). Filter it and pass it to [`Registry::from_registrations`] to build a
+/// registry of a subset, for example the tools of one agent.
+pub fn registrations() -> impl Iterator<Item = &'static ToolRegistration> {
+    let mut all: Vec<&'static ToolRegistration> =
+        inventory::iter::<ToolRegistration>.into_iter().collect();
+    // Link order is not stable across builds; sort so collisions resolve the same way.
+    all.sort_by(|a, b| (a.key, a.file, a.line).cmp(&(b.key, b.file, b.line)));
+    all.into_iter()
+}
+
 /// The type-erased code of a tool: input JSON in, output JSON out.
 #[derive(Clone)]
 pub struct ToolHandler(Arc<dyn Fn(ToolContext, Value) -> ToolFuture + Send + Sync>);
@@ -399,11 +410,7 @@ impl Registry {
 
     /// Every `#[tool]` linked into the program, with the given collision strategy.
     pub fn from_inventory_with(strategy: CollisionStrategy) -> Result<Registry, RegistryError> {
-        let mut registrations: Vec<&ToolRegistration> =
-            inventory::iter::<ToolRegistration>.into_iter().collect();
-        // Link order is not stable across builds; sort so collisions resolve the same way.
-        registrations.sort_by(|a, b| (a.key, a.file, a.line).cmp(&(b.key, b.file, b.line)));
-        Registry::from_registrations(registrations, strategy)
+        Registry::from_registrations(registrations(), strategy)
     }
 
     /// A registry of the given link-time registrations (the building block of

@@ -1,0 +1,8 @@
+use tackle::tool;
+
+#[tool(side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}

@@ -1,1 +1,101 @@
-fn main() {}
+//! The door's overhead: `Runtime::call` on `math.add` with validation on, against an
+//! in-run baseline doing the same work by hand (hash-map lookup, precompiled
+//! jsonschema validation of the input, serde decode, the call, serde encode).
+//!
+//! The door additionally checks capabilities, validates the *output*, guards against
+//! panics and goes through a type-erased async handler.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tackle::{tool, Runtime, ToolContext};
+
+/// Add two integers.
+#[tool(namespace = "math", version = "1", side_effects = none)]
+fn add(
+    /// left operand
+    a: i64,
+    /// right operand
+    b: i64,
+) -> i64 {
+    a + b
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+/// Polls a future that must complete at once (a sync tool's call does).
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("a sync tool's call completes on its first poll"),
+    }
+}
+
+fn door(c: &mut Criterion) {
+    let input = json!({"a": 2, "b": 3});
+
+    // Baseline: the same work, by hand.
+    let schema = add::spec().input_schema;
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let mut table: HashMap<String, fn(i64, i64) -> i64> = HashMap::new();
+    for i in 0..50 {
+        table.insert(format!("other.tool{i}@1"), add);
+    }
+    table.insert("math.add@1".to_owned(), add);
+
+    let rt = Runtime::from_inventory().expect("registry");
+    let ctx = ToolContext::new().grant("tools:*");
+    let tokio_rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio");
+
+    let mut group = c.benchmark_group("door");
+    group.bench_function("baseline_by_hand", |b| {
+        b.iter_batched(
+            || input.clone(),
+            |input: Value| {
+                let f = table.get(black_box("math.add@1")).expect("registered");
+                assert!(validator.is_valid(&input));
+                let args: AddArgs = serde_json::from_value(input).expect("decodes");
+                serde_json::to_value(f(args.a, args.b)).expect("encodes")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("door_call", |b| {
+        b.iter_batched(
+            || input.clone(),
+            |input| ready(rt.call(black_box("math.add@1"), input, &ctx)).expect("ok"),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("door_call_tokio_block_on", |b| {
+        b.iter_batched(
+            || input.clone(),
+            |input| {
+                tokio_rt
+                    .block_on(rt.call(black_box("math.add@1"), input, &ctx))
+                    .expect("ok")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, door);
+criterion_main!(benches);

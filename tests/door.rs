@@ -61,8 +61,7 @@ struct Greeting(String);
 /// Greets with the configured greeting.
 #[tool(namespace = "text", side_effects = none)]
 fn greet(greeting: Resource<Greeting>, name: String) -> String {
-    let Greeting(word) = &*greeting;
-    format!("{word} {name}")
+    format!("{} {name}", greeting.0)
 }
 
 /// A namesake in another namespace, to make the bare name `add` ambiguous elsewhere.

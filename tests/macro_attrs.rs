@@ -265,6 +265,18 @@ fn input_schema_from_parameters() {
     );
     let keys: Vec<_> = schema["properties"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["a", "b"], "properties keep parameter order");
+    let root: Vec<_> = schema.as_object().unwrap().keys().collect();
+    assert_eq!(
+        root,
+        [
+            "$schema",
+            "type",
+            "additionalProperties",
+            "properties",
+            "required"
+        ],
+        "stable, natural key order"
+    );
 }
 
 #[test]

@@ -92,6 +92,10 @@ fn priority_resolves_by_trust_and_auto_prefix_by_crate() {
         Registry::from_registrations(only("dup."), CollisionStrategy::AutoPrefix).unwrap();
     let keys: Vec<_> = registry.list().map(|t| t.key().to_owned()).collect();
     assert_eq!(keys, ["dup.same@1", "registry_errors.dup.same@1"]);
+    // The moved tool's spec (built lazily) agrees with its new key.
+    let moved = registry.get("registry_errors.dup.same@1").unwrap();
+    assert_eq!(moved.spec().namespace, "registry_errors.dup");
+    assert_eq!(moved.spec().key(), moved.key());
 }
 
 #[test]

@@ -89,7 +89,14 @@ impl ToolContext {
 /// As a tool parameter (`db: Resource<Db>`) it is injected by the door and is not part
 /// of the input schema; when the caller's context has no `Db`, the call fails with a
 /// `MissingContext` error before the tool runs.
-pub struct Resource<T>(pub Arc<T>);
+pub struct Resource<T>(Arc<T>);
+
+impl<T> Resource<T> {
+    /// The shared pointer to the resource, to keep it beyond the call.
+    pub fn into_arc(self) -> Arc<T> {
+        self.0
+    }
+}
 
 impl<T> Deref for Resource<T> {
     type Target = T;

@@ -46,14 +46,21 @@ pub struct StaticSpec {
 }
 
 impl StaticSpec {
-    /// The full spec, given the schemas and examples.
+    /// The full spec, given the schemas and examples. A hand-written input schema is
+    /// brought into canonical form; a derived one already is.
     pub fn build(
         &self,
-        mut input_schema: Value,
+        input_schema: Schema,
         output_schema: Value,
         examples: Vec<ToolExample>,
     ) -> ToolSpec {
-        normalize_input_schema(&mut input_schema);
+        let input_schema = match input_schema {
+            Schema::Derived(value) => value,
+            Schema::Written(mut value) => {
+                normalize_input_schema(&mut value);
+                value
+            }
+        };
         let strings = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect();
         ToolSpec {
             name: self.name.to_owned(),
@@ -81,6 +88,15 @@ impl StaticSpec {
             blocking: self.blocking,
         }
     }
+}
+
+/// Where an input schema comes from.
+#[derive(Debug)]
+pub enum Schema {
+    /// Derived from the parameters: already canonical.
+    Derived(Value),
+    /// Written in the attribute: normalized on build.
+    Written(Value),
 }
 
 /// A JSON object from key-value pairs (for JSON literals the macro checked).

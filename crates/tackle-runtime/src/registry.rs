@@ -33,8 +33,9 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError, ToolOrigin};
+use crate::private::StaticSpec;
 use crate::schema::{check_input_root, normalize_input_schema};
-use crate::spec::ToolSpec;
+use crate::spec::{ToolSpec, Trust};
 use crate::validate::{SchemaValidator, ValidationIssue, ValidationResult};
 use crate::version::compare_versions;
 
@@ -45,7 +46,9 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Se
 #[derive(Debug)]
 pub struct ToolRegistration {
     key: &'static str,
+    meta: &'static StaticSpec,
     spec: fn() -> ToolSpec,
+    check_at_build: bool,
     handler: fn(ToolContext, Value) -> ToolFuture,
     file: &'static str,
     line: u32,
@@ -55,9 +58,12 @@ pub struct ToolRegistration {
 impl ToolRegistration {
     /// Used by `#[tool]`'s expansion.
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     pub const fn new(
         key: &'static str,
+        meta: &'static StaticSpec,
         spec: fn() -> ToolSpec,
+        check_at_build: bool,
         handler: fn(ToolContext, Value) -> ToolFuture,
         file: &'static str,
         line: u32,
@@ -65,7 +71,9 @@ impl ToolRegistration {
     ) -> ToolRegistration {
         ToolRegistration {
             key,
+            meta,
             spec,
+            check_at_build,
             handler,
             file,
             line,
@@ -76,6 +84,11 @@ impl ToolRegistration {
     /// The key the tool registers under.
     pub fn key(&self) -> &'static str {
         self.key
+    }
+
+    /// Builds the tool's spec (schemas included).
+    pub fn spec(&self) -> ToolSpec {
+        (self.spec)()
     }
 }
 
@@ -174,10 +187,38 @@ impl DynamicTool {
 #[derive(Debug)]
 pub struct Tool {
     key: String,
-    spec: ToolSpec,
+    /// `namespace.name`, kept for indexing.
+    path: String,
+    meta: Meta,
+    spec: SpecCell,
+    /// Whether the spec needs checks at registration that the macro could not make.
+    check_at_build: bool,
     handler: ToolHandler,
     origin: ToolOrigin,
     validators: OnceLock<Result<Validators, ToolError>>,
+}
+
+/// What the registry needs to know of a tool without building its schemas: enough to
+/// sort, index, search and resolve collisions.
+#[derive(Debug)]
+struct Meta {
+    namespace: String,
+    name: String,
+    version: String,
+    tags: Vec<String>,
+    deprecated: bool,
+    trust: Trust,
+}
+
+/// A tool's spec: given (run-time tools), or built on first use (`#[tool]` functions,
+/// whose schema generation is most of the cost of start-up).
+#[derive(Debug)]
+enum SpecCell {
+    Ready(ToolSpec),
+    Lazy {
+        make: fn() -> ToolSpec,
+        cell: OnceLock<ToolSpec>,
+    },
 }
 
 /// A tool's compiled input and output schemas.
@@ -188,15 +229,69 @@ pub(crate) struct Validators {
 }
 
 impl Tool {
-    fn new(mut spec: ToolSpec, handler: ToolHandler, origin: ToolOrigin) -> Tool {
+    /// A `#[tool]` function: its spec is built on first use.
+    fn from_registration(reg: &ToolRegistration) -> Tool {
+        let m = reg.meta;
+        Tool {
+            key: reg.key.to_owned(),
+            path: format!("{}.{}", m.namespace, m.name),
+            meta: Meta {
+                namespace: m.namespace.to_owned(),
+                name: m.name.to_owned(),
+                version: m.version.to_owned(),
+                tags: m.tags.iter().map(|t| (*t).to_owned()).collect(),
+                deprecated: m.deprecated,
+                trust: m.trust,
+            },
+            spec: SpecCell::Lazy {
+                make: reg.spec,
+                cell: OnceLock::new(),
+            },
+            check_at_build: reg.check_at_build,
+            handler: ToolHandler::new(reg.handler),
+            origin: ToolOrigin::Static {
+                file: reg.file,
+                line: reg.line,
+                module: reg.module,
+            },
+            validators: OnceLock::new(),
+        }
+    }
+
+    /// A tool from a hand-written spec, brought into canonical form.
+    fn from_written(mut spec: ToolSpec, handler: ToolHandler, origin: ToolOrigin) -> Tool {
         normalize_input_schema(&mut spec.input_schema);
         Tool {
             key: spec.key(),
-            spec,
+            path: spec.path(),
+            meta: Meta {
+                namespace: spec.namespace.clone(),
+                name: spec.name.clone(),
+                version: spec.version.clone(),
+                tags: spec.tags.clone(),
+                deprecated: spec.deprecated,
+                trust: spec.trust,
+            },
+            spec: SpecCell::Ready(spec),
+            check_at_build: true,
             handler,
             origin,
             validators: OnceLock::new(),
         }
+    }
+
+    /// Moves the tool to another namespace (collision strategy `auto-prefix`).
+    fn move_to(&mut self, namespace: String) {
+        self.key = format!("{namespace}.{}@{}", self.meta.name, self.meta.version);
+        self.path = format!("{namespace}.{}", self.meta.name);
+        let spec = match &mut self.spec {
+            SpecCell::Ready(spec) => Some(spec),
+            SpecCell::Lazy { cell, .. } => cell.get_mut(),
+        };
+        if let Some(spec) = spec {
+            spec.namespace.clone_from(&namespace);
+        }
+        self.meta.namespace = namespace;
     }
 
     /// The registry key, `namespace.name@version`.
@@ -204,9 +299,17 @@ impl Tool {
         &self.key
     }
 
-    /// The tool's specification.
+    /// The tool's specification (built on first use for `#[tool]` functions).
     pub fn spec(&self) -> &ToolSpec {
-        &self.spec
+        match &self.spec {
+            SpecCell::Ready(spec) => spec,
+            SpecCell::Lazy { make, cell } => cell.get_or_init(|| {
+                let mut spec = make();
+                // A collision strategy may have moved the tool.
+                spec.namespace.clone_from(&self.meta.namespace);
+                spec
+            }),
+        }
     }
 
     /// Where the tool was defined.
@@ -230,8 +333,8 @@ impl Tool {
                     })
                 };
                 Ok(Validators {
-                    input: compile("input", &self.spec.input_schema)?,
-                    output: compile("output", &self.spec.output_schema)?,
+                    input: compile("input", &self.spec().input_schema)?,
+                    output: compile("output", &self.spec().output_schema)?,
                 })
             })
             .as_ref()
@@ -256,16 +359,21 @@ impl Tool {
 
     /// Checks the spec, the input root and the examples.
     fn check(&self) -> Result<(), RegistryError> {
+        if !self.check_at_build {
+            // `#[tool]` checked names, policy and description at compile time, and a
+            // schema derived from parameters is an object by construction.
+            return Ok(());
+        }
         let invalid = |reason: String| RegistryError::InvalidSpec {
             key: self.key.clone(),
             origin: self.origin.clone(),
             reason,
         };
-        self.spec.check().map_err(invalid)?;
-        check_input_root(&self.spec.input_schema).map_err(invalid)?;
-        if let Some(field) = &self.spec.idempotency_key {
-            if self
-                .spec
+        let spec = self.spec();
+        spec.check().map_err(invalid)?;
+        check_input_root(&spec.input_schema).map_err(invalid)?;
+        if let Some(field) = &spec.idempotency_key {
+            if spec
                 .input_schema
                 .pointer(&format!("/properties/{field}"))
                 .is_none()
@@ -275,12 +383,8 @@ impl Tool {
                 )));
             }
         }
-        if matches!(self.origin, ToolOrigin::Static { .. }) && self.spec.examples.is_empty() {
-            // Derived schemas are valid by construction; compile lazily to keep start-up fast.
-            return Ok(());
-        }
         let validators = self.validators().map_err(|e| invalid(e.to_string()))?;
-        for (index, example) in self.spec.examples.iter().enumerate() {
+        for (index, example) in spec.examples.iter().enumerate() {
             let bad = |which, result: ValidationResult| RegistryError::InvalidExample {
                 key: self.key.clone(),
                 origin: self.origin.clone(),
@@ -364,13 +468,13 @@ impl ToolQuery {
     }
 
     fn matches(&self, tool: &Tool) -> bool {
-        let spec = tool.spec();
-        let has = |t: &String| spec.tags.contains(t);
-        (self.include_deprecated || !spec.deprecated)
+        let meta = &tool.meta;
+        let has = |t: &String| meta.tags.contains(t);
+        (self.include_deprecated || !meta.deprecated)
             && self
                 .name_contains
                 .as_ref()
-                .is_none_or(|n| spec.path().to_lowercase().contains(n.as_str()))
+                .is_none_or(|n| tool.path.to_lowercase().contains(n.as_str()))
             && (self.any_tags.is_empty() || self.any_tags.iter().any(has))
             && self.all_tags.iter().all(has)
     }
@@ -421,16 +525,7 @@ impl Registry {
     ) -> Result<Registry, RegistryError> {
         let mut registry = Registry::with_strategy(strategy);
         for reg in registrations {
-            let handler = reg.handler;
-            let tool = Tool::new(
-                (reg.spec)(),
-                ToolHandler::new(handler),
-                ToolOrigin::Static {
-                    file: reg.file,
-                    line: reg.line,
-                    module: reg.module,
-                },
-            );
+            let tool = Tool::from_registration(reg);
             registry.insert(tool)?;
         }
         registry.reindex();
@@ -440,7 +535,7 @@ impl Registry {
     /// Adds a run-time tool. Returns the key it was registered under (which differs
     /// from its spec's key only when [`CollisionStrategy::AutoPrefix`] moved it).
     pub fn register(&mut self, tool: DynamicTool) -> Result<String, RegistryError> {
-        let tool = Tool::new(
+        let tool = Tool::from_written(
             tool.spec,
             tool.handler,
             ToolOrigin::Dynamic {
@@ -486,25 +581,24 @@ impl Registry {
                             }
                         })
                         .collect();
-                    let base = format!("{prefix}.{}", tool.spec.namespace);
+                    let base = format!("{prefix}.{}", tool.meta.namespace);
                     let mut namespace = base.clone();
                     let mut n = 2;
                     while self.by_key.contains_key(&format!(
                         "{namespace}.{}@{}",
-                        tool.spec.name, tool.spec.version
+                        tool.meta.name, tool.meta.version
                     )) {
                         namespace = format!("{base}_{n}");
                         n += 1;
                     }
-                    tool.spec.namespace = namespace;
-                    tool.key = tool.spec.key();
+                    tool.move_to(namespace);
                     self.collisions.push(CollisionNote {
                         resolution: format!("{} was registered as `{}`", tool.origin, tool.key),
                         key: old_key,
                     });
                 }
                 CollisionStrategy::Priority => {
-                    let (kept, dropped) = match tool.spec.trust.cmp(&first.spec.trust) {
+                    let (kept, dropped) = match tool.meta.trust.cmp(&first.meta.trust) {
                         std::cmp::Ordering::Equal => return Err(duplicate(first, &tool)),
                         std::cmp::Ordering::Greater => (&tool, first.as_ref()),
                         std::cmp::Ordering::Less => (first.as_ref(), &tool),
@@ -514,12 +608,12 @@ impl Registry {
                         resolution: format!(
                             "kept {} ({}) over {} ({})",
                             kept.origin,
-                            kept.spec.trust.as_str(),
+                            kept.meta.trust.as_str(),
                             dropped.origin,
-                            dropped.spec.trust.as_str()
+                            dropped.meta.trust.as_str()
                         ),
                     });
-                    if tool.spec.trust > first.spec.trust {
+                    if tool.meta.trust > first.meta.trust {
                         let key = tool.key.clone();
                         self.tools[existing] = Arc::new(tool);
                         return Ok(key);
@@ -537,7 +631,7 @@ impl Registry {
     /// Sorts the tools and rebuilds the lookup tables.
     fn reindex(&mut self) {
         self.tools.sort_by(|a, b| {
-            let (x, y) = (&a.spec, &b.spec);
+            let (x, y) = (&a.meta, &b.meta);
             (&x.namespace, &x.name)
                 .cmp(&(&y.namespace, &y.name))
                 .then_with(|| compare_versions(&x.version, &y.version))
@@ -547,13 +641,13 @@ impl Registry {
         self.by_name.clear();
         for (i, tool) in self.tools.iter().enumerate() {
             self.by_key.insert(tool.key.clone(), i);
-            let path = tool.spec.path();
+            let path = &tool.path;
             let versions = self.by_path.entry(path.clone()).or_default();
             if versions.is_empty() {
                 self.by_name
-                    .entry(tool.spec.name.clone())
+                    .entry(tool.meta.name.clone())
                     .or_default()
-                    .push(path);
+                    .push(path.clone());
             }
             // Sorted ascending, so each later version goes first.
             versions.insert(0, i);
@@ -609,7 +703,7 @@ impl Registry {
             .tools
             .iter()
             .map(|t| {
-                let score = [t.key.as_str(), &t.spec.path(), &t.spec.name]
+                let score = [t.key.as_str(), &t.path, &t.meta.name]
                     .iter()
                     .map(|candidate| {
                         let c = candidate.to_lowercase();

@@ -58,7 +58,7 @@ fn canonical_root(value: &mut Value) {
     let Some(root) = value.as_object_mut() else {
         return;
     };
-    root.remove("title");
+    root.shift_remove("title");
     if let Some(dialect) = root.shift_remove("$schema") {
         root.shift_insert(0, "$schema".to_owned(), dialect);
     }
@@ -151,7 +151,7 @@ fn strip_null(prop: &mut Value) {
             .collect();
         if rest.len() < alternatives.len() {
             if rest.len() == 1 {
-                obj.remove("anyOf");
+                obj.shift_remove("anyOf");
                 if let Some(Value::Object(inner)) = rest.into_iter().next() {
                     for (k, v) in inner {
                         obj.entry(k).or_insert(v);

@@ -7,6 +7,8 @@
 //! expands. Every mistake is a compile error at the offending token, and all of them
 //! are reported in one go.
 
+#![warn(missing_docs)]
+
 mod attrs;
 mod docs;
 mod expand;

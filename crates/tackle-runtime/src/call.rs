@@ -237,6 +237,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn validators_are_compiled_once_per_tool() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let rt = runtime_with(counted_tool(runs, None));
+        let tool = rt.registry().resolve("t.count@1").unwrap();
+        let first: *const _ = tool.validators().unwrap();
+        for n in 0..3 {
+            rt.call("t.count@1", json!({ "n": n }), &ToolContext::new())
+                .await
+                .unwrap();
+        }
+        let after: *const _ = tool.validators().unwrap();
+        assert!(std::ptr::eq(first, after), "the same compiled validators serve every call");
+    }
+
+    #[tokio::test]
     async fn tools_without_permissions_need_no_grants() {
         let runs = Arc::new(AtomicUsize::new(0));
         let rt = runtime_with(counted_tool(runs.clone(), None));

@@ -43,6 +43,21 @@ async fn explode(message: String) -> i64 {
     panic!("{message}");
 }
 
+/// Panics, synchronously.
+#[tool(namespace = "chaos", side_effects = none)]
+fn crash(code: u8) -> u8 {
+    if code > 0 {
+        panic!("crash code {code}");
+    }
+    code
+}
+
+/// Counts the caller's grants (takes the context by value).
+#[tool(namespace = "ctx", side_effects = none)]
+fn grant_count(ctx: ToolContext) -> usize {
+    ctx.capabilities().grants().len()
+}
+
 /// Claims a string, returns a number.
 #[tool(namespace = "chaos", side_effects = none, output_schema = r#"{"type": "string"}"#)]
 fn liar() -> i64 {
@@ -189,6 +204,27 @@ async fn tool_errors_panics_and_bad_outputs() {
         rt.call("math.add", json!({"a": 1, "b": 1}), &ctx)
             .await
             .unwrap(),
+        json!(2)
+    );
+
+    let err = rt
+        .call("chaos.crash", json!({"code": 3}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`chaos.crash@1` panicked: crash code 3",
+        "sync tools are guarded too"
+    );
+    assert_eq!(
+        rt.call("chaos.crash", json!({"code": 0}), &ctx)
+            .await
+            .unwrap(),
+        json!(0)
+    );
+    let two = ToolContext::new().grant("a").grant("b");
+    assert_eq!(
+        rt.call("ctx.grant_count", json!({}), &two).await.unwrap(),
         json!(2)
     );
 

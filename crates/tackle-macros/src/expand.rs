@@ -325,9 +325,9 @@ fn generate(
     for (i, param) in analysed.params.iter().enumerate() {
         match param {
             Param::Input { ident, .. } => call_args.push(quote!(__args.#ident)),
-            Param::Context { by_ref: true } => call_args.push(quote!(&__ctx)),
+            Param::Context { by_ref: true } => call_args.push(quote!(__ctx)),
             Param::Context { by_ref: false } => {
-                call_args.push(quote!(::core::clone::Clone::clone(&__ctx)))
+                call_args.push(quote!(::core::clone::Clone::clone(__ctx)))
             }
             Param::Resource { inner } => {
                 let var = format_ident!("__resource{i}");
@@ -337,13 +337,21 @@ fn generate(
             Param::Whole { .. } => call_args.push(quote!(::tackle::Args(__args))),
         }
     }
-    let mut call = quote!(#fn_ident(#(#call_args),*));
-    if analysed.is_async {
-        call = quote!(#call.await);
-    }
-    if attrs.blocking {
-        call = quote!(#p::run_blocking(KEY, move || #call).await?);
-    }
+    // In the call, `__ctx` is always a `&ToolContext`.
+    let invoke = quote!(#fn_ident(#(#call_args),*));
+    let call = if attrs.blocking {
+        quote!(#p::run_blocking(KEY, move || {
+            let __ctx: &::tackle::ToolContext = &__ctx;
+            #invoke
+        }).await?)
+    } else if analysed.is_async {
+        quote!({
+            let __ctx: &::tackle::ToolContext = &__ctx;
+            #invoke.await
+        })
+    } else {
+        invoke
+    };
     let finish = match &analysed.output {
         Output::Unit => quote! {
             #call;
@@ -386,6 +394,43 @@ fn generate(
     let timeout_ms = opt(attrs.timeout_ms);
     let max_result_tokens = opt(attrs.max_result_tokens);
     let blocking = attrs.blocking;
+    // A sync tool that does not block runs to completion in the door, with no future
+    // to allocate; async and blocking tools get a boxed future.
+    let (handler, registered_handler) = if !analysed.is_async && !attrs.blocking {
+        let handler = quote! {
+            #[allow(unused_variables, clippy::unit_arg)]
+            fn __tackle_handler(
+                __ctx: &::tackle::ToolContext,
+                __input: #p::serde_json::Value,
+            ) -> ::core::result::Result<#p::serde_json::Value, ::tackle::ToolError> {
+                let __args: #input_type = #p::decode_args(KEY, __input)?;
+                #(#prelude)*
+                #finish
+            }
+        };
+        (
+            handler,
+            quote!(#p::RegisteredHandler::Sync(__tackle_handler)),
+        )
+    } else {
+        let handler = quote! {
+            #[allow(unused_variables, clippy::unit_arg)]
+            fn __tackle_handler(
+                __ctx: ::tackle::ToolContext,
+                __input: #p::serde_json::Value,
+            ) -> #p::ToolFuture {
+                ::std::boxed::Box::pin(async move {
+                    let __args: #input_type = #p::decode_args(KEY, __input)?;
+                    #(#prelude)*
+                    #finish
+                })
+            }
+        };
+        (
+            handler,
+            quote!(#p::RegisteredHandler::Async(__tackle_handler)),
+        )
+    };
     // Specs are built lazily at run time; these need checks the macro cannot make.
     let check_at_build = !attrs.examples.is_empty()
         || attrs.input_schema.is_some()
@@ -436,17 +481,7 @@ fn generate(
                 }
             }
 
-            #[allow(unused_variables, clippy::unit_arg)]
-            fn __tackle_handler(
-                __ctx: ::tackle::ToolContext,
-                __input: #p::serde_json::Value,
-            ) -> #p::ToolFuture {
-                ::std::boxed::Box::pin(async move {
-                    let __args: #input_type = #p::decode_args(KEY, __input)?;
-                    #(#prelude)*
-                    #finish
-                })
-            }
+            #handler
 
             #p::inventory::submit! {
                 #p::ToolRegistration::new(
@@ -454,7 +489,7 @@ fn generate(
                     &SPEC,
                     #fn_ident::spec,
                     #check_at_build,
-                    __tackle_handler,
+                    #registered_handler,
                     ::core::file!(),
                     ::core::line!(),
                     ::core::module_path!(),

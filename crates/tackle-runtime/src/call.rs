@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError};
-use crate::registry::{Registry, Tool, ToolFuture};
+use crate::registry::{HandlerKind, Registry, Tool, ToolFuture};
 
 /// The tools of a program and the door to call them.
 #[derive(Debug, Default)]
@@ -90,7 +90,7 @@ pub(crate) async fn call_tool(
             errors: checked.errors,
         });
     }
-    let output = guarded(tool, ctx.clone(), input).await?;
+    let output = guarded(tool, ctx, input).await?;
     let checked = validators.output.validate(&output);
     if !checked.valid {
         return Err(ToolError::InvalidOutput {
@@ -103,12 +103,16 @@ pub(crate) async fn call_tool(
 
 /// Runs the tool's handler, turning a panic (while starting or while running) into
 /// `Panicked`, and naming the tool by its registered key in every error.
-async fn guarded(tool: &Tool, ctx: ToolContext, input: Value) -> Result<Value, ToolError> {
+async fn guarded(tool: &Tool, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
     let key = tool.key();
-    let started = catch_unwind(AssertUnwindSafe(|| tool.handler().start(ctx, input)));
-    let outcome = match started {
-        Ok(future) => CatchUnwind(future).await,
-        Err(payload) => Err(payload),
+    let outcome = match &tool.handler().0 {
+        HandlerKind::Sync(run) => catch_unwind(AssertUnwindSafe(|| run(ctx, input))),
+        HandlerKind::Async(start) => {
+            match catch_unwind(AssertUnwindSafe(|| start(ctx.clone(), input))) {
+                Ok(future) => CatchUnwind(future).await,
+                Err(payload) => Err(payload),
+            }
+        }
     };
     match outcome {
         Ok(Ok(value)) => Ok(value),
@@ -248,7 +252,10 @@ mod tests {
                 .unwrap();
         }
         let after: *const _ = tool.validators().unwrap();
-        assert!(std::ptr::eq(first, after), "the same compiled validators serve every call");
+        assert!(
+            std::ptr::eq(first, after),
+            "the same compiled validators serve every call"
+        );
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use crate::registry::{ToolFuture, ToolRegistration};
+pub use crate::registry::{RegisteredHandler, ToolFuture, ToolRegistration};
 pub use crate::schema::{input_schema, output_schema};
 pub use inventory;
 pub use rust_decimal;

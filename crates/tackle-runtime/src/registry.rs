@@ -49,7 +49,7 @@ pub struct ToolRegistration {
     meta: &'static StaticSpec,
     spec: fn() -> ToolSpec,
     check_at_build: bool,
-    handler: fn(ToolContext, Value) -> ToolFuture,
+    handler: RegisteredHandler,
     file: &'static str,
     line: u32,
     module: &'static str,
@@ -64,7 +64,7 @@ impl ToolRegistration {
         meta: &'static StaticSpec,
         spec: fn() -> ToolSpec,
         check_at_build: bool,
-        handler: fn(ToolContext, Value) -> ToolFuture,
+        handler: RegisteredHandler,
         file: &'static str,
         line: u32,
         module: &'static str,
@@ -105,22 +105,41 @@ pub fn registrations() -> impl Iterator<Item = &'static ToolRegistration> {
     all.into_iter()
 }
 
+/// A `#[tool]` function's generated code, as the macro registers it.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum RegisteredHandler {
+    /// A synchronous tool that does not block: runs to completion where it is called,
+    /// with no future to allocate.
+    Sync(fn(&ToolContext, Value) -> Result<Value, ToolError>),
+    /// An async (or blocking) tool.
+    Async(fn(ToolContext, Value) -> ToolFuture),
+}
+
 /// The type-erased code of a tool: input JSON in, output JSON out.
 #[derive(Clone)]
-pub struct ToolHandler(Arc<dyn Fn(ToolContext, Value) -> ToolFuture + Send + Sync>);
+pub struct ToolHandler(pub(crate) HandlerKind);
+
+/// How a handler runs.
+#[derive(Clone)]
+pub(crate) enum HandlerKind {
+    Sync(fn(&ToolContext, Value) -> Result<Value, ToolError>),
+    Async(Arc<dyn Fn(ToolContext, Value) -> ToolFuture + Send + Sync>),
+}
 
 impl ToolHandler {
     /// Wraps a function that returns a [`ToolFuture`].
     pub fn new(
         f: impl Fn(ToolContext, Value) -> ToolFuture + Send + Sync + 'static,
     ) -> ToolHandler {
-        ToolHandler(Arc::new(f))
+        ToolHandler(HandlerKind::Async(Arc::new(f)))
     }
 
-    /// Starts the tool. Callers go through the door ([`crate::Runtime::call`]) instead,
-    /// which checks capabilities and validates first.
-    pub(crate) fn start(&self, ctx: ToolContext, input: Value) -> ToolFuture {
-        (self.0)(ctx, input)
+    fn registered(handler: RegisteredHandler) -> ToolHandler {
+        ToolHandler(match handler {
+            RegisteredHandler::Sync(f) => HandlerKind::Sync(f),
+            RegisteredHandler::Async(f) => HandlerKind::Async(Arc::new(f)),
+        })
     }
 }
 
@@ -248,7 +267,7 @@ impl Tool {
                 cell: OnceLock::new(),
             },
             check_at_build: reg.check_at_build,
-            handler: ToolHandler::new(reg.handler),
+            handler: ToolHandler::registered(reg.handler),
             origin: ToolOrigin::Static {
                 file: reg.file,
                 line: reg.line,

@@ -42,6 +42,10 @@
 //! * [`Registry`]: every tool, keyed `namespace.name@version`.
 //! * [`Runtime::call`]: the door.
 //! * [`ToolContext`]: the caller's capabilities and shared resources.
+//! * [`Cassette`] and [`cassette!`]: record side-effecting calls once, replay them
+//!   offline in `cargo test` (see `docs/cassettes.md`).
+//! * [`Cassette`] and [`cassette!`]: record side-effecting calls once, replay them
+//!   offline in `cargo test` (see `docs/cassettes.md`).
 //!
 //! ## Tools in other crates
 //!
@@ -51,6 +55,7 @@
 #![warn(missing_docs)]
 
 pub use tackle_macros::tool;
+pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
     call, capability, context, error, registrations, registry, schema, spec, validate, version,
     Args, Capabilities, CollisionNote, CollisionStrategy, DynamicTool, ExecutionMode,
@@ -58,6 +63,7 @@ pub use tackle_runtime::{
     SideEffects, Tool, ToolContext, ToolError, ToolErrorKind, ToolExample, ToolFuture, ToolHandler,
     ToolOrigin, ToolQuery, ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
 };
+pub use tackle_runtime::{cassette, replay, SchemaSide};
 
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;

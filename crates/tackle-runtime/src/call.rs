@@ -1,8 +1,8 @@
 //! The call pipeline: the one door every tool call goes through.
 //!
 //! ```text
-//! resolve key -> capability gate -> validate input -> execute (panic guard)
-//!   -> validate output
+//! resolve key -> capability gate -> validate input -> replay router
+//!   -> execute (panic guard) -> validate output
 //! ```
 //!
 //! [`Runtime::call`] is that door. Whoever calls a tool (user code, the executor, a
@@ -10,7 +10,10 @@
 //! capability check or validation. The order matters: a caller without the required
 //! permissions learns nothing about the input's validity and the tool never runs; an
 //! invalid input never reaches the tool; a tool's output that breaks its own schema is
-//! an error, not a surprise for the model downstream.
+//! an error, not a surprise for the model downstream. With a [`Cassette`] attached,
+//! the replay router decides after validation whether the call runs or a recorded
+//! outcome stands in for it (see [`crate::replay`]); replayed outputs are validated
+//! like live ones.
 
 use std::any::Any;
 use std::future::Future;
@@ -23,11 +26,13 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError};
 use crate::registry::{HandlerKind, Registry, Tool, ToolFuture};
+use crate::replay::{Cassette, InteractionKind, Route};
 
 /// The tools of a program and the door to call them.
 #[derive(Debug, Default)]
 pub struct Runtime {
     registry: Registry,
+    cassette: Option<Cassette>,
 }
 
 impl Runtime {
@@ -38,7 +43,26 @@ impl Runtime {
 
     /// A runtime over the given registry.
     pub fn new(registry: Registry) -> Runtime {
-        Runtime { registry }
+        Runtime {
+            registry,
+            cassette: None,
+        }
+    }
+
+    /// Routes every call through this cassette (record or replay, by its mode).
+    pub fn with_cassette(mut self, cassette: Cassette) -> Runtime {
+        self.cassette = Some(cassette);
+        self
+    }
+
+    /// Attaches or removes the cassette.
+    pub fn set_cassette(&mut self, cassette: Option<Cassette>) {
+        self.cassette = cassette;
+    }
+
+    /// The attached cassette, if any.
+    pub fn cassette(&self) -> Option<&Cassette> {
+        self.cassette.as_ref()
     }
 
     /// The tools.
@@ -61,7 +85,7 @@ impl Runtime {
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
         let tool = self.registry.resolve(key)?;
-        call_tool(tool, input, ctx).await
+        call_tool(tool, input, ctx, self.cassette.as_ref()).await
     }
 }
 
@@ -71,6 +95,7 @@ pub(crate) async fn call_tool(
     tool: &Tool,
     input: Value,
     ctx: &ToolContext,
+    cassette: Option<&Cassette>,
 ) -> Result<Value, ToolError> {
     let spec = tool.spec();
     if !spec.requires_capability.is_empty() {
@@ -90,7 +115,29 @@ pub(crate) async fn call_tool(
             errors: checked.errors,
         });
     }
-    let output = guarded(tool, ctx, input).await?;
+    let output = match cassette {
+        None => guarded(tool, ctx, input).await?,
+        Some(cassette) => {
+            let fingerprint = tool.schema_fingerprint();
+            let route = cassette.route(
+                InteractionKind::Tool,
+                tool.key(),
+                spec.replay_policy,
+                &input,
+                Some(fingerprint),
+            )?;
+            match route {
+                Route::Serve(outcome) => outcome?,
+                Route::Run(pending) => {
+                    let result = guarded(tool, ctx, input).await;
+                    if let Some(pending) = pending {
+                        cassette.record(pending, &result, Some(fingerprint));
+                    }
+                    result?
+                }
+            }
+        }
+    };
     let checked = validators.output.validate(&output);
     if !checked.valid {
         return Err(ToolError::InvalidOutput {
@@ -134,7 +181,11 @@ fn rekey(mut error: ToolError, registered: &str) -> ToolError {
         | ToolError::Execution { key, .. }
         | ToolError::Panicked { key, .. }
         | ToolError::InvalidOutput { key, .. }
-        | ToolError::InvalidSchema { key, .. } => {
+        | ToolError::InvalidSchema { key, .. }
+        | ToolError::CassetteMiss { key, .. }
+        | ToolError::ReplayGap { key, .. }
+        | ToolError::Divergence { key, .. }
+        | ToolError::Cassette { key, .. } => {
             if key != registered {
                 *key = registered.to_owned();
             }

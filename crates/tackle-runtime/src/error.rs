@@ -7,10 +7,12 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::validate::ValidationIssue;
 
 /// The category of a [`ToolError`], for matching without the details.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum ToolErrorKind {
     /// No tool matches the key.
@@ -31,10 +33,41 @@ pub enum ToolErrorKind {
     InvalidOutput,
     /// The tool's schema could not be compiled.
     InvalidSchema,
+    /// Replay found no recorded outcome for a call that must not run.
+    CassetteMiss,
+    /// Replay reached a tool that may never run under replay (`fail-loud`).
+    ReplayGap,
+    /// A recorded run and this run went different ways (a call out of position).
+    Divergence,
+    /// The cassette could not be read or written.
+    Cassette,
+}
+
+/// Which of a tool's two schemas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaSide {
+    /// The input schema.
+    Input,
+    /// The output schema.
+    Output,
+}
+
+impl fmt::Display for SchemaSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchemaSide::Input => "input",
+            SchemaSide::Output => "output",
+        })
+    }
 }
 
 /// Why a call failed. See [`ToolError::kind`] for the category alone.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+///
+/// Errors are data: they serialize (tagged by `kind`), so a recorded run can replay a
+/// tool's failure exactly as it happened.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool matches the key; `suggestions` holds the closest keys.
@@ -112,9 +145,46 @@ pub enum ToolError {
     InvalidSchema {
         /// The tool's key.
         key: String,
-        /// `input` or `output`.
-        which: &'static str,
+        /// Which schema.
+        which: SchemaSide,
         /// What is wrong with it.
+        message: String,
+    },
+    /// Replay found no recorded outcome for this call, and the tool must not run.
+    #[error("cassette miss for `{key}` (call #{call}): {message}")]
+    CassetteMiss {
+        /// The tool or operation key.
+        key: String,
+        /// The call's position in this run, from 0.
+        call: u64,
+        /// What was recorded instead: the nearest recorded inputs with their differences.
+        message: String,
+    },
+    /// Under replay, a `fail-loud` tool was called: it may never run, and nothing
+    /// recorded stands in for it.
+    #[error("`{key}` (call #{call}) is fail-loud: it cannot be replayed; run with a recording mode (TACKLE_CASSETTE=new) or stub it")]
+    ReplayGap {
+        /// The tool key.
+        key: String,
+        /// The call's position in this run, from 0.
+        call: u64,
+    },
+    /// This run left the recorded path, for example a model call out of position.
+    #[error("replay divergence at `{key}` (call #{call}): {message}")]
+    Divergence {
+        /// The key of the call that diverged.
+        key: String,
+        /// The call's position in this run, from 0.
+        call: u64,
+        /// What was expected instead, with the differences.
+        message: String,
+    },
+    /// The cassette could not be read or written during a call.
+    #[error("cassette error at `{key}`: {message}")]
+    Cassette {
+        /// The key of the call.
+        key: String,
+        /// What went wrong.
         message: String,
     },
 }
@@ -132,6 +202,10 @@ impl ToolError {
             ToolError::Panicked { .. } => ToolErrorKind::Panicked,
             ToolError::InvalidOutput { .. } => ToolErrorKind::InvalidOutput,
             ToolError::InvalidSchema { .. } => ToolErrorKind::InvalidSchema,
+            ToolError::CassetteMiss { .. } => ToolErrorKind::CassetteMiss,
+            ToolError::ReplayGap { .. } => ToolErrorKind::ReplayGap,
+            ToolError::Divergence { .. } => ToolErrorKind::Divergence,
+            ToolError::Cassette { .. } => ToolErrorKind::Cassette,
         }
     }
 

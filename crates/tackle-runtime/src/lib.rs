@@ -8,6 +8,7 @@
 //! * [`schema`], [`validate`], [`capability`]: deriving schemas, checking values
 //!   against them, and checking a caller's permissions;
 //! * [`registry`]: every tool of the program, keyed `namespace.name@version`;
+//! * [`replay`]: cassettes that record side-effecting calls once and replay them;
 //! * [`call`]: [`Runtime::call`], the one door every call goes through.
 
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@ pub mod capability;
 pub mod context;
 pub mod error;
 pub mod registry;
+pub mod replay;
 pub mod schema;
 pub mod spec;
 pub mod validate;
@@ -29,7 +31,7 @@ pub mod private;
 pub use call::Runtime;
 pub use capability::Capabilities;
 pub use context::{MissingResource, Resource, ToolContext};
-pub use error::{RegistryError, ToolError, ToolErrorKind, ToolOrigin};
+pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
 pub use registry::{
     registrations, CollisionNote, CollisionStrategy, DynamicTool, Registry, Tool, ToolFuture,
     ToolHandler, ToolQuery, ToolRegistration,

@@ -32,8 +32,9 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::context::ToolContext;
-use crate::error::{RegistryError, ToolError, ToolOrigin};
+use crate::error::{RegistryError, SchemaSide, ToolError, ToolOrigin};
 use crate::private::StaticSpec;
+use crate::replay::canonical::fingerprint;
 use crate::schema::{check_input_root, normalize_input_schema};
 use crate::spec::{ToolSpec, Trust};
 use crate::validate::{SchemaValidator, ValidationIssue, ValidationResult};
@@ -215,6 +216,7 @@ pub struct Tool {
     handler: ToolHandler,
     origin: ToolOrigin,
     validators: OnceLock<Result<Validators, ToolError>>,
+    fingerprint: OnceLock<String>,
 }
 
 /// What the registry needs to know of a tool without building its schemas: enough to
@@ -274,6 +276,7 @@ impl Tool {
                 module: reg.module,
             },
             validators: OnceLock::new(),
+            fingerprint: OnceLock::new(),
         }
     }
 
@@ -296,6 +299,7 @@ impl Tool {
             handler,
             origin,
             validators: OnceLock::new(),
+            fingerprint: OnceLock::new(),
         }
     }
 
@@ -331,6 +335,18 @@ impl Tool {
         }
     }
 
+    /// A stable fingerprint of the tool's input and output schemas, so a cassette can
+    /// tell when a tool changed since it was recorded.
+    pub fn schema_fingerprint(&self) -> &str {
+        self.fingerprint.get_or_init(|| {
+            let spec = self.spec();
+            fingerprint(&Value::Array(vec![
+                spec.input_schema.clone(),
+                spec.output_schema.clone(),
+            ]))
+        })
+    }
+
     /// Where the tool was defined.
     pub fn origin(&self) -> &ToolOrigin {
         &self.origin
@@ -344,7 +360,7 @@ impl Tool {
     pub(crate) fn validators(&self) -> Result<&Validators, ToolError> {
         self.validators
             .get_or_init(|| {
-                let compile = |which: &'static str, schema: &Value| {
+                let compile = |which: SchemaSide, schema: &Value| {
                     SchemaValidator::compile(schema).map_err(|message| ToolError::InvalidSchema {
                         key: self.key.clone(),
                         which,
@@ -352,8 +368,8 @@ impl Tool {
                     })
                 };
                 Ok(Validators {
-                    input: compile("input", &self.spec().input_schema)?,
-                    output: compile("output", &self.spec().output_schema)?,
+                    input: compile(SchemaSide::Input, &self.spec().input_schema)?,
+                    output: compile(SchemaSide::Output, &self.spec().output_schema)?,
                 })
             })
             .as_ref()

@@ -1,0 +1,159 @@
+//! Canonical JSON (RFC 8785, the JSON Canonicalization Scheme) and a stable fingerprint.
+//!
+//! Replay keys a call by its tool key and the canonical form of its (redacted) input,
+//! so two inputs that mean the same JSON get the same key however they were written:
+//! object keys are sorted by UTF-16 code units, there is no whitespace, strings use the
+//! minimal escaping of ECMAScript's `JSON.stringify`, and numbers are written the way
+//! ECMAScript writes doubles (`1.0` and `1` are both `1`, `1e21` is `1e+21`).
+
+use std::fmt::Write;
+
+use serde_json::{Number, Value};
+
+/// The RFC 8785 canonical form of a JSON value.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, k);
+                out.push(':');
+                write_value(out, v);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_number(out: &mut String, n: &Number) {
+    // Integers that a double holds exactly are written as integers; anything else is
+    // written as the double ECMAScript would print.
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= 1 << 53 {
+            let _ = write!(out, "{i}");
+            return;
+        }
+    } else if let Some(u) = n.as_u64() {
+        if u <= 1 << 53 {
+            let _ = write!(out, "{u}");
+            return;
+        }
+    }
+    let x = n.as_f64().unwrap_or(0.0);
+    if x == 0.0 {
+        out.push('0');
+    } else if (1e-6..1e21).contains(&x.abs()) {
+        // Rust's shortest round-trip digits, in plain notation (`100`, `0.25`).
+        let _ = write!(out, "{x}");
+    } else {
+        // Exponent notation with an explicit `+` for positive exponents (`1e+21`).
+        let s = format!("{x:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => {
+                let _ = write!(out, "{mantissa}e+{exp}");
+            }
+            _ => out.push_str(&s),
+        }
+    }
+}
+
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A short, stable fingerprint of a value: FNV-1a (64-bit) over its canonical form.
+/// Stable across runs, platforms and key order; not a cryptographic hash.
+pub fn fingerprint(value: &Value) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical(value).bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_whitespace_do_not_matter() {
+        let a: Value = serde_json::from_str(r#"{ "b": 1, "a": [true, null, "x"] }"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":[true,null,"x"],"b":1}"#).unwrap();
+        assert_eq!(canonical(&a), r#"{"a":[true,null,"x"],"b":1}"#);
+        assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+    }
+
+    #[test]
+    fn number_spelling_does_not_matter() {
+        for (text, expected) in [
+            ("1", "1"),
+            ("1.0", "1"),
+            ("1e2", "100"),
+            ("-0.0", "0"),
+            ("0.25", "0.25"),
+            ("2.5e-7", "2.5e-7"),
+            ("1e21", "1e+21"),
+            ("123456789012", "123456789012"),
+            ("1.5E+3", "1500"),
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(canonical(&v), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn rfc8785_sample_sorting_and_escaping() {
+        // Keys sort by UTF-16 code units: U+1F600 (a surrogate pair, 0xD83D...) sorts
+        // before U+FB33 (0xFB33), unlike in UTF-8 byte order.
+        let v = json!({"\u{fb33}": 1, "\u{1f600}": 2, "\r": 3, "1": 4, "\u{80}": 5, "ö": 6});
+        assert_eq!(
+            canonical(&v),
+            "{\"\\r\":3,\"1\":4,\"\u{80}\":5,\"ö\":6,\"\u{1f600}\":2,\"\u{fb33}\":1}"
+        );
+        assert_eq!(canonical(&json!("a\u{1}\"\\/é")), "\"a\\u0001\\\"\\\\/é\"");
+    }
+}

@@ -1,0 +1,208 @@
+//! Redaction: secrets never reach a cassette.
+//!
+//! One function, [`Redactor::redact`], runs at one choke point: on every input before
+//! it is hashed (when recording *and* when replaying, so a redacted input still
+//! matches), and on everything before it is saved. It replaces configured secret
+//! values and strings shaped like credentials (`Bearer` tokens, `sk-...` API keys,
+//! JWTs) with `[REDACTED]`, wherever they occur inside a string.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// What replaces a secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Replaces secrets in JSON values. Token-shaped strings are always redacted; add
+/// known secret values with [`Redactor::secret`].
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for token-shaped strings only.
+    pub fn new() -> Redactor {
+        Redactor::default()
+    }
+
+    /// Also redacts this exact value wherever it occurs. Values shorter than four
+    /// characters are ignored: they would shred ordinary text.
+    pub fn secret(mut self, value: impl Into<String>) -> Redactor {
+        let value = value.into();
+        if value.chars().count() >= 4 && !self.secrets.contains(&value) {
+            self.secrets.push(value);
+            // Longest first, so a secret containing another is replaced whole.
+            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+        self
+    }
+
+    /// The value with every secret replaced. Object keys are kept.
+    pub fn redact(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.redact_str(s).into_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.redact(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.redact(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// The text with every secret replaced.
+    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+            }
+        }
+        if let Some(replaced) = redact_tokens(&out) {
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+}
+
+/// Characters of base64url and similar token alphabets.
+fn token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_')
+}
+
+/// Replaces token-shaped runs; `None` when there are none.
+fn redact_tokens(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut last = 0;
+    let mut i = 0;
+    let mut changed = false;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        let at_word_start = i == 0 || !token_char(text[..i].chars().next_back().unwrap_or(' '));
+        let token_end = if !at_word_start {
+            None
+        } else if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case("bearer ") {
+            // `Bearer <token>`: keep the scheme, drop the credential.
+            let start = i + 7;
+            let end = start
+                + text[start..]
+                    .find(|c: char| !(token_char(c) || matches!(c, '.' | '~' | '+' | '/' | '=')))
+                    .unwrap_or(text.len() - start);
+            (end > start).then(|| {
+                out.push_str(&text[last..start]);
+                last = start;
+                end
+            })
+        } else if let Some(key) = rest.strip_prefix("sk-") {
+            let end = i + 3 + key.find(|c: char| !token_char(c)).unwrap_or(key.len());
+            (end - i >= 3 + 16).then(|| {
+                out.push_str(&text[last..i]);
+                last = i;
+                end
+            })
+        } else if rest.starts_with("eyJ") {
+            jwt_len(rest).map(|len| {
+                out.push_str(&text[last..i]);
+                last = i;
+                i + len
+            })
+        } else {
+            None
+        };
+        match token_end {
+            Some(end) => {
+                out.push_str(REDACTED);
+                last = end;
+                i = end;
+                changed = true;
+            }
+            None => i += rest.chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    changed.then(|| {
+        out.push_str(&text[last..]);
+        out
+    })
+}
+
+/// The length of a JWT at the start of `s`: three base64url segments joined by dots,
+/// the first starting `eyJ` (a JSON object).
+fn jwt_len(s: &str) -> Option<usize> {
+    let mut len = 0;
+    for part in 0..3 {
+        let seg = s[len..]
+            .find(|c: char| !token_char(c))
+            .unwrap_or(s.len() - len);
+        if seg < 2 {
+            return None;
+        }
+        len += seg;
+        if part < 2 {
+            if !s[len..].starts_with('.') {
+                return None;
+            }
+            len += 1;
+        }
+    }
+    Some(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn token_shapes_are_redacted() {
+        let r = Redactor::new();
+        assert_eq!(
+            r.redact_str("Authorization: Bearer abc.DEF-123_x~+/="),
+            "Authorization: Bearer [REDACTED]"
+        );
+        assert_eq!(
+            r.redact_str("key sk-proj-ABCDEFGHIJKLMNOP1234 end"),
+            "key [REDACTED] end"
+        );
+        assert_eq!(
+            r.redact_str("sk-short"),
+            "sk-short",
+            "too short to be a key"
+        );
+        assert_eq!(
+            r.redact_str("task-abcdefghijklmnopqrstu"),
+            "task-abcdefghijklmnopqrstu",
+            "not at a word start"
+        );
+        let jwt =
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+        assert_eq!(r.redact_str(&format!("token={jwt};")), "token=[REDACTED];");
+        assert_eq!(
+            r.redact_str("eyJust words. Not.a jwt"),
+            "eyJust words. Not.a jwt"
+        );
+        assert_eq!(
+            r.redact_str("plain text, nothing to hide"),
+            "plain text, nothing to hide"
+        );
+    }
+
+    #[test]
+    fn configured_secrets_anywhere_in_values() {
+        let r = Redactor::new().secret("hunter22").secret("ab");
+        let v = json!({"password": "hunter22", "note": "my hunter22!", "list": ["x", "hunter22"], "n": 3, "ab": "ab"});
+        assert_eq!(
+            r.redact(&v),
+            json!({"password": "[REDACTED]", "note": "my [REDACTED]!", "list": ["x", "[REDACTED]"], "n": 3, "ab": "ab"})
+        );
+    }
+
+    #[test]
+    fn redaction_is_idempotent() {
+        let r = Redactor::new().secret("s3cr3t-value");
+        let once = r.redact(&json!("s3cr3t-value and Bearer xyz"));
+        assert_eq!(r.redact(&once), once);
+    }
+}

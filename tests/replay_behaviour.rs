@@ -1,0 +1,448 @@
+//! Replay keying, FIFO order, divergence reports, operations (model calls),
+//! redaction and concurrency, end to end through the door.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tackle::replay::{CassetteError, Mode};
+use tackle::{
+    tool, Cassette, CassetteConfig, DynamicTool, ReplayPolicy, Resource, Runtime, SideEffects,
+    ToolContext, ToolError, ToolErrorKind, ToolSpec,
+};
+
+#[derive(Default)]
+struct Counter(AtomicUsize);
+
+/// Hand out the next ticket (must-stub: every call changes the world).
+#[tool(namespace = "desk", side_effects = write)]
+fn ticket(counter: Resource<Counter>, prefix: String) -> String {
+    format!("{prefix}-{}", counter.0.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Transfer money; refuses negative amounts.
+#[tool(namespace = "bank", side_effects = external)]
+fn pay(counter: Resource<Counter>, to: String, amount: f64) -> Result<String, String> {
+    counter.0.fetch_add(1, Ordering::SeqCst);
+    if amount < 0.0 {
+        return Err(format!("cannot pay {amount} to {to}"));
+    }
+    Ok(format!("paid {amount} to {to}"))
+}
+
+/// Call an API with a token (the token must never reach a cassette).
+#[tool(namespace = "api", side_effects = read, replay_policy = must_stub)]
+fn fetch(counter: Resource<Counter>, url: String, authorization: String) -> Value {
+    counter.0.fetch_add(1, Ordering::SeqCst);
+    json!({"url": url, "echo": authorization, "status": 200})
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tackle-replay-behaviour-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("cassette.json")
+}
+
+fn open(path: &PathBuf, mode: Mode) -> Cassette {
+    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).unwrap()
+}
+
+fn runtime(cassette: Cassette) -> (Runtime, ToolContext) {
+    let rt = Runtime::from_inventory().unwrap().with_cassette(cassette);
+    (rt, ToolContext::new().with_resource(Counter::default()))
+}
+
+fn runs(ctx: &ToolContext) -> usize {
+    ctx.resource::<Counter>().unwrap().0.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn key_order_and_number_spelling_do_not_change_the_key() {
+    let path = temp("keying");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    let recorded = rt
+        .call("bank.pay", json!({"to": "ann", "amount": 2.0}), &ctx)
+        .await
+        .unwrap();
+    rt.cassette().unwrap().finish().unwrap();
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let input: Value = serde_json::from_str(r#"{ "amount": 2, "to": "ann" }"#).unwrap();
+    assert_eq!(rt.call("bank.pay", input, &ctx).await.unwrap(), recorded);
+    assert_eq!(runs(&ctx), 0);
+    rt.cassette().unwrap().finish().unwrap();
+}
+
+#[tokio::test]
+async fn identical_calls_replay_in_recorded_order_once_each() {
+    let path = temp("fifo");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    for _ in 0..3 {
+        rt.call("desk.ticket", json!({"prefix": "A"}), &ctx)
+            .await
+            .unwrap();
+    }
+    rt.cassette().unwrap().finish().unwrap();
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    for expected in ["A-0", "A-1", "A-2"] {
+        assert_eq!(
+            rt.call("desk.ticket", json!({"prefix": "A"}), &ctx)
+                .await
+                .unwrap(),
+            json!(expected)
+        );
+    }
+    let err = rt
+        .call("desk.ticket", json!({"prefix": "A"}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::CassetteMiss);
+    assert!(err.to_string().contains("already replayed"), "{err}");
+    assert_eq!(runs(&ctx), 0);
+}
+
+#[tokio::test]
+async fn a_call_never_replays_what_the_same_run_recorded() {
+    let path = temp("same-run");
+    let (rt, ctx) = runtime(open(&path, Mode::New));
+    assert_eq!(
+        rt.call("desk.ticket", json!({"prefix": "B"}), &ctx)
+            .await
+            .unwrap(),
+        json!("B-0")
+    );
+    // Recorded a moment ago, but not replayed: it runs again.
+    assert_eq!(
+        rt.call("desk.ticket", json!({"prefix": "B"}), &ctx)
+            .await
+            .unwrap(),
+        json!("B-1")
+    );
+    assert_eq!(runs(&ctx), 2);
+    rt.cassette().unwrap().finish().unwrap();
+}
+
+#[tokio::test]
+async fn errors_are_recorded_and_replay_as_errors() {
+    let path = temp("errors");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    let live = rt
+        .call("bank.pay", json!({"to": "bob", "amount": -5}), &ctx)
+        .await
+        .unwrap_err();
+    rt.cassette().unwrap().finish().unwrap();
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let replayed = rt
+        .call("bank.pay", json!({"to": "bob", "amount": -5}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(replayed, live);
+    assert_eq!(
+        replayed,
+        ToolError::Execution {
+            key: "bank.pay@1".into(),
+            message: "cannot pay -5 to bob".into()
+        }
+    );
+    assert_eq!(runs(&ctx), 0);
+}
+
+#[tokio::test]
+async fn a_miss_names_the_call_and_the_nearest_recording_with_a_diff() {
+    let path = temp("miss");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    rt.call("bank.pay", json!({"to": "ann", "amount": 10}), &ctx)
+        .await
+        .unwrap();
+    rt.call("bank.pay", json!({"to": "zed", "amount": 99}), &ctx)
+        .await
+        .unwrap();
+    rt.cassette().unwrap().finish().unwrap();
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let err = rt
+        .call("bank.pay", json!({"to": "ann", "amount": 12}), &ctx)
+        .await
+        .unwrap_err();
+    let ToolError::CassetteMiss { key, call, message } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((key.as_str(), *call), ("bank.pay@1", 0));
+    assert!(
+        message.contains("nearest recorded: call #0 (unused)"),
+        "{message}"
+    );
+    assert!(message.contains("/amount: 10 -> 12"), "{message}");
+    assert_eq!(runs(&ctx), 0);
+}
+
+#[tokio::test]
+async fn unused_must_stub_recordings_fail_the_run() {
+    let path = temp("unused");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    rt.call("desk.ticket", json!({"prefix": "C"}), &ctx)
+        .await
+        .unwrap();
+    rt.call("bank.pay", json!({"to": "ann", "amount": 1}), &ctx)
+        .await
+        .unwrap();
+    rt.cassette().unwrap().finish().unwrap();
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    rt.call("desk.ticket", json!({"prefix": "C"}), &ctx)
+        .await
+        .unwrap();
+    let err = rt.cassette().unwrap().finish().unwrap_err();
+    let CassetteError::Unused { calls, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(calls.len(), 1);
+    assert!(calls[0].contains("`bank.pay@1`"), "{err}");
+}
+
+#[tokio::test]
+async fn tool_calls_match_in_any_order() {
+    let path = temp("any-order");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    for who in ["a", "b", "c"] {
+        rt.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
+            .await
+            .unwrap();
+    }
+    rt.cassette().unwrap().finish().unwrap();
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    for who in ["c", "a", "b"] {
+        assert_eq!(
+            rt.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
+                .await
+                .unwrap(),
+            json!(format!("paid 1 to {who}"))
+        );
+    }
+    rt.cassette().unwrap().finish().unwrap();
+}
+
+fn dynamic_lookup(version: &str, output_schema: Value, output: &'static str) -> DynamicTool {
+    let mut spec = ToolSpec::new(
+        "dyn",
+        "lookup",
+        version,
+        SideEffects::Write,
+        "Looks a thing up.",
+    );
+    spec.input_schema =
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
+    spec.output_schema = output_schema;
+    DynamicTool::new(spec, move |_ctx, _input| async move {
+        Ok::<_, String>(json!(output))
+    })
+}
+
+#[tokio::test]
+async fn changed_versions_and_schemas_are_reported_by_name() {
+    let path = temp("changed");
+    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Rewrite));
+    rt.registry_mut()
+        .register(dynamic_lookup("1", json!({"type": "string"}), "abcdef"))
+        .unwrap();
+    rt.call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
+        .await
+        .unwrap();
+    rt.cassette().unwrap().finish().unwrap();
+
+    // A new version of the tool: the miss says the version changed.
+    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
+    rt.registry_mut()
+        .register(dynamic_lookup("2", json!({"type": "string"}), "abcdef"))
+        .unwrap();
+    let err = rt
+        .call("dyn.lookup@2", json!({"q": "x"}), &ToolContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`dyn.lookup` was recorded at version 1"),
+        "{err}"
+    );
+
+    // Same version, changed schema: reported, and the replayed output is checked
+    // against the current schema.
+    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
+    rt.registry_mut()
+        .register(dynamic_lookup(
+            "1",
+            json!({"type": "string", "maxLength": 3}),
+            "abc",
+        ))
+        .unwrap();
+    let err = rt
+        .call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::InvalidOutput, "{err}");
+    let report = rt.cassette().unwrap().finish().unwrap();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("the schema of `dyn.lookup@1` changed")),
+        "{report:?}"
+    );
+}
+
+#[tokio::test]
+async fn model_calls_record_and_replay_in_order() {
+    let path = temp("operations");
+    let key = "llm.scripted.complete@model-1";
+    let cassette = open(&path, Mode::Rewrite);
+    for (turn, reply) in [(1, "thinking"), (2, "done")] {
+        let out = cassette
+            .operation(
+                key,
+                ReplayPolicy::MustStub,
+                json!({"messages": [turn]}),
+                |_| async move { Ok(json!({"text": reply})) },
+            )
+            .await
+            .unwrap();
+        assert_eq!(out["text"], reply);
+    }
+    cassette.finish().unwrap();
+
+    let never = |_: Value| async move {
+        Err::<Value, _>(ToolError::Execution {
+            key: "model".into(),
+            message: "the model must not be called".into(),
+        })
+    };
+    let replay = open(&path, Mode::Replay);
+    let first = replay
+        .operation(key, ReplayPolicy::MustStub, json!({"messages": [1]}), never)
+        .await
+        .unwrap();
+    assert_eq!(first, json!({"text": "thinking"}));
+    let second = replay
+        .operation(key, ReplayPolicy::MustStub, json!({"messages": [2]}), never)
+        .await
+        .unwrap();
+    assert_eq!(second, json!({"text": "done"}));
+    replay.finish().unwrap();
+
+    // Out of position: turn 2 asked for first is a divergence, with the expected call.
+    let replay = open(&path, Mode::Replay);
+    let err = replay
+        .operation(key, ReplayPolicy::MustStub, json!({"messages": [2]}), never)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Divergence, "{err}");
+    assert!(err.to_string().contains("call #0 comes first"), "{err}");
+    // A changed prompt is a divergence with a diff against what was expected.
+    let err = replay
+        .operation(key, ReplayPolicy::MustStub, json!({"messages": [7]}), never)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("/messages/0: 1 -> 7"), "{err}");
+}
+
+#[tokio::test]
+async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
+    let path = temp("redaction");
+    let secret = "s3cr3t-pa55word";
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let config = || CassetteConfig::new().secret(secret).ignore_env();
+    let input = json!({"url": format!("https://x.invalid/?key={secret}&t={jwt}"), "authorization": "Bearer abc123.def-456"});
+
+    let cassette = Cassette::open(&path, config().mode(Mode::Rewrite)).unwrap();
+    let (rt, ctx) = runtime(cassette);
+    rt.call("api.fetch", input.clone(), &ctx).await.unwrap();
+    rt.call(
+        "bank.pay",
+        json!({"to": "sk-live-ABCDEFGHIJKLMNOPQRST", "amount": 1}),
+        &ctx,
+    )
+    .await
+    .unwrap();
+    rt.cassette().unwrap().finish().unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    for leaked in [
+        secret,
+        jwt,
+        "abc123.def-456",
+        "sk-live-ABCDEFGHIJKLMNOPQRST",
+    ] {
+        assert!(
+            !text.contains(leaked),
+            "{leaked} reached the cassette:\n{text}"
+        );
+    }
+    assert!(text.contains("[REDACTED]"));
+
+    let cassette = Cassette::open(&path, config().mode(Mode::Replay)).unwrap();
+    let (rt, ctx) = runtime(cassette);
+    let out = rt.call("api.fetch", input, &ctx).await.unwrap();
+    assert_eq!(out["echo"], "Bearer [REDACTED]", "outputs are redacted too");
+    rt.call(
+        "bank.pay",
+        json!({"to": "sk-live-ABCDEFGHIJKLMNOPQRST", "amount": 1}),
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(runs(&ctx), 0, "redacted inputs matched");
+    rt.cassette().unwrap().finish().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
+    let path = temp("concurrent");
+    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    let rt = Arc::new(rt);
+    let calls = (0..1000).map(|i| {
+        let (rt, ctx) = (rt.clone(), ctx.clone());
+        tokio::spawn(async move {
+            rt.call(
+                "bank.pay",
+                json!({"to": format!("p{i}"), "amount": i}),
+                &ctx,
+            )
+            .await
+        })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(runs(&ctx), 1000);
+    let report = rt.cassette().unwrap().finish().unwrap();
+    assert_eq!(report.recorded, 1000);
+
+    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let rt = Arc::new(rt);
+    let calls = (0..1000).rev().map(|i| {
+        let (rt, ctx) = (rt.clone(), ctx.clone());
+        tokio::spawn(async move {
+            (
+                i,
+                rt.call(
+                    "bank.pay",
+                    json!({"to": format!("p{i}"), "amount": i}),
+                    &ctx,
+                )
+                .await,
+            )
+        })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        let (i, out) = call.await.unwrap();
+        assert_eq!(out.unwrap(), json!(format!("paid {i} to p{i}")));
+    }
+    assert_eq!(runs(&ctx), 0);
+    assert_eq!(rt.cassette().unwrap().finish().unwrap().replayed, 1000);
+}

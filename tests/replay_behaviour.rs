@@ -176,7 +176,7 @@ async fn a_miss_names_the_call_and_the_nearest_recording_with_a_diff() {
     };
     assert_eq!((key.as_str(), *call), ("bank.pay@1", 0));
     assert!(
-        message.contains("nearest recorded: call #0 (unused)"),
+        message.contains("nearest recorded (unused): call #0 `bank.pay@1`"),
         "{message}"
     );
     assert!(message.contains("/amount: 10 -> 12"), "{message}");

@@ -11,7 +11,8 @@ use tackle::replay::{CassetteError, Mode};
 use tackle::{Cassette, CassetteConfig, ReplayPolicy};
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tackle-replay-files-{}-{name}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("tackle-replay-files-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("cassette.json")
@@ -39,7 +40,9 @@ async fn record(path: &Path, count: usize, tag: &str) {
 #[test]
 fn the_macro_names_the_cassette_after_the_test() {
     let err = tackle::cassette!(CassetteConfig::new().ignore_env()).unwrap_err();
-    let CassetteError::Missing { path } = &err else { panic!("{err}") };
+    let CassetteError::Missing { path } = &err else {
+        panic!("{err}")
+    };
     let expected = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/cassettes/replay_files.the_macro_names_the_cassette_after_the_test.json");
     assert_eq!(path, &expected);
@@ -52,19 +55,33 @@ async fn files_are_pretty_stable_and_byte_identical_when_re_recorded() {
     let first = std::fs::read_to_string(&path).unwrap();
     record(&path, 3, "t").await;
     let second = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(first, second, "re-recording an identical run is byte-identical");
+    assert_eq!(
+        first, second,
+        "re-recording an identical run is byte-identical"
+    );
 
     let head: Vec<&str> = first.lines().take(6).collect();
     assert_eq!(
         head,
-        ["{", "  \"format\": \"tackle-cassette\",", "  \"version\": 1,", "  \"complete\": true,", "  \"name\": \"cassette\",", "  \"tools\": {},"]
+        [
+            "{",
+            "  \"format\": \"tackle-cassette\",",
+            "  \"version\": 1,",
+            "  \"complete\": true,",
+            "  \"name\": \"cassette\",",
+            "  \"tools\": {},"
+        ]
     );
     // Recorded payloads keep their key order.
     let z = first.find("\"zeta\"").unwrap();
     assert!(z < first.find("\"alpha\"").unwrap());
     assert!(first.find("\"z\": 0").unwrap() < first.find("\"y\": \"t\"").unwrap());
     // No temporary files are left beside it.
-    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().filter_map(Result::ok).filter(|e| e.file_name() != "cassette.json").collect();
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() != "cassette.json")
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -77,7 +94,12 @@ async fn a_panicking_test_never_overwrites_a_good_cassette() {
     let outcome = tokio::spawn(async move {
         let cassette = open(&p, Mode::Rewrite);
         cassette
-            .operation("llm.test.complete@m", ReplayPolicy::MustStub, json!({}), |_| async { Ok(json!("new")) })
+            .operation(
+                "llm.test.complete@m",
+                ReplayPolicy::MustStub,
+                json!({}),
+                |_| async { Ok(json!("new")) },
+            )
             .await
             .unwrap();
         panic!("the test fails before finish()");
@@ -95,25 +117,64 @@ async fn corrupt_and_truncated_cassettes_name_file_line_and_column() {
 
     std::fs::write(&path, &text[..text.len() / 2]).unwrap();
     let err = Cassette::open(&path, CassetteConfig::new().ignore_env()).unwrap_err();
-    let CassetteError::Corrupt { path: p, line, column, .. } = &err else { panic!("{err}") };
+    let CassetteError::Corrupt {
+        path: p,
+        line,
+        column,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!(p, &path);
     assert!(*line > 1 && *column > 0, "{err}");
-    assert!(err.to_string().contains(&format!("{}", path.display())) && err.to_string().contains("line"), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{}", path.display()))
+            && err.to_string().contains("line"),
+        "{err}"
+    );
 
-    std::fs::write(&path, text.replacen("\"interactions\"", "\"interactions\": [], \"extra\"", 1)).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("\"interactions\"", "\"interactions\": [], \"extra\"", 1),
+    )
+    .unwrap();
     let err = load(&path).unwrap_err();
-    assert!(matches!(err, CassetteError::Corrupt { line: 7, .. }), "{err}");
+    assert!(
+        matches!(err, CassetteError::Corrupt { line: 7, .. }),
+        "{err}"
+    );
 
     std::fs::write(&path, text.replacen("\"version\": 1", "\"version\": 9", 1)).unwrap();
     let err = load(&path).unwrap_err();
-    assert!(matches!(err, CassetteError::UnsupportedVersion { found: 9, supported: 1, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CassetteError::UnsupportedVersion {
+                found: 9,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("version 9"), "{err}");
 
-    std::fs::write(&path, text.replacen("\"complete\": true", "\"complete\": false", 1)).unwrap();
-    assert!(matches!(load(&path).unwrap_err(), CassetteError::Incomplete { .. }));
+    std::fs::write(
+        &path,
+        text.replacen("\"complete\": true", "\"complete\": false", 1),
+    )
+    .unwrap();
+    assert!(matches!(
+        load(&path).unwrap_err(),
+        CassetteError::Incomplete { .. }
+    ));
 
     std::fs::write(&path, "[1, 2]").unwrap();
-    assert!(matches!(load(&path).unwrap_err(), CassetteError::Corrupt { line: 1, .. }));
+    assert!(matches!(
+        load(&path).unwrap_err(),
+        CassetteError::Corrupt { line: 1, .. }
+    ));
 }
 
 /// The writer half of the SIGKILL test. Run alone, it records a few cassettes and
@@ -142,7 +203,11 @@ fn sigkill_while_recording_leaves_the_previous_file_intact() {
     let mut kills = 0;
     for i in 0..20 {
         let mut child = Command::new(&exe)
-            .args(["writer_loop_writes_valid_cassettes", "--exact", "--test-threads=1"])
+            .args([
+                "writer_loop_writes_valid_cassettes",
+                "--exact",
+                "--test-threads=1",
+            ])
             .env("TACKLE_KILL_TEST_PATH", &path)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -154,7 +219,11 @@ fn sigkill_while_recording_leaves_the_previous_file_intact() {
             std::thread::sleep(Duration::from_millis(2));
         }
         // ...then kill at an arbitrary moment, most likely mid-write.
-        let jitter = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos() % 40;
+        let jitter = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+            % 40;
         std::thread::sleep(Duration::from_millis(5 + u64::from(jitter) + i));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();

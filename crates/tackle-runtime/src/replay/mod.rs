@@ -536,8 +536,7 @@ impl Cassette {
                 let r = &state.recorded[i];
                 let status = if used { "already replayed" } else { "unused" };
                 message.push_str(&format!(
-                    "; nearest recorded: call #{} ({status}), {}",
-                    r.call,
+                    "; nearest recorded ({status}): {}",
                     describe(r, Some(&redacted))
                 ));
             }

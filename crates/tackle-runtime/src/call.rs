@@ -55,9 +55,9 @@ impl Runtime {
         self
     }
 
-    /// Attaches or removes the cassette.
-    pub fn set_cassette(&mut self, cassette: Option<Cassette>) {
-        self.cassette = cassette;
+    /// Attaches or removes the cassette, returning the one attached before.
+    pub fn set_cassette(&mut self, cassette: Option<Cassette>) -> Option<Cassette> {
+        std::mem::replace(&mut self.cassette, cassette)
     }
 
     /// The attached cassette, if any.
@@ -119,12 +119,14 @@ pub(crate) async fn call_tool(
         None => guarded(tool, ctx, input).await?,
         Some(cassette) => {
             let fingerprint = tool.schema_fingerprint();
+            // The schema check is once per tool and cassette, not once per call.
+            let check = tool.first_call_under(cassette.id()).then_some(fingerprint);
             let route = cassette.route(
                 InteractionKind::Tool,
                 tool.key(),
                 spec.replay_policy,
                 &input,
-                Some(fingerprint),
+                check,
             )?;
             match route {
                 Route::Serve(outcome) => outcome?,

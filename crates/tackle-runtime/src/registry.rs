@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -217,6 +218,8 @@ pub struct Tool {
     origin: ToolOrigin,
     validators: OnceLock<Result<Validators, ToolError>>,
     fingerprint: OnceLock<String>,
+    /// The last cassette this tool's schemas were checked against (0: none).
+    checked_against: AtomicU64,
 }
 
 /// What the registry needs to know of a tool without building its schemas: enough to
@@ -277,6 +280,7 @@ impl Tool {
             },
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
+            checked_against: AtomicU64::new(0),
         }
     }
 
@@ -300,6 +304,7 @@ impl Tool {
             origin,
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
+            checked_against: AtomicU64::new(0),
         }
     }
 
@@ -345,6 +350,14 @@ impl Tool {
                 spec.output_schema.clone(),
             ]))
         })
+    }
+
+    /// Whether this is the first call of the tool under this cassette (which then
+    /// checks its schemas against the recording).
+    pub(crate) fn first_call_under(&self, cassette_id: u64) -> bool {
+        self.checked_against
+            .swap(cassette_id, AtomicOrdering::Relaxed)
+            != cassette_id
     }
 
     /// Where the tool was defined.

@@ -26,11 +26,12 @@ pub mod canonical;
 pub mod cassette;
 pub mod redact;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -40,6 +41,7 @@ pub use redact::Redactor;
 
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
+use canonical::FnvMap;
 
 /// How a cassette treats calls; see the table in the [module docs](self).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -187,6 +189,8 @@ pub struct Cassette {
 }
 
 struct Inner {
+    /// Unique per opened cassette, so a tool can tell whether it was checked against it.
+    id: u64,
     path: PathBuf,
     name: String,
     mode: Mode,
@@ -201,7 +205,7 @@ struct State {
     recorded: Vec<Interaction>,
     used: Vec<bool>,
     /// `(key, canonical input)` -> recorded indices, in recorded order.
-    queues: HashMap<(String, String), VecDeque<usize>>,
+    queues: FnvMap<String, FnvMap<String, VecDeque<usize>>>,
     /// Indices of recorded operations, in call order.
     operations: Vec<usize>,
     next_operation: usize,
@@ -212,7 +216,7 @@ struct State {
     tools: BTreeMap<String, String>,
     next_call: u64,
     warnings: Vec<String>,
-    checked_schemas: HashSet<String>,
+    checked_schemas: FnvMap<String, ()>,
 }
 
 impl fmt::Debug for Cassette {
@@ -293,7 +297,9 @@ impl Cassette {
                 let canon = canonical::canonical(&interaction.input);
                 state
                     .queues
-                    .entry((interaction.key.clone(), canon))
+                    .entry(interaction.key.clone())
+                    .or_default()
+                    .entry(canon)
                     .or_default()
                     .push_back(i);
                 if interaction.kind == InteractionKind::Operation {
@@ -302,8 +308,10 @@ impl Cassette {
             }
             state.recorded = file.interactions;
         }
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Ok(Cassette {
             inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, AtomicOrdering::Relaxed),
                 path,
                 name,
                 mode,
@@ -328,6 +336,11 @@ impl Cassette {
             .join("cassettes")
             .join(format!("{name}.json"));
         Cassette::open(path, config)
+    }
+
+    /// A number unique to this opened cassette.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// The file.
@@ -450,10 +463,11 @@ impl Cassette {
         input: &Value,
         call: u64,
     ) -> Result<Option<Result<Value, ToolError>>, ToolError> {
-        let canon = canonical::canonical(&self.inner.redactor.redact(input));
+        let canon = canonical::canonical(&self.inner.redactor.redact_cow(input));
         let found = state
             .queues
-            .get_mut(&(key.to_owned(), canon))
+            .get_mut(key)
+            .and_then(|by_input| by_input.get_mut(&canon))
             .and_then(VecDeque::pop_front);
         if kind == InteractionKind::Operation {
             let expected = state.operations.get(state.next_operation).copied();
@@ -462,7 +476,7 @@ impl Cassette {
                 (Some(i), _) => {
                     // Put it back: the run diverged, the recording did not change.
                     let canon = canonical::canonical(&state.recorded[i].input);
-                    if let Some(q) = state.queues.get_mut(&(key.to_owned(), canon)) {
+                    if let Some(q) = state.queues.get_mut(key).and_then(|m| m.get_mut(&canon)) {
                         q.push_front(i);
                     }
                     let message = match expected {
@@ -585,7 +599,7 @@ impl Cassette {
 
     /// Notes, once per key, a tool whose schemas changed since recording.
     fn check_schema(&self, state: &mut State, key: &str, fingerprint: &str) {
-        if !state.checked_schemas.insert(key.to_owned()) {
+        if state.checked_schemas.insert(key.to_owned(), ()).is_some() {
             return;
         }
         state.tools.insert(key.to_owned(), fingerprint.to_owned());

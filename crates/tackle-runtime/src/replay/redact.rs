@@ -52,6 +52,25 @@ impl Redactor {
         }
     }
 
+    /// The value with every secret replaced, borrowed when there is none (the common
+    /// case, which then costs no copy).
+    pub fn redact_cow<'a>(&self, value: &'a Value) -> Cow<'a, Value> {
+        if self.is_clean(value) {
+            Cow::Borrowed(value)
+        } else {
+            Cow::Owned(self.redact(value))
+        }
+    }
+
+    fn is_clean(&self, value: &Value) -> bool {
+        match value {
+            Value::String(s) => matches!(self.redact_str(s), Cow::Borrowed(_)),
+            Value::Array(items) => items.iter().all(|v| self.is_clean(v)),
+            Value::Object(map) => map.values().all(|v| self.is_clean(v)),
+            _ => true,
+        }
+    }
+
     /// The text with every secret replaced.
     pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);

@@ -1,0 +1,166 @@
+//! Replay costs, each against an in-run baseline:
+//!
+//! * replaying a pure tool's call vs. the same call through the live door;
+//! * recording a call vs. the live door;
+//! * opening (reading and indexing) a cassette of 100,000 interactions, vs. only
+//!   parsing the same file with serde_json.
+//!
+//! Replay consumes each recording once, so the call loops are timed in chunks of
+//! 20,000 calls, with the cassette (re)opened untimed between chunks. The runtime is
+//! warm (spec built, validators compiled) in every variant.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::{json, Value};
+use tackle::replay::cassette::{
+    save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
+};
+use tackle::replay::Mode;
+use tackle::{tool, Cassette, CassetteConfig, ReplayPolicy, Runtime, ToolContext};
+
+/// Add two integers.
+#[tool(namespace = "math", version = "1", side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("every call here completes on its first poll"),
+    }
+}
+
+fn open(path: &Path, mode: Mode) -> Cassette {
+    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).expect("cassette opens")
+}
+
+fn file_with(interactions: Vec<Interaction>) -> CassetteFile {
+    CassetteFile {
+        format: FORMAT.into(),
+        version: VERSION,
+        complete: true,
+        name: "bench".into(),
+        tools: Default::default(),
+        interactions,
+    }
+}
+
+fn interaction(call: u64, input: Value, output: Value) -> Interaction {
+    Interaction {
+        call,
+        key: "math.add@1".into(),
+        kind: InteractionKind::Tool,
+        policy: ReplayPolicy::RecordedResult,
+        input,
+        outcome: Outcome::Ok(output),
+    }
+}
+
+fn dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tackle-bench-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn replay(c: &mut Criterion) {
+    let dir = dir();
+    let ctx = ToolContext::new();
+    // A cassette of CHUNK recorded calls with distinct inputs; replay consumes each
+    // recording once, so a long measurement reopens it (untimed) every CHUNK calls.
+    const CHUNK: u64 = 1_000;
+    let inputs: Vec<Value> = (0..CHUNK).map(|i| json!({"a": i, "b": 3})).collect();
+    let chunk = dir.join("chunk.json");
+    let recorded = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| interaction(i as u64, input.clone(), json!(i as u64 + 3)));
+    save(&chunk, &file_with(recorded.collect())).expect("saved");
+
+    let live = Runtime::from_inventory().expect("registry");
+    let mut rt = Runtime::from_inventory().expect("registry");
+    ready(live.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
+    ready(rt.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
+
+    // Times `iters` calls, in chunks: `prepare` runs untimed before each chunk.
+    let timed = |iters: u64, prepare: &mut dyn FnMut(&mut Runtime), rt: &mut Runtime| {
+        let mut total = Duration::ZERO;
+        let mut done = 0;
+        while done < iters {
+            prepare(rt);
+            let n = (iters - done).min(CHUNK);
+            let batch: Vec<Value> = inputs[..n as usize].to_vec();
+            let start = Instant::now();
+            for input in batch {
+                black_box(ready(rt.call(black_box("math.add@1"), input, &ctx)).expect("ok"));
+            }
+            total += start.elapsed();
+            done += n;
+        }
+        total
+    };
+
+    let mut group = c.benchmark_group("replay");
+    let mut live_rt = live;
+    group.bench_function("live_door_baseline", |b| {
+        b.iter_custom(|iters| timed(iters, &mut |_| {}, &mut live_rt))
+    });
+    group.bench_function("replayed_call", |b| {
+        b.iter_custom(|iters| {
+            timed(
+                iters,
+                &mut |rt| drop(rt.set_cassette(Some(open(&chunk, Mode::Replay)))),
+                &mut rt,
+            )
+        })
+    });
+    group.bench_function("recorded_call", |b| {
+        b.iter_custom(|iters| {
+            timed(
+                iters,
+                &mut |rt| drop(rt.set_cassette(Some(open(&chunk, Mode::Rewrite)))),
+                &mut rt,
+            )
+        })
+    });
+    group.finish();
+
+    // 100,000 interactions, each with a distinct input.
+    let big = dir.join("big.json");
+    let interactions = (0..100_000u64)
+        .map(|i| {
+            interaction(
+                i,
+                json!({"a": i, "b": i % 7, "note": format!("call {i}")}),
+                json!(i + i % 7),
+            )
+        })
+        .collect();
+    save(&big, &file_with(interactions)).expect("saved");
+    let mut group = c.benchmark_group("cassette_100k");
+    group.sample_size(10);
+    group.bench_function("parse_only_baseline", |b| {
+        b.iter_with_large_drop(|| {
+            let bytes = std::fs::read(&big).expect("read");
+            serde_json::from_slice::<Value>(&bytes).expect("parses")
+        })
+    });
+    group.bench_function("open_and_index", |b| {
+        b.iter_with_large_drop(|| open(&big, Mode::Replay))
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, replay);
+criterion_main!(benches);

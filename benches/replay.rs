@@ -5,8 +5,9 @@
 //! * opening (reading and indexing) a cassette of 100,000 interactions, vs. only
 //!   parsing the same file with serde_json.
 //!
-//! Replay consumes each recording once, so the call loops are timed in chunks of
-//! 20,000 calls, with the cassette (re)opened untimed between chunks. The runtime is
+//! Replay consumes each recording once, so the call loops are timed in chunks (one
+//! cassette of 100, or of 1,000, recorded calls), the cassette reopened untimed
+//! between chunks. The runtime is
 //! warm (spec built, validators compiled) in every variant.
 
 use std::future::Future;
@@ -76,29 +77,22 @@ fn dir() -> PathBuf {
 fn replay(c: &mut Criterion) {
     let dir = dir();
     let ctx = ToolContext::new();
-    // A cassette of CHUNK recorded calls with distinct inputs; replay consumes each
-    // recording once, so a long measurement reopens it (untimed) every CHUNK calls.
-    const CHUNK: u64 = 1_000;
-    let inputs: Vec<Value> = (0..CHUNK).map(|i| json!({"a": i, "b": 3})).collect();
-    let chunk = dir.join("chunk.json");
-    let recorded = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, input)| interaction(i as u64, input.clone(), json!(i as u64 + 3)));
-    save(&chunk, &file_with(recorded.collect())).expect("saved");
-
+    // A cassette of `size` recorded calls with distinct inputs; replay consumes each
+    // recording once, so a long measurement reopens it (untimed) every `size` calls.
+    // Two sizes: 100 calls (a typical test's cassette) and 1,000.
+    let inputs: Vec<Value> = (0..1_000u64).map(|i| json!({"a": i, "b": 3})).collect();
     let live = Runtime::from_inventory().expect("registry");
     let mut rt = Runtime::from_inventory().expect("registry");
     ready(live.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
     ready(rt.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
 
-    // Times `iters` calls, in chunks: `prepare` runs untimed before each chunk.
-    let timed = |iters: u64, prepare: &mut dyn FnMut(&mut Runtime), rt: &mut Runtime| {
+    // Times `iters` calls in chunks of `size`; `prepare` runs untimed before each chunk.
+    let timed = |iters: u64, size: u64, prepare: &mut dyn FnMut(&mut Runtime), rt: &mut Runtime| {
         let mut total = Duration::ZERO;
         let mut done = 0;
         while done < iters {
             prepare(rt);
-            let n = (iters - done).min(CHUNK);
+            let n = (iters - done).min(size);
             let batch: Vec<Value> = inputs[..n as usize].to_vec();
             let start = Instant::now();
             for input in batch {
@@ -112,27 +106,32 @@ fn replay(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("replay");
     let mut live_rt = live;
-    group.bench_function("live_door_baseline", |b| {
-        b.iter_custom(|iters| timed(iters, &mut |_| {}, &mut live_rt))
-    });
-    group.bench_function("replayed_call", |b| {
-        b.iter_custom(|iters| {
-            timed(
-                iters,
-                &mut |rt| drop(rt.set_cassette(Some(open(&chunk, Mode::Replay)))),
-                &mut rt,
-            )
-        })
-    });
-    group.bench_function("recorded_call", |b| {
-        b.iter_custom(|iters| {
-            timed(
-                iters,
-                &mut |rt| drop(rt.set_cassette(Some(open(&chunk, Mode::Rewrite)))),
-                &mut rt,
-            )
-        })
-    });
+    for size in [100u64, 1_000] {
+        let chunk = dir.join(format!("chunk{size}.json"));
+        let recorded = inputs[..size as usize]
+            .iter()
+            .enumerate()
+            .map(|(i, input)| interaction(i as u64, input.clone(), json!(i as u64 + 3)));
+        save(&chunk, &file_with(recorded.collect())).expect("saved");
+        group.bench_function(format!("live_door_baseline/{size}"), |b| {
+            b.iter_custom(|iters| timed(iters, size, &mut |_| {}, &mut live_rt))
+        });
+        for (name, mode) in [
+            ("replayed_call", Mode::Replay),
+            ("recorded_call", Mode::Rewrite),
+        ] {
+            group.bench_function(format!("{name}/{size}"), |b| {
+                b.iter_custom(|iters| {
+                    timed(
+                        iters,
+                        size,
+                        &mut |rt| drop(rt.set_cassette(Some(open(&chunk, mode)))),
+                        &mut rt,
+                    )
+                })
+            });
+        }
+    }
     group.finish();
 
     // 100,000 interactions, each with a distinct input.

@@ -5,44 +5,22 @@
 //! The door additionally checks capabilities, validates the *output*, guards against
 //! panics and goes through a type-erased async handler.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tackle::{tool, Runtime, ToolContext};
-
-/// Add two integers.
-#[tool(namespace = "math", version = "1", side_effects = none)]
-fn add(
-    /// left operand
-    a: i64,
-    /// right operand
-    b: i64,
-) -> i64 {
-    a + b
-}
+use support::{add, ready};
+use tackle::{Runtime, ToolContext};
 
 #[derive(Deserialize)]
 struct AddArgs {
     a: i64,
     b: i64,
-}
-
-/// Polls a future that must complete at once (a sync tool's call does).
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("a sync tool's call completes on its first poll"),
-    }
 }
 
 fn door(c: &mut Criterion) {

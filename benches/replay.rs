@@ -10,37 +10,21 @@
 //! between chunks. The runtime is
 //! warm (spec built, validators compiled) in every variant.
 
-use std::future::Future;
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
+use support::ready;
 use tackle::replay::cassette::{
     save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
 };
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, ReplayPolicy, Runtime, ToolContext};
-
-/// Add two integers.
-#[tool(namespace = "math", version = "1", side_effects = none)]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("every call here completes on its first poll"),
-    }
-}
+use tackle::{Cassette, CassetteConfig, ReplayPolicy, Runtime, ToolContext};
 
 fn open(path: &Path, mode: Mode) -> Cassette {
     Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).expect("cassette opens")

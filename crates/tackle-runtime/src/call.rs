@@ -186,8 +186,7 @@ fn rekey(mut error: ToolError, registered: &str) -> ToolError {
         | ToolError::InvalidSchema { key, .. }
         | ToolError::CassetteMiss { key, .. }
         | ToolError::ReplayGap { key, .. }
-        | ToolError::Divergence { key, .. }
-        | ToolError::Cassette { key, .. } => {
+        | ToolError::Divergence { key, .. } => {
             if key != registered {
                 *key = registered.to_owned();
             }

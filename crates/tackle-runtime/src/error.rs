@@ -39,8 +39,6 @@ pub enum ToolErrorKind {
     ReplayGap,
     /// A recorded run and this run went different ways (a call out of position).
     Divergence,
-    /// The cassette could not be read or written.
-    Cassette,
 }
 
 /// Which of a tool's two schemas.
@@ -179,14 +177,6 @@ pub enum ToolError {
         /// What was expected instead, with the differences.
         message: String,
     },
-    /// The cassette could not be read or written during a call.
-    #[error("cassette error at `{key}`: {message}")]
-    Cassette {
-        /// The key of the call.
-        key: String,
-        /// What went wrong.
-        message: String,
-    },
 }
 
 impl ToolError {
@@ -205,7 +195,6 @@ impl ToolError {
             ToolError::CassetteMiss { .. } => ToolErrorKind::CassetteMiss,
             ToolError::ReplayGap { .. } => ToolErrorKind::ReplayGap,
             ToolError::Divergence { .. } => ToolErrorKind::Divergence,
-            ToolError::Cassette { .. } => ToolErrorKind::Cassette,
         }
     }
 

@@ -17,6 +17,11 @@ pub fn canonical(value: &Value) -> String {
     out
 }
 
+/// Appends the canonical form of `value` to `out` (to reuse a buffer).
+pub fn canonical_into(value: &Value, out: &mut String) {
+    write_value(out, value);
+}
+
 /// Orders object keys by UTF-16 code units, as RFC 8785 requires. For ASCII keys (the
 /// usual case) that is byte order, which is cheaper to compare.
 fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {

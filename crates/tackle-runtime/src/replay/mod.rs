@@ -205,7 +205,9 @@ struct State {
     recorded: Vec<Interaction>,
     used: Vec<bool>,
     /// `(key, canonical input)` -> recorded indices, in recorded order.
-    queues: FnvMap<String, FnvMap<String, VecDeque<usize>>>,
+    queues: FnvMap<String, FnvMap<String, Queue>>,
+    /// Reused buffer for the canonical form of each call's input.
+    scratch: String,
     /// Indices of recorded operations, in call order.
     operations: Vec<usize>,
     next_operation: usize,
@@ -225,6 +227,34 @@ impl fmt::Debug for Cassette {
             .field("path", &self.inner.path)
             .field("mode", &self.inner.mode)
             .finish()
+    }
+}
+
+/// The recorded indices of one (key, input), in recorded order. Most inputs are
+/// recorded once, so the first index is kept inline.
+#[derive(Debug, Default)]
+struct Queue {
+    first: Option<usize>,
+    rest: VecDeque<usize>,
+}
+
+impl Queue {
+    fn push_back(&mut self, i: usize) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(i);
+        } else {
+            self.rest.push_back(i);
+        }
+    }
+
+    fn push_front(&mut self, i: usize) {
+        if let Some(old) = self.first.replace(i) {
+            self.rest.push_front(old);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<usize> {
+        self.first.take().or_else(|| self.rest.pop_front())
     }
 }
 
@@ -463,12 +493,15 @@ impl Cassette {
         input: &Value,
         call: u64,
     ) -> Result<Option<Result<Value, ToolError>>, ToolError> {
-        let canon = canonical::canonical(&self.inner.redactor.redact_cow(input));
+        let mut canon = std::mem::take(&mut state.scratch);
+        canon.clear();
+        canonical::canonical_into(&self.inner.redactor.redact_cow(input), &mut canon);
         let found = state
             .queues
             .get_mut(key)
             .and_then(|by_input| by_input.get_mut(&canon))
-            .and_then(VecDeque::pop_front);
+            .and_then(Queue::pop_front);
+        state.scratch = canon;
         if kind == InteractionKind::Operation {
             let expected = state.operations.get(state.next_operation).copied();
             match (found, expected) {

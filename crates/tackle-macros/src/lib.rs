@@ -2,8 +2,8 @@
 //! re-exports it and provides the paths its expansion refers to; the full reference,
 //! with every attribute and every compile error, is `docs/macro.md`.
 //!
-//! The macro parses its arguments into a small model ([`attrs`]), analyses the
-//! function's signature ([`sig`]), checks the two against each other, and only then
+//! The macro parses its arguments into a small model (`attrs`), analyses the
+//! function's signature (`sig`), checks the two against each other, and only then
 //! expands. Every mistake is a compile error at the offending token, and all of them
 //! are reported in one go.
 

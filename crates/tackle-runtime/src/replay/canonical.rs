@@ -166,6 +166,9 @@ impl std::hash::Hasher for Fnv {
 /// A hash map keyed with [`Fnv`].
 pub type FnvMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 
+/// A hash set hashed with [`Fnv`].
+pub type FnvSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<Fnv>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

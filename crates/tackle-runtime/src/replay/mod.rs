@@ -41,7 +41,7 @@ pub use redact::Redactor;
 
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
-use canonical::FnvMap;
+use canonical::{FnvMap, FnvSet};
 
 /// How a cassette treats calls; see the table in the [module docs](self).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -218,7 +218,7 @@ struct State {
     tools: BTreeMap<String, String>,
     next_call: u64,
     warnings: Vec<String>,
-    checked_schemas: FnvMap<String, ()>,
+    checked_schemas: FnvSet<String>,
 }
 
 impl fmt::Debug for Cassette {
@@ -632,7 +632,7 @@ impl Cassette {
 
     /// Notes, once per key, a tool whose schemas changed since recording.
     fn check_schema(&self, state: &mut State, key: &str, fingerprint: &str) {
-        if state.checked_schemas.insert(key.to_owned(), ()).is_some() {
+        if !state.checked_schemas.insert(key.to_owned()) {
             return;
         }
         state.tools.insert(key.to_owned(), fingerprint.to_owned());

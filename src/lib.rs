@@ -55,13 +55,19 @@
 #![warn(missing_docs)]
 
 pub use tackle_macros::tool;
+pub use tackle_runtime::event_queue;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
-    call, capability, context, error, registrations, registry, schema, spec, validate, version,
-    Args, Capabilities, CollisionNote, CollisionStrategy, DynamicTool, ExecutionMode,
-    MissingResource, Registry, RegistryError, ReplayPolicy, Resource, Runtime, SchemaValidator,
-    SideEffects, Tool, ToolContext, ToolError, ToolErrorKind, ToolExample, ToolFuture, ToolHandler,
-    ToolOrigin, ToolQuery, ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
+    approval, audit, call, capability, context, error, events, executor, registrations, registry,
+    sanitize, schema, shape, spec, validate, version, ApprovalDecision, ApprovalPredicate,
+    ApprovalRequest, ApproveWith, Approver, Args, AuditEvent, AuditSink, CallOutcome, CallReport,
+    CancellationToken, Capabilities, CollisionNote, CollisionStrategy, CounterSnapshot,
+    DynamicTool, EventReceiver, EventSink, ExecutionMode, Executor, MemoryAudit, MissingResource,
+    Registry, RegistryError, ReplayPolicy, Resource, ResultShaping, Runtime, Sanitization,
+    SanitizePolicy, SchemaValidator, Secret, SecretError, Shaping, SideEffects, Summarizer, Tool,
+    ToolCall, ToolContext, ToolError, ToolErrorKind, ToolEvent, ToolEventKind, ToolExample,
+    ToolFuture, ToolHandler, ToolOrigin, ToolQuery, ToolRegistration, ToolSpec, Trust,
+    ValidationIssue, ValidationResult,
 };
 pub use tackle_runtime::{cassette, replay, SchemaSide};
 

@@ -34,6 +34,8 @@ pub const KNOWN: &[&str] = &[
     "needs_approval",
     "timeout_ms",
     "max_result_tokens",
+    "result_shaping",
+    "secrets",
     "trust",
     "blocking",
     "params",
@@ -66,8 +68,12 @@ pub struct ToolAttrs {
     pub output_schema: Option<Value>,
     pub execution_mode: Option<Word>,
     pub needs_approval: bool,
+    /// `needs_approval = predicate`: a function deciding per validated input.
+    pub approval_when: Option<syn::Path>,
     pub timeout_ms: Option<u64>,
     pub max_result_tokens: Option<u32>,
+    pub result_shaping: Option<Word>,
+    pub secrets: Vec<LitStr>,
     pub trust: Option<Word>,
     pub blocking: bool,
     pub params: Vec<(Ident, LitStr)>,
@@ -173,7 +179,8 @@ impl ToolAttrs {
                 )?)
             }
             "execution_mode" => {
-                self.execution_mode = Some(word(key, span, raw, &["parallel", "sequential"])?)
+                self.execution_mode =
+                    Some(word(key, span, raw, &["auto", "parallel", "sequential"])?)
             }
             "trust" => {
                 self.trust = Some(word(
@@ -185,7 +192,22 @@ impl ToolAttrs {
             }
             "requires_capability" => self.requires_capability = str_list(key, span, raw)?,
             "tags" => self.tags = str_list(key, span, raw)?,
-            "needs_approval" => self.needs_approval = flag(key, span, raw)?,
+            "result_shaping" => {
+                self.result_shaping = Some(word(
+                    key,
+                    span,
+                    raw,
+                    &["middle", "tail", "spill_to_file", "summarize"],
+                )?)
+            }
+            "secrets" => self.secrets = str_list(key, span, raw)?,
+            "needs_approval" => match raw {
+                Raw::Expr(Expr::Path(p)) => {
+                    self.needs_approval = false;
+                    self.approval_when = Some(p.path);
+                }
+                other => self.needs_approval = flag(key, span, other)?,
+            },
             "blocking" => self.blocking = flag(key, span, raw)?,
             "timeout_ms" => self.timeout_ms = Some(int(key, span, raw)?),
             "max_result_tokens" => self.max_result_tokens = Some(int(key, span, raw)?),

@@ -376,8 +376,23 @@ fn generate(
     let execution_mode = word_tokens(
         attrs.execution_mode.as_ref(),
         quote!(::tackle::ExecutionMode),
-        "parallel",
+        "auto",
     );
+    let result_shaping = word_tokens(
+        attrs.result_shaping.as_ref(),
+        quote!(::tackle::ResultShaping),
+        "middle",
+    );
+    let secrets = &attrs.secrets;
+    let approval_when = match &attrs.approval_when {
+        Some(path) => quote! {
+            ::core::option::Option::Some({
+                let __f: fn(&#p::serde_json::Value) -> bool = #path;
+                __f
+            })
+        },
+        None => quote!(::core::option::Option::None),
+    };
     let trust = word_tokens(attrs.trust.as_ref(), quote!(::tackle::Trust), "first_party");
     let capabilities = &attrs.requires_capability;
     let tags = &attrs.tags;
@@ -465,6 +480,9 @@ fn generate(
                 needs_approval: #needs_approval,
                 timeout_ms: #timeout_ms,
                 max_result_tokens: #max_result_tokens,
+                result_shaping: #result_shaping,
+                secrets: &[#(#secrets),*],
+                approval_when: #approval_when,
                 trust: #trust,
                 blocking: #blocking,
             };

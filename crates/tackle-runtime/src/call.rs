@@ -2,37 +2,114 @@
 //!
 //! ```text
 //! resolve key -> capability gate -> validate input -> replay router
-//!   -> execute (panic guard) -> validate output
+//!   -> approval gate -> execute (timeout, cancellation, panic guard)
+//!   -> validate output -> shape result -> sanitize -> audit
 //! ```
 //!
 //! [`Runtime::call`] is that door. Whoever calls a tool (user code, the executor, a
-//! chain, an agent loop, the MCP server) calls it here, so no caller can skip the
-//! capability check or validation. The order matters: a caller without the required
-//! permissions learns nothing about the input's validity and the tool never runs; an
-//! invalid input never reaches the tool; a tool's output that breaks its own schema is
-//! an error, not a surprise for the model downstream. With a [`Cassette`] attached,
-//! the replay router decides after validation whether the call runs or a recorded
-//! outcome stands in for it (see [`crate::replay`]); replayed outputs are validated
-//! like live ones.
+//! chain, an agent loop, the MCP server) calls it here, so no caller can skip a gate.
+//! The order matters:
+//!
+//! * a caller without the required permissions learns nothing about the input's
+//!   validity, and the tool never runs;
+//! * an invalid input never reaches the tool, nor an approver;
+//! * with a [`Cassette`] attached, the replay router decides after validation whether
+//!   the call runs or a recorded outcome stands in for it (see [`crate::replay`]);
+//! * approval is asked only for calls that will really run, and is bound to the
+//!   validated arguments (see [`crate::approval`]);
+//! * the tool runs under its time limit and the run's cancellation token, with a
+//!   panic guard, and with a per-call context (its id, its declared secrets, its
+//!   stream);
+//! * an output that breaks the tool's own schema is an error (replayed outputs are
+//!   checked too);
+//! * a long result is shaped ([`crate::shape`]), and instruction-like text in it is
+//!   handled by the tool's trust class ([`crate::sanitize`]);
+//! * every call, whatever its outcome, ends with an audit event, counters and a
+//!   tracing span ([`crate::audit`]).
+//!
+//! Time limits and the grace window use Tokio's timer: a runtime whose tools set
+//! `timeout_ms`, or whose callers set a default timeout or a cancellation token, must
+//! be driven by a Tokio runtime with time enabled (`#[tokio::main]` is).
 
 use std::any::Any;
+use std::collections::HashSet;
+use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tracing::Instrument;
 
-use crate::context::ToolContext;
+use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest, Approver};
+use crate::audit::{AuditError, AuditEvent, AuditSink, Counters, Execution, GateDecision, Gates};
+use crate::context::{CallScope, ToolContext};
 use crate::error::{RegistryError, ToolError};
+use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Registry, Tool, ToolFuture};
 use crate::replay::{Cassette, InteractionKind, Route};
+use crate::sanitize::{sanitize, Finding, Sanitization};
+use crate::shape::{ShapeReport, Shaping};
 
-/// The tools of a program and the door to call them.
-#[derive(Debug, Default)]
+/// The tools of a program and the door to call them, with the door's settings:
+/// cassette, approver, shaping, sanitization and audit.
+#[derive(Default)]
 pub struct Runtime {
     registry: Registry,
     cassette: Option<Cassette>,
+    approver: Option<Arc<dyn Approver>>,
+    remembered: Mutex<HashSet<ApprovalBinding>>,
+    shaping: Shaping,
+    sanitization: Sanitization,
+    audit: Option<Arc<dyn AuditSink>>,
+    counters: Counters,
+    next_call: AtomicU64,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("registry", &self.registry)
+            .field("cassette", &self.cassette)
+            .field("approver", &self.approver.is_some())
+            .field("shaping", &self.shaping)
+            .field("sanitization", &self.sanitization)
+            .field("audit", &self.audit.is_some())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+/// Everything known about one finished call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallReport {
+    /// The call's id, unique within the runtime (as in audit and progress events).
+    pub call_id: u64,
+    /// The tool's registered key, or the key asked for when it did not resolve.
+    pub key: String,
+    /// The (shaped and sanitized) output, or why there is none.
+    pub result: Result<Value, ToolError>,
+    /// How the result was obtained.
+    pub execution: Execution,
+    /// Time spent in the door.
+    pub duration: Duration,
+    /// What shaping did, when the result was too long.
+    pub shaped: Option<ShapeReport>,
+    /// Instruction-like text found in the result.
+    pub findings: Vec<Finding>,
+}
+
+/// What the door learns about a call while it passes.
+#[derive(Default)]
+struct Trail {
+    gates: Gates,
+    execution: Execution,
+    shaped: Option<ShapeReport>,
+    findings: Vec<Finding>,
 }
 
 impl Runtime {
@@ -45,7 +122,7 @@ impl Runtime {
     pub fn new(registry: Registry) -> Runtime {
         Runtime {
             registry,
-            cassette: None,
+            ..Runtime::default()
         }
     }
 
@@ -65,6 +142,40 @@ impl Runtime {
         self.cassette.as_ref()
     }
 
+    /// Asks `approver` about calls that need approval. Without one, they are denied.
+    pub fn with_approver(mut self, approver: impl Approver + 'static) -> Runtime {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Sets where spilled results go and the summarizer hook.
+    pub fn with_shaping(mut self, shaping: Shaping) -> Runtime {
+        self.shaping = shaping;
+        self
+    }
+
+    /// The shaping settings (and the spill directory, once used).
+    pub fn shaping(&self) -> &Shaping {
+        &self.shaping
+    }
+
+    /// Sets the sanitization policies.
+    pub fn with_sanitization(mut self, sanitization: Sanitization) -> Runtime {
+        self.sanitization = sanitization;
+        self
+    }
+
+    /// Sends an audit event for every call to `sink`.
+    pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Runtime {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// The call counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
     /// The tools.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -75,79 +186,439 @@ impl Runtime {
         &mut self.registry
     }
 
-    /// Calls a tool through the door: resolves `key` (full key, `namespace.name` or a
-    /// unique bare name), checks the caller's capabilities, validates the input, runs
-    /// the tool with a panic guard and validates its output.
+    /// Calls a tool through the door (see the [module docs](self)): resolves `key`
+    /// (full key, `namespace.name` or a unique bare name), then every gate.
     pub async fn call(
         &self,
         key: &str,
         input: Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
-        let tool = self.registry.resolve(key)?;
-        call_tool(tool, input, ctx, self.cassette.as_ref()).await
+        let mut trail = Trail::default();
+        let start = Instant::now();
+        let (result, _) = self.pass(key, input, ctx, &mut trail, start).await;
+        result
     }
-}
 
-/// The door for an already-resolved tool: every check of [`Runtime::call`] after
-/// resolution.
-pub(crate) async fn call_tool(
-    tool: &Tool,
-    input: Value,
-    ctx: &ToolContext,
-    cassette: Option<&Cassette>,
-) -> Result<Value, ToolError> {
-    let spec = tool.spec();
-    if !spec.requires_capability.is_empty() {
-        let missing = ctx.capabilities().missing(&spec.requires_capability);
-        if !missing.is_empty() {
-            return Err(ToolError::CapabilityDenied {
-                key: tool.key().to_owned(),
-                missing,
+    /// Like [`Runtime::call`], with everything the door learned about the call.
+    pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
+        let mut trail = Trail::default();
+        let start = Instant::now();
+        let (result, call_id) = self.pass(key, input, ctx, &mut trail, start).await;
+        CallReport {
+            call_id,
+            key: self
+                .registry
+                .resolve(key)
+                .map_or_else(|_| key.to_owned(), |t| t.key().to_owned()),
+            result,
+            execution: trail.execution,
+            duration: start.elapsed(),
+            shaped: trail.shaped,
+            findings: trail.findings,
+        }
+    }
+
+    /// Audits and counts a call answered by an earlier call with the same idempotency
+    /// key (see [`crate::executor`]), and returns its report: the first call's
+    /// outcome under a new call id.
+    pub(crate) fn record_duplicate(&self, first: CallReport) -> CallReport {
+        let start = Instant::now();
+        let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let mut trail = Trail {
+            execution: Execution::Deduplicated,
+            shaped: first.shaped.clone(),
+            findings: first.findings.clone(),
+            ..Trail::default()
+        };
+        let tool = self.registry.resolve(&first.key).ok();
+        self.finish(
+            tool.map(|t| &**t),
+            &first.key,
+            call_id,
+            &first.result,
+            &mut trail,
+            start,
+        );
+        CallReport {
+            call_id,
+            execution: Execution::Deduplicated,
+            duration: start.elapsed(),
+            ..first
+        }
+    }
+
+    /// Resolution, the gates and the audit of one call. Returns the result and the
+    /// call's id.
+    async fn pass(
+        &self,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+        trail: &mut Trail,
+        start: Instant,
+    ) -> (Result<Value, ToolError>, u64) {
+        let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let tool = match self.registry.resolve(key) {
+            Ok(tool) => tool,
+            Err(e) => {
+                self.finish(None, key, call_id, &Err(e.clone()), trail, start);
+                return (Err(e), call_id);
+            }
+        };
+        let spec = tool.spec();
+        let span = tracing::info_span!(
+            "tool.call",
+            tool.key = tool.key(),
+            tool.side_effects = spec.side_effects.as_str(),
+            tool.trust = spec.trust.as_str(),
+            call.id = call_id,
+            call.outcome = tracing::field::Empty,
+        );
+        let mut result = self
+            .gates(tool, input, ctx, call_id, trail)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &mut result {
+            if ctx.has_secrets() {
+                scrub(e, ctx);
+            }
+        }
+        span.record(
+            "call.outcome",
+            match &result {
+                Ok(_) => "ok",
+                Err(e) => e.kind().as_str(),
+            },
+        );
+        self.finish(Some(tool), tool.key(), call_id, &result, trail, start);
+        (result, call_id)
+    }
+
+    /// Counters and the audit event of a finished call.
+    fn finish(
+        &self,
+        tool: Option<&Tool>,
+        key: &str,
+        call_id: u64,
+        result: &Result<Value, ToolError>,
+        trail: &mut Trail,
+        start: Instant,
+    ) {
+        let took = start.elapsed();
+        self.counters.count(
+            result.as_ref().err().map(ToolError::kind),
+            trail.execution,
+            took,
+        );
+        self.counters
+            .shaped_and_flagged(trail.shaped.is_some(), !trail.findings.is_empty());
+        if let Some(sink) = &self.audit {
+            sink.record(AuditEvent {
+                call_id,
+                key: key.to_owned(),
+                side_effects: tool.map(|t| t.spec().side_effects),
+                gates: trail.gates.clone(),
+                execution: trail.execution,
+                duration: took,
+                error: result.as_ref().err().map(AuditError::of),
+                shaped: trail.shaped.clone(),
+                findings: trail.findings.clone(),
             });
         }
     }
-    let validators = tool.validators()?;
-    let checked = validators.input.validate(&input);
-    if !checked.valid {
-        return Err(ToolError::InvalidInput {
-            key: tool.key().to_owned(),
-            errors: checked.errors,
-        });
-    }
-    let output = match cassette {
-        None => guarded(tool, ctx, input).await?,
-        Some(cassette) => {
-            let fingerprint = tool.schema_fingerprint();
-            // The schema check is once per tool and cassette, not once per call.
-            let check = tool.first_call_under(cassette.id()).then_some(fingerprint);
-            let route = cassette.route(
-                InteractionKind::Tool,
-                tool.key(),
-                spec.replay_policy,
-                &input,
-                check,
-            )?;
-            match route {
-                Route::Serve(outcome) => outcome?,
-                Route::Run(pending) => {
-                    let result = guarded(tool, ctx, input).await;
-                    if let Some(pending) = pending {
-                        cassette.record(pending, &result, Some(fingerprint));
+
+    /// Every gate after resolution, and the tool's execution.
+    async fn gates(
+        &self,
+        tool: &Tool,
+        input: Value,
+        ctx: &ToolContext,
+        call_id: u64,
+        trail: &mut Trail,
+    ) -> Result<Value, ToolError> {
+        let spec = tool.spec();
+        let key = tool.key();
+        if spec.requires_capability.is_empty() {
+            trail.gates.capability = GateDecision::NotRequired;
+        } else {
+            let missing = ctx.capabilities().missing(&spec.requires_capability);
+            if !missing.is_empty() {
+                let error = ToolError::CapabilityDenied {
+                    key: key.to_owned(),
+                    missing,
+                };
+                trail.gates.capability = GateDecision::Refused(error.to_string());
+                return Err(error);
+            }
+            trail.gates.capability = GateDecision::Passed;
+        }
+        let validators = tool.validators()?;
+        let checked = validators.input.validate(&input);
+        if !checked.valid {
+            trail.gates.input =
+                GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
+            return Err(ToolError::InvalidInput {
+                key: key.to_owned(),
+                errors: checked.errors,
+            });
+        }
+        trail.gates.input = GateDecision::Passed;
+        let output = match &self.cassette {
+            None => self.run(tool, input, ctx, call_id, trail).await?,
+            Some(cassette) => {
+                let fingerprint = tool.schema_fingerprint();
+                // The schema check is once per tool and cassette, not once per call.
+                let check = tool.first_call_under(cassette.id()).then_some(fingerprint);
+                let route = cassette.route(
+                    InteractionKind::Tool,
+                    key,
+                    spec.replay_policy,
+                    &input,
+                    check,
+                )?;
+                match route {
+                    Route::Serve(outcome) => {
+                        trail.execution = Execution::Replayed;
+                        outcome?
                     }
-                    result?
+                    Route::Run(pending) => {
+                        let result = self.run(tool, input, ctx, call_id, trail).await;
+                        if let Some(pending) = pending {
+                            // A call stopped at the approval gate never ran: nothing
+                            // to record.
+                            if trail.execution == Execution::Live {
+                                cassette.record(pending, &result, Some(fingerprint));
+                                trail.execution = Execution::Recorded;
+                            }
+                        }
+                        result?
+                    }
                 }
             }
+        };
+        let checked = validators.output.validate(&output);
+        if !checked.valid {
+            trail.gates.output =
+                GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
+            return Err(ToolError::InvalidOutput {
+                key: key.to_owned(),
+                errors: checked.errors,
+            });
+        }
+        trail.gates.output = GateDecision::Passed;
+        let mut output = match spec.max_result_tokens {
+            Some(max) => match self
+                .shaping
+                .shape(key, call_id, &output, max, spec.result_shaping)
+                .await
+            {
+                Some((shaped, report)) => {
+                    trail.shaped = Some(report);
+                    shaped
+                }
+                None => output,
+            },
+            None => output,
+        };
+        let policy = self.sanitization.policy_for(spec.trust);
+        trail.findings = sanitize(&mut output, policy, key, spec.trust);
+        if trail.findings.is_empty() {
+            trail.gates.sanitization = GateDecision::Passed;
+        } else if self.sanitization.fail_closed {
+            let mut patterns: Vec<String> = trail
+                .findings
+                .iter()
+                .map(|f| f.pattern.to_owned())
+                .collect();
+            patterns.dedup();
+            let error = ToolError::UnsafeOutput {
+                key: key.to_owned(),
+                patterns,
+            };
+            trail.gates.sanitization = GateDecision::Refused(error.to_string());
+            return Err(error);
+        } else {
+            trail.gates.sanitization = GateDecision::Passed;
+        }
+        Ok(output)
+    }
+
+    /// The approval gate and the tool's execution, for a call that will really run.
+    async fn run(
+        &self,
+        tool: &Tool,
+        input: Value,
+        ctx: &ToolContext,
+        call_id: u64,
+        trail: &mut Trail,
+    ) -> Result<Value, ToolError> {
+        let key = tool.key();
+        if ctx.is_cancelled() {
+            return Err(ToolError::Cancelled {
+                key: key.to_owned(),
+            });
+        }
+        if tool.needs_approval(&input) {
+            let decision = self.approve(tool, &input, call_id).await;
+            trail.gates.approval = decision.clone();
+            if let GateDecision::Refused(reason) = decision {
+                return Err(ToolError::ApprovalDenied {
+                    key: key.to_owned(),
+                    reason,
+                });
+            }
+        } else {
+            trail.gates.approval = GateDecision::NotRequired;
+        }
+        let info = tool.call_info();
+        let scoped = ctx.for_call(CallScope::new(
+            call_id,
+            Arc::clone(&info.key),
+            Arc::clone(&info.secrets),
+        ));
+        trail.execution = Execution::Live;
+        scoped.emit(ToolEventKind::Started);
+        let limit = tool
+            .spec()
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(ctx.default_timeout());
+        let mut result = limited(guarded(tool, &scoped, input), key, limit, &scoped).await;
+        if let (Ok(Value::Null), Some(stream)) = (
+            &result,
+            scoped.call_scope().and_then(CallScope::take_stream),
+        ) {
+            result = Ok(Value::String(stream));
+        }
+        scoped.emit(ToolEventKind::Finished { ok: result.is_ok() });
+        result
+    }
+
+    /// Asks for approval of a call of `tool` with the validated `input`.
+    async fn approve(&self, tool: &Tool, input: &Value, call_id: u64) -> GateDecision {
+        let binding = ApprovalBinding::new(tool.key(), input);
+        let remembered = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&binding);
+        if remembered {
+            self.counters.approval(false, true);
+            return GateDecision::RememberedApproval;
+        }
+        let Some(approver) = &self.approver else {
+            self.counters.approval(false, false);
+            return GateDecision::Refused(
+                "the tool needs approval and no approver is configured".to_owned(),
+            );
+        };
+        let request = ApprovalRequest {
+            key: tool.key().to_owned(),
+            call_id,
+            input: input.clone(),
+            binding,
+        };
+        let decision = match approver.review(&request).await {
+            ApprovalDecision::Approve(approval) if *approval.binding() == request.binding => {
+                if approval.remember() {
+                    self.remembered
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(request.binding);
+                }
+                GateDecision::Approved
+            }
+            ApprovalDecision::Approve(approval) => GateDecision::Refused(format!(
+                "the approval was given for another call ({} {}), not this one ({} {})",
+                approval.binding().key(),
+                approval.binding(),
+                request.key,
+                request.binding
+            )),
+            ApprovalDecision::Deny(reason) => GateDecision::Refused(reason),
+        };
+        self.counters
+            .approval(true, matches!(decision, GateDecision::Approved));
+        decision
+    }
+}
+
+/// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when
+/// the limit passes, `Aborted` when the run was cancelled and the tool did not finish
+/// within the grace window. Stopping means dropping the tool's future.
+async fn limited(
+    work: impl Future<Output = Result<Value, ToolError>>,
+    key: &str,
+    limit: Option<Duration>,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    let cancel = ctx.cancellation();
+    if limit.is_none() && cancel.is_none() {
+        return work.await;
+    }
+    let grace = ctx.grace();
+    let timer = async {
+        match limit {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
         }
     };
-    let checked = validators.output.validate(&output);
-    if !checked.valid {
-        return Err(ToolError::InvalidOutput {
-            key: tool.key().to_owned(),
-            errors: checked.errors,
-        });
+    let abort = async {
+        match cancel {
+            Some(token) => {
+                token.cancelled().await;
+                tokio::time::sleep(grace).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        result = work => result,
+        () = timer => Err(ToolError::Timeout {
+            key: key.to_owned(),
+            after_ms: limit.map_or(0, |l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
+        }),
+        () = abort => Err(ToolError::Aborted {
+            key: key.to_owned(),
+            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+        }),
     }
-    Ok(output)
+}
+
+/// Removes the caller's secret values from an error's text.
+fn scrub(error: &mut ToolError, ctx: &ToolContext) {
+    let Ok(mut value) = serde_json::to_value(&*error) else {
+        return;
+    };
+    if scrub_value(&mut value, ctx) {
+        if let Ok(scrubbed) = serde_json::from_value(value) {
+            *error = scrubbed;
+        }
+    }
+}
+
+fn scrub_value(value: &mut Value, ctx: &ToolContext) -> bool {
+    match value {
+        Value::String(text) => {
+            let mut changed = false;
+            for secret in ctx.secret_values().filter(|s| !s.is_empty()) {
+                if text.contains(secret) {
+                    *text = text.replace(secret, "<redacted>");
+                    changed = true;
+                }
+            }
+            changed
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+        _ => false,
+    }
 }
 
 /// Runs the tool's handler, turning a panic (while starting or while running) into
@@ -176,22 +647,10 @@ async fn guarded(tool: &Tool, ctx: &ToolContext, input: Value) -> Result<Value, 
 /// Errors made inside a handler carry the key the tool was defined with; a tool moved
 /// by a collision strategy answers to its registered key.
 fn rekey(mut error: ToolError, registered: &str) -> ToolError {
-    match &mut error {
-        ToolError::InvalidInput { key, .. }
-        | ToolError::CapabilityDenied { key, .. }
-        | ToolError::MissingContext { key, .. }
-        | ToolError::Execution { key, .. }
-        | ToolError::Panicked { key, .. }
-        | ToolError::InvalidOutput { key, .. }
-        | ToolError::InvalidSchema { key, .. }
-        | ToolError::CassetteMiss { key, .. }
-        | ToolError::ReplayGap { key, .. }
-        | ToolError::Divergence { key, .. } => {
-            if key != registered {
-                *key = registered.to_owned();
-            }
+    if let Some(key) = error.key_mut() {
+        if key != registered {
+            *key = registered.to_owned();
         }
-        ToolError::NotFound { .. } | ToolError::Ambiguous { .. } => {}
     }
     error
 }

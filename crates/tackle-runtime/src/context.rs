@@ -1,10 +1,19 @@
 //! The caller's context, handed to every call.
 //!
 //! A [`ToolContext`] carries what a call needs from its caller but is not part of the
-//! tool's input: the caller's [`Capabilities`] (checked at the door) and shared
-//! resources such as a database pool or an HTTP client. A tool receives it by declaring
-//! a `&ToolContext` parameter, or receives one resource by declaring a
-//! [`Resource<T>`] parameter; neither appears in the tool's input schema.
+//! tool's input:
+//!
+//! * the caller's [`Capabilities`], checked at the door;
+//! * shared resources such as a database pool or an HTTP client;
+//! * secrets, which a tool reads with [`ToolContext::secret`] only if its spec declares
+//!   them;
+//! * the run's cancellation token, time limits, and the queue that progress and
+//!   streamed chunks go to.
+//!
+//! A tool receives it by declaring a `&ToolContext` parameter, or receives one
+//! resource by declaring a [`Resource<T>`] parameter; neither appears in the tool's
+//! input schema. Inside a call, the door adds what belongs to that call alone (its id,
+//! the tool's declared secrets, the streamed chunks so far).
 //!
 //! A context is cheap to clone (it is reference-counted) and immutable once built.
 
@@ -12,27 +21,79 @@ use std::any::{type_name, Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::capability::Capabilities;
+use crate::events::{EventSink, ToolEventKind};
 
-/// What a call needs from its caller: capabilities and shared resources.
+/// What a call needs from its caller: capabilities, resources, secrets, and the run's
+/// cancellation and event settings.
 #[derive(Clone, Default)]
 pub struct ToolContext {
     inner: Arc<ContextInner>,
+    call: Option<Arc<CallScope>>,
 }
 
 #[derive(Clone, Default)]
 struct ContextInner {
     capabilities: Capabilities,
     resources: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    secrets: HashMap<String, Secret>,
+    cancel: Option<CancellationToken>,
+    events: Option<EventSink>,
+    default_timeout: Option<Duration>,
+    grace: Option<Duration>,
+}
+
+/// What the door adds to the context for one call.
+#[derive(Debug)]
+pub(crate) struct CallScope {
+    /// The call's id, unique within the runtime.
+    pub(crate) id: u64,
+    /// The tool's registered key.
+    pub(crate) key: Arc<str>,
+    /// The secrets the tool declared.
+    pub(crate) secrets: Arc<[String]>,
+    /// Every chunk streamed so far, concatenated (never dropped).
+    stream: Mutex<String>,
+    streamed: AtomicBool,
+}
+
+impl CallScope {
+    pub(crate) fn new(id: u64, key: Arc<str>, secrets: Arc<[String]>) -> CallScope {
+        CallScope {
+            id,
+            key,
+            secrets,
+            stream: Mutex::new(String::new()),
+            streamed: AtomicBool::new(false),
+        }
+    }
+
+    /// The streamed chunks, concatenated, if the tool streamed any.
+    pub(crate) fn take_stream(&self) -> Option<String> {
+        if !self.streamed.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut stream = self.stream.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(std::mem::take(&mut *stream))
+    }
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut secrets: Vec<&str> = self.inner.secrets.keys().map(String::as_str).collect();
+        secrets.sort_unstable();
         f.debug_struct("ToolContext")
             .field("capabilities", &self.inner.capabilities)
             .field("resources", &self.inner.resources.len())
+            .field("secrets", &secrets)
+            .field("cancellable", &self.inner.cancel.is_some())
+            .field("call", &self.call.as_ref().map(|c| c.id))
             .finish()
     }
 }
@@ -82,6 +143,210 @@ impl ToolContext {
                 type_name: type_name::<T>(),
             })
     }
+
+    /// Adds a secret. Tools read it with [`ToolContext::secret`], and only the tools
+    /// whose spec lists `name` in `secrets`.
+    pub fn with_secret(mut self, name: impl Into<String>, value: impl Into<String>) -> ToolContext {
+        let value: String = value.into();
+        Arc::make_mut(&mut self.inner)
+            .secrets
+            .insert(name.into(), Secret(value.into()));
+        self
+    }
+
+    /// The secret `name`, if the running tool declared it and the caller provided it.
+    ///
+    /// Outside a call (a context that did not come through the door) every secret is
+    /// refused.
+    pub fn secret(&self, name: &str) -> Result<Secret, SecretError> {
+        let Some(call) = &self.call else {
+            return Err(SecretError::OutsideCall {
+                name: name.to_owned(),
+            });
+        };
+        if !call.secrets.iter().any(|s| s == name) {
+            return Err(SecretError::NotDeclared {
+                name: name.to_owned(),
+                key: call.key.to_string(),
+            });
+        }
+        self.inner
+            .secrets
+            .get(name)
+            .cloned()
+            .ok_or_else(|| SecretError::NotProvided {
+                name: name.to_owned(),
+            })
+    }
+
+    /// Every secret value the caller provided, to scrub them from errors.
+    pub(crate) fn secret_values(&self) -> impl Iterator<Item = &str> {
+        self.inner.secrets.values().map(|s| s.expose())
+    }
+
+    /// Whether the caller provided any secret.
+    pub(crate) fn has_secrets(&self) -> bool {
+        !self.inner.secrets.is_empty()
+    }
+
+    /// Sets the run's cancellation token: cancelling it asks every call made with this
+    /// context to stop (see [`ToolContext::cancelled`]).
+    pub fn with_cancellation(mut self, token: CancellationToken) -> ToolContext {
+        Arc::make_mut(&mut self.inner).cancel = Some(token);
+        self
+    }
+
+    /// The run's cancellation token, if the caller set one.
+    pub fn cancellation(&self) -> Option<&CancellationToken> {
+        self.inner.cancel.as_ref()
+    }
+
+    /// Whether the run has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.as_ref().is_some_and(|t| t.is_cancelled())
+    }
+
+    /// Completes when the run is cancelled; never, when the caller set no token. A
+    /// long-running tool selects on it to stop early; one that ignores it is stopped
+    /// by the door after the grace window.
+    pub async fn cancelled(&self) {
+        match &self.inner.cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The time limit of calls to tools that set no `timeout_ms`.
+    pub fn with_default_timeout(mut self, limit: Duration) -> ToolContext {
+        Arc::make_mut(&mut self.inner).default_timeout = Some(limit);
+        self
+    }
+
+    /// The time limit of calls to tools that set no `timeout_ms`, if any.
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.inner.default_timeout
+    }
+
+    /// How long a tool may go on after the run is cancelled before the door stops it
+    /// (default [`DEFAULT_GRACE`]).
+    pub fn with_grace(mut self, grace: Duration) -> ToolContext {
+        Arc::make_mut(&mut self.inner).grace = Some(grace);
+        self
+    }
+
+    /// The grace window after cancellation.
+    pub fn grace(&self) -> Duration {
+        self.inner.grace.unwrap_or(DEFAULT_GRACE)
+    }
+
+    /// Sends progress and streamed chunks of every call made with this context to
+    /// `sink` (see [`crate::events`]).
+    pub fn with_events(mut self, sink: EventSink) -> ToolContext {
+        Arc::make_mut(&mut self.inner).events = Some(sink);
+        self
+    }
+
+    /// The id of the running call; `None` outside a call.
+    pub fn call_id(&self) -> Option<u64> {
+        self.call.as_ref().map(|c| c.id)
+    }
+
+    /// Reports progress of the running call: `done` units of `total` (when known).
+    /// Does nothing outside a call or when the caller listens to no events.
+    pub fn report_progress(&self, done: u64, total: Option<u64>) {
+        self.emit(ToolEventKind::Progress { done, total });
+    }
+
+    /// Streams a chunk of the running call's result. The caller sees it as an event;
+    /// a tool that returns `()` gets the concatenation of its chunks as its output.
+    /// Outside a call it does nothing.
+    pub fn stream(&self, chunk: impl Into<String>) {
+        let Some(call) = &self.call else { return };
+        let chunk: String = chunk.into();
+        {
+            let mut stream = call.stream.lock().unwrap_or_else(PoisonError::into_inner);
+            stream.push_str(&chunk);
+            call.streamed.store(true, Ordering::Release);
+        }
+        self.emit(ToolEventKind::Chunk(chunk));
+    }
+
+    /// Sends an event about the running call, if anyone listens.
+    pub(crate) fn emit(&self, kind: ToolEventKind) {
+        if let (Some(call), Some(sink)) = (&self.call, &self.inner.events) {
+            sink.push(call.id, &call.key, kind);
+        }
+    }
+
+    /// This context for one call.
+    pub(crate) fn for_call(&self, scope: CallScope) -> ToolContext {
+        ToolContext {
+            inner: Arc::clone(&self.inner),
+            call: Some(Arc::new(scope)),
+        }
+    }
+
+    /// The call scope, when inside a call.
+    pub(crate) fn call_scope(&self) -> Option<&CallScope> {
+        self.call.as_deref()
+    }
+}
+
+/// How long a tool may go on after its run is cancelled before the door stops it.
+pub const DEFAULT_GRACE: Duration = Duration::from_millis(50);
+
+/// A secret value. Its `Debug` and `Display` never show the value; read it with
+/// [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Arc<str>);
+
+impl Secret {
+    /// The value. Keep it out of outputs and error messages (the door scrubs error
+    /// messages, but cannot scrub what a tool does with the value elsewhere).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// A tool asked for a secret it may not read, or one the caller did not provide.
+/// No variant carries a secret's value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// The tool's spec does not list this secret in `secrets`.
+    #[error(
+        "`{key}` may not read the secret `{name}`: it is not among the secrets the tool declares"
+    )]
+    NotDeclared {
+        /// The secret's name.
+        name: String,
+        /// The tool's key.
+        key: String,
+    },
+    /// The tool declares the secret, but the caller's context does not hold it.
+    #[error("the secret `{name}` was not provided; add it with ToolContext::with_secret")]
+    NotProvided {
+        /// The secret's name.
+        name: String,
+    },
+    /// The context did not come through the door, so no tool is known to hold a grant.
+    #[error("the secret `{name}` was asked for outside a tool call")]
+    OutsideCall {
+        /// The secret's name.
+        name: String,
+    },
 }
 
 /// A shared resource taken from the caller's [`ToolContext`].

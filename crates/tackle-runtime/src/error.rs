@@ -39,6 +39,73 @@ pub enum ToolErrorKind {
     ReplayGap,
     /// A recorded run and this run went different ways (a call out of position).
     Divergence,
+    /// The call needed approval and was denied (or no approver was configured).
+    ApprovalDenied,
+    /// The call ran longer than its time limit.
+    Timeout,
+    /// The run was cancelled and the tool did not stop within the grace window.
+    Aborted,
+    /// The run was cancelled before the call started; the tool never ran.
+    Cancelled,
+    /// The result held instruction-like text and the sanitization policy fails closed.
+    UnsafeOutput,
+}
+
+impl ToolErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ToolErrorKind; 17] = [
+        ToolErrorKind::NotFound,
+        ToolErrorKind::Ambiguous,
+        ToolErrorKind::InvalidInput,
+        ToolErrorKind::CapabilityDenied,
+        ToolErrorKind::MissingContext,
+        ToolErrorKind::Execution,
+        ToolErrorKind::Panicked,
+        ToolErrorKind::InvalidOutput,
+        ToolErrorKind::InvalidSchema,
+        ToolErrorKind::CassetteMiss,
+        ToolErrorKind::ReplayGap,
+        ToolErrorKind::Divergence,
+        ToolErrorKind::ApprovalDenied,
+        ToolErrorKind::Timeout,
+        ToolErrorKind::Aborted,
+        ToolErrorKind::Cancelled,
+        ToolErrorKind::UnsafeOutput,
+    ];
+
+    /// The kind's name, as in `ALL` and in serialized errors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::NotFound => "NotFound",
+            ToolErrorKind::Ambiguous => "Ambiguous",
+            ToolErrorKind::InvalidInput => "InvalidInput",
+            ToolErrorKind::CapabilityDenied => "CapabilityDenied",
+            ToolErrorKind::MissingContext => "MissingContext",
+            ToolErrorKind::Execution => "Execution",
+            ToolErrorKind::Panicked => "Panicked",
+            ToolErrorKind::InvalidOutput => "InvalidOutput",
+            ToolErrorKind::InvalidSchema => "InvalidSchema",
+            ToolErrorKind::CassetteMiss => "CassetteMiss",
+            ToolErrorKind::ReplayGap => "ReplayGap",
+            ToolErrorKind::Divergence => "Divergence",
+            ToolErrorKind::ApprovalDenied => "ApprovalDenied",
+            ToolErrorKind::Timeout => "Timeout",
+            ToolErrorKind::Aborted => "Aborted",
+            ToolErrorKind::Cancelled => "Cancelled",
+            ToolErrorKind::UnsafeOutput => "UnsafeOutput",
+        }
+    }
+
+    /// The position of this kind in [`ToolErrorKind::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Which of a tool's two schemas.
@@ -177,6 +244,47 @@ pub enum ToolError {
         /// What was expected instead, with the differences.
         message: String,
     },
+    /// The call needed approval and did not get it.
+    #[error("`{key}` was not approved: {reason}")]
+    ApprovalDenied {
+        /// The tool's key.
+        key: String,
+        /// The approver's reason, or why no approval could be asked for.
+        reason: String,
+    },
+    /// The call ran longer than its time limit and was stopped.
+    #[error("`{key}` timed out after {after_ms} ms")]
+    Timeout {
+        /// The tool's key.
+        key: String,
+        /// The limit that was reached, in milliseconds.
+        after_ms: u64,
+    },
+    /// The run was cancelled and the tool did not finish within the grace window, so
+    /// it was stopped.
+    #[error(
+        "`{key}` was aborted: the run was cancelled and the tool did not stop within {grace_ms} ms"
+    )]
+    Aborted {
+        /// The tool's key.
+        key: String,
+        /// The grace window it was given, in milliseconds.
+        grace_ms: u64,
+    },
+    /// The run was cancelled before the call started; the tool never ran.
+    #[error("`{key}` was not started: the run was cancelled")]
+    Cancelled {
+        /// The tool's key.
+        key: String,
+    },
+    /// The result held instruction-like text and the sanitization policy fails closed.
+    #[error("the result of `{key}` was withheld: it holds instruction-like text ({})", patterns.join(", "))]
+    UnsafeOutput {
+        /// The tool's key.
+        key: String,
+        /// The names of the patterns that matched.
+        patterns: Vec<String>,
+    },
 }
 
 impl ToolError {
@@ -195,6 +303,33 @@ impl ToolError {
             ToolError::CassetteMiss { .. } => ToolErrorKind::CassetteMiss,
             ToolError::ReplayGap { .. } => ToolErrorKind::ReplayGap,
             ToolError::Divergence { .. } => ToolErrorKind::Divergence,
+            ToolError::ApprovalDenied { .. } => ToolErrorKind::ApprovalDenied,
+            ToolError::Timeout { .. } => ToolErrorKind::Timeout,
+            ToolError::Aborted { .. } => ToolErrorKind::Aborted,
+            ToolError::Cancelled { .. } => ToolErrorKind::Cancelled,
+            ToolError::UnsafeOutput { .. } => ToolErrorKind::UnsafeOutput,
+        }
+    }
+
+    /// The key field, for rewriting; `None` for resolution errors.
+    pub(crate) fn key_mut(&mut self) -> Option<&mut String> {
+        match self {
+            ToolError::NotFound { .. } | ToolError::Ambiguous { .. } => None,
+            ToolError::InvalidInput { key, .. }
+            | ToolError::CapabilityDenied { key, .. }
+            | ToolError::MissingContext { key, .. }
+            | ToolError::Execution { key, .. }
+            | ToolError::Panicked { key, .. }
+            | ToolError::InvalidOutput { key, .. }
+            | ToolError::InvalidSchema { key, .. }
+            | ToolError::CassetteMiss { key, .. }
+            | ToolError::ReplayGap { key, .. }
+            | ToolError::Divergence { key, .. }
+            | ToolError::ApprovalDenied { key, .. }
+            | ToolError::Timeout { key, .. }
+            | ToolError::Aborted { key, .. }
+            | ToolError::Cancelled { key }
+            | ToolError::UnsafeOutput { key, .. } => Some(key),
         }
     }
 

@@ -9,17 +9,26 @@
 //!   against them, and checking a caller's permissions;
 //! * [`registry`]: every tool of the program, keyed `namespace.name@version`;
 //! * [`replay`]: cassettes that record side-effecting calls once and replay them;
-//! * [`call`]: [`Runtime::call`], the one door every call goes through.
+//! * [`approval`], [`shape`], [`sanitize`], [`audit`], [`events`]: the door's gates
+//!   and what it reports;
+//! * [`call`]: [`Runtime::call`], the one door every call goes through;
+//! * [`executor`]: batches of calls, scheduled by side effects, in parallel.
 
 #![warn(missing_docs)]
 
+pub mod approval;
+pub mod audit;
 pub mod call;
 pub mod capability;
 pub mod context;
 pub mod error;
+pub mod events;
+pub mod executor;
 pub mod registry;
 pub mod replay;
+pub mod sanitize;
 pub mod schema;
+pub mod shape;
 pub mod spec;
 pub mod validate;
 pub mod version;
@@ -28,15 +37,26 @@ pub mod version;
 #[allow(missing_docs)]
 pub mod private;
 
-pub use call::Runtime;
-pub use capability::Capabilities;
-pub use context::{MissingResource, Resource, ToolContext};
-pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
-pub use registry::{
-    registrations, CollisionNote, CollisionStrategy, DynamicTool, Registry, Tool, ToolFuture,
-    ToolHandler, ToolQuery, ToolRegistration,
+pub use approval::{
+    Approval, ApprovalBinding, ApprovalDecision, ApprovalRequest, ApproveWith, Approver,
 };
-pub use spec::{ExecutionMode, ReplayPolicy, SideEffects, ToolExample, ToolSpec, Trust};
+pub use audit::{AuditEvent, AuditSink, CounterSnapshot, Counters, MemoryAudit};
+pub use call::{CallReport, Runtime};
+pub use capability::Capabilities;
+pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};
+pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
+pub use events::{event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind};
+pub use executor::{CallOutcome, Executor, ToolCall};
+pub use registry::{
+    registrations, ApprovalPredicate, CollisionNote, CollisionStrategy, DynamicTool, Registry,
+    Tool, ToolFuture, ToolHandler, ToolQuery, ToolRegistration,
+};
+pub use sanitize::{Sanitization, SanitizePolicy};
+pub use shape::{Shaping, Summarizer};
+pub use spec::{
+    ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
+};
+pub use tokio_util::sync::CancellationToken;
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};
 
 /// Makes a whole value the tool's input: a parameter `Args(q): Args<Q>` gives the tool

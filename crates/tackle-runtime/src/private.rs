@@ -19,7 +19,9 @@ use crate::call::panic_message;
 use crate::context::{Resource, ToolContext};
 use crate::error::ToolError;
 use crate::schema::normalize_input_schema;
-use crate::spec::{ExecutionMode, ReplayPolicy, SideEffects, ToolExample, ToolSpec, Trust};
+use crate::spec::{
+    ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
+};
 use crate::validate::ValidationIssue;
 
 /// The parts of a spec the macro knows at compile time.
@@ -41,6 +43,9 @@ pub struct StaticSpec {
     pub needs_approval: bool,
     pub timeout_ms: Option<u64>,
     pub max_result_tokens: Option<u32>,
+    pub result_shaping: ResultShaping,
+    pub secrets: &'static [&'static str],
+    pub approval_when: Option<fn(&Value) -> bool>,
     pub trust: Trust,
     pub blocking: bool,
 }
@@ -84,6 +89,8 @@ impl StaticSpec {
             needs_approval: self.needs_approval,
             timeout_ms: self.timeout_ms,
             max_result_tokens: self.max_result_tokens,
+            result_shaping: self.result_shaping,
+            secrets: strings(self.secrets),
             trust: self.trust,
             blocking: self.blocking,
         }

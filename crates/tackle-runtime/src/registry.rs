@@ -157,6 +157,17 @@ pub struct DynamicTool {
     spec: ToolSpec,
     handler: ToolHandler,
     source: String,
+    approval_when: Option<ApprovalPredicate>,
+}
+
+/// Decides from a call's validated input whether the call needs approval.
+#[derive(Clone)]
+pub struct ApprovalPredicate(Arc<dyn Fn(&Value) -> bool + Send + Sync>);
+
+impl fmt::Debug for ApprovalPredicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApprovalPredicate(..)")
+    }
 }
 
 impl DynamicTool {
@@ -183,6 +194,7 @@ impl DynamicTool {
             spec,
             handler,
             source: "dynamic".into(),
+            approval_when: None,
         }
     }
 
@@ -192,7 +204,18 @@ impl DynamicTool {
             spec,
             handler,
             source: "dynamic".into(),
+            approval_when: None,
         }
+    }
+
+    /// Asks for approval of the calls whose validated input `predicate` accepts
+    /// (every call needs approval anyway when the spec sets `needs_approval`).
+    pub fn needs_approval_when(
+        mut self,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> DynamicTool {
+        self.approval_when = Some(ApprovalPredicate(Arc::new(predicate)));
+        self
     }
 
     /// Names who registers the tool (for example `mcp:weather`); shown in errors and
@@ -218,6 +241,8 @@ pub struct Tool {
     origin: ToolOrigin,
     validators: OnceLock<Result<Validators, ToolError>>,
     fingerprint: OnceLock<String>,
+    approval_when: Option<ApprovalPredicate>,
+    call_info: OnceLock<CallInfo>,
     /// The last cassette this tool's schemas were checked against (0: none).
     checked_against: AtomicU64,
 }
@@ -246,6 +271,13 @@ enum SpecCell {
 }
 
 /// A tool's compiled input and output schemas.
+/// What every call of a tool hands its context: shared, so a call clones two pointers.
+#[derive(Debug)]
+pub(crate) struct CallInfo {
+    pub(crate) key: Arc<str>,
+    pub(crate) secrets: Arc<[String]>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Validators {
     pub(crate) input: SchemaValidator,
@@ -280,12 +312,19 @@ impl Tool {
             },
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
+            approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
+            call_info: OnceLock::new(),
             checked_against: AtomicU64::new(0),
         }
     }
 
     /// A tool from a hand-written spec, brought into canonical form.
-    fn from_written(mut spec: ToolSpec, handler: ToolHandler, origin: ToolOrigin) -> Tool {
+    fn from_written(
+        mut spec: ToolSpec,
+        handler: ToolHandler,
+        origin: ToolOrigin,
+        approval_when: Option<ApprovalPredicate>,
+    ) -> Tool {
         normalize_input_schema(&mut spec.input_schema);
         Tool {
             key: spec.key(),
@@ -304,6 +343,8 @@ impl Tool {
             origin,
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
+            approval_when,
+            call_info: OnceLock::new(),
             checked_against: AtomicU64::new(0),
         }
     }
@@ -312,6 +353,7 @@ impl Tool {
     fn move_to(&mut self, namespace: String) {
         self.key = format!("{namespace}.{}@{}", self.meta.name, self.meta.version);
         self.path = format!("{namespace}.{}", self.meta.name);
+        self.call_info = OnceLock::new();
         let spec = match &mut self.spec {
             SpecCell::Ready(spec) => Some(spec),
             SpecCell::Lazy { cell, .. } => cell.get_mut(),
@@ -358,6 +400,20 @@ impl Tool {
         self.checked_against
             .swap(cassette_id, AtomicOrdering::Relaxed)
             != cassette_id
+    }
+
+    /// Whether a call with this validated input needs approval: always when the spec
+    /// sets `needs_approval`, else when the tool's approval predicate says so.
+    pub fn needs_approval(&self, input: &Value) -> bool {
+        self.spec().needs_approval || self.approval_when.as_ref().is_some_and(|p| (p.0)(input))
+    }
+
+    /// The key and declared secrets, shared by every call's context.
+    pub(crate) fn call_info(&self) -> &CallInfo {
+        self.call_info.get_or_init(|| CallInfo {
+            key: Arc::from(self.key.as_str()),
+            secrets: Arc::from(self.spec().secrets.as_slice()),
+        })
     }
 
     /// Where the tool was defined.
@@ -589,6 +645,7 @@ impl Registry {
             ToolOrigin::Dynamic {
                 source: tool.source,
             },
+            tool.approval_when,
         );
         let key = self.insert(tool)?;
         self.reindex();

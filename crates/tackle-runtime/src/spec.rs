@@ -107,11 +107,45 @@ impl fmt::Display for ReplayPolicy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExecutionMode {
-    /// May run alongside other calls (subject to its side effects).
+    /// Decided by the side effects: `none` and `read` tools run in parallel, `write`
+    /// and `external` tools one at a time, in call order.
     #[default]
+    Auto,
+    /// Runs alongside other calls whatever its side effects (the tool opts in).
     Parallel,
     /// Runs alone: no other call of the batch runs at the same time.
     Sequential,
+}
+
+/// What the door does with a result longer than the tool's `max_result_tokens`.
+///
+/// Lengths are estimated at four characters a token. Every strategy but `spill-to-file`
+/// leaves a marker saying how much was left out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultShaping {
+    /// Keeps the beginning and the end and drops the middle.
+    #[default]
+    Middle,
+    /// Keeps the beginning and drops the tail.
+    Tail,
+    /// Writes the whole result to a file (mode 0600) in a per-run directory; the
+    /// result becomes a handle to it with a short preview.
+    SpillToFile,
+    /// Asks the runtime's summarizer hook for a summary within the limit.
+    Summarize,
+}
+
+impl ResultShaping {
+    /// The kebab-case word used in specs and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultShaping::Middle => "middle",
+            ResultShaping::Tail => "tail",
+            ResultShaping::SpillToFile => "spill-to-file",
+            ResultShaping::Summarize => "summarize",
+        }
+    }
 }
 
 /// Where a tool comes from, in decreasing order of trust. Used by the `priority`
@@ -210,9 +244,16 @@ pub struct ToolSpec {
     /// Per-call time limit in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// Longest result, in tokens, before the executor shapes it.
+    /// Longest result, in tokens, before the door shapes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_result_tokens: Option<u32>,
+    /// How a result longer than `max_result_tokens` is shaped.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub result_shaping: ResultShaping,
+    /// Names of the secrets the tool may read with `ToolContext::secret`; any other
+    /// is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// Where the tool comes from.
     #[serde(default, skip_serializing_if = "is_default")]
     pub trust: Trust,
@@ -255,10 +296,12 @@ impl ToolSpec {
             examples: Vec::new(),
             deprecated: false,
             deprecation_note: None,
-            execution_mode: ExecutionMode::Parallel,
+            execution_mode: ExecutionMode::Auto,
             needs_approval: false,
             timeout_ms: None,
             max_result_tokens: None,
+            result_shaping: ResultShaping::Middle,
+            secrets: Vec::new(),
             trust: Trust::FirstParty,
             blocking: false,
         }

@@ -1,0 +1,276 @@
+//! Audit: a record of every call, counters, and the call's tracing span.
+//!
+//! Every call through the door, successful or not, produces one [`AuditEvent`]: the
+//! key, the call id, the tool's side effects, what each gate decided, the duration,
+//! the outcome, and whether the result was replayed, shaped or flagged. Events go to
+//! the runtime's [`AuditSink`] when one is set ([`MemoryAudit`] keeps them in memory);
+//! the runtime's [`Counters`] are updated either way and read with
+//! [`Counters::snapshot`]. Inputs, outputs and secret values never appear in events:
+//! error messages are scrubbed of the caller's secrets first.
+//!
+//! Each call also runs inside a `tracing` span named `tool.call`, with the fields
+//! `tool.key`, `tool.side_effects`, `tool.trust`, `call.id` and, once known,
+//! `call.outcome`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::{ToolError, ToolErrorKind};
+use crate::sanitize::Finding;
+use crate::shape::ShapeReport;
+use crate::spec::SideEffects;
+
+/// What a gate decided for one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "decision", content = "detail")]
+pub enum GateDecision {
+    /// The call did not reach this gate.
+    #[default]
+    NotReached,
+    /// The gate had nothing to check for this tool.
+    NotRequired,
+    /// The gate let the call through.
+    Passed,
+    /// An approver approved the call.
+    Approved,
+    /// An approval remembered for the same key and arguments let the call through.
+    RememberedApproval,
+    /// The gate stopped the call; why.
+    Refused(String),
+}
+
+/// How the call's result was obtained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Execution {
+    /// The tool did not run.
+    #[default]
+    NotRun,
+    /// The tool ran.
+    Live,
+    /// The tool ran and the outcome was recorded to the cassette.
+    Recorded,
+    /// A recorded outcome stood in for the tool.
+    Replayed,
+    /// An earlier call with the same idempotency key supplied the outcome.
+    Deduplicated,
+}
+
+/// The gates of the door, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Gates {
+    /// Capability check.
+    pub capability: GateDecision,
+    /// Input validation.
+    pub input: GateDecision,
+    /// Approval.
+    pub approval: GateDecision,
+    /// Output validation.
+    pub output: GateDecision,
+    /// Sanitization (refused only when it fails closed).
+    pub sanitization: GateDecision,
+}
+
+/// One call, as the audit trail sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AuditEvent {
+    /// The call's id, unique within the runtime.
+    pub call_id: u64,
+    /// The tool's registered key.
+    pub key: String,
+    /// What the tool does to the world; `None` when the key did not resolve.
+    pub side_effects: Option<SideEffects>,
+    /// What each gate decided.
+    pub gates: Gates,
+    /// How the result was obtained.
+    pub execution: Execution,
+    /// Time from entering the door to leaving it.
+    pub duration: Duration,
+    /// `None` on success; the error's kind and (scrubbed) message otherwise.
+    pub error: Option<AuditError>,
+    /// What shaping did, when the result was too long.
+    pub shaped: Option<ShapeReport>,
+    /// Instruction-like text found in the result.
+    pub findings: Vec<Finding>,
+}
+
+/// A failed call's error, in an audit event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AuditError {
+    /// The error's kind.
+    pub kind: ToolErrorKind,
+    /// The error's message, scrubbed of the caller's secrets.
+    pub message: String,
+}
+
+impl AuditError {
+    pub(crate) fn of(error: &ToolError) -> AuditError {
+        AuditError {
+            kind: error.kind(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Where audit events go. Called once per call, after the call finished; keep it fast
+/// (hand events to a channel to do slow work elsewhere).
+pub trait AuditSink: Send + Sync {
+    /// Takes one event.
+    fn record(&self, event: AuditEvent);
+}
+
+/// An [`AuditSink`] that keeps every event in memory.
+#[derive(Debug, Default)]
+pub struct MemoryAudit {
+    events: Mutex<Vec<AuditEvent>>,
+}
+
+impl MemoryAudit {
+    /// An empty trail.
+    pub fn new() -> MemoryAudit {
+        MemoryAudit::default()
+    }
+
+    /// The events so far, in the order calls finished.
+    pub fn events(&self) -> Vec<AuditEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl AuditSink for MemoryAudit {
+    fn record(&self, event: AuditEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event);
+    }
+}
+
+impl<T: AuditSink + ?Sized> AuditSink for std::sync::Arc<T> {
+    fn record(&self, event: AuditEvent) {
+        (**self).record(event);
+    }
+}
+
+/// Call counters of a runtime, updated by every call.
+#[derive(Default)]
+pub struct Counters {
+    calls: AtomicU64,
+    ok: AtomicU64,
+    errors: [AtomicU64; ToolErrorKind::ALL.len()],
+    replayed: AtomicU64,
+    deduplicated: AtomicU64,
+    approvals_asked: AtomicU64,
+    approvals_granted: AtomicU64,
+    shaped: AtomicU64,
+    flagged: AtomicU64,
+    busy_micros: AtomicU64,
+}
+
+impl fmt::Debug for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.snapshot().fmt(f)
+    }
+}
+
+/// The counters at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CounterSnapshot {
+    /// Calls that entered the door and finished.
+    pub calls: u64,
+    /// Calls that succeeded.
+    pub ok: u64,
+    /// Failed calls by error kind (kinds that never happened are left out).
+    pub errors: BTreeMap<String, u64>,
+    /// Calls served from a cassette.
+    pub replayed: u64,
+    /// Calls answered by an earlier call with the same idempotency key.
+    pub deduplicated: u64,
+    /// Approvals asked of the approver.
+    pub approvals_asked: u64,
+    /// Approvals granted (asked or remembered).
+    pub approvals_granted: u64,
+    /// Results that were shaped.
+    pub shaped: u64,
+    /// Results with instruction-like text.
+    pub flagged: u64,
+    /// Time spent in the door, summed over calls, in microseconds.
+    pub busy_micros: u64,
+}
+
+impl CounterSnapshot {
+    /// Failed calls of one kind.
+    pub fn errors_of(&self, kind: ToolErrorKind) -> u64 {
+        self.errors.get(kind.as_str()).copied().unwrap_or(0)
+    }
+}
+
+impl Counters {
+    /// The counters now.
+    pub fn snapshot(&self) -> CounterSnapshot {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CounterSnapshot {
+            calls: get(&self.calls),
+            ok: get(&self.ok),
+            errors: ToolErrorKind::ALL
+                .iter()
+                .zip(&self.errors)
+                .filter(|(_, n)| get(n) > 0)
+                .map(|(kind, n)| (kind.as_str().to_owned(), get(n)))
+                .collect(),
+            replayed: get(&self.replayed),
+            deduplicated: get(&self.deduplicated),
+            approvals_asked: get(&self.approvals_asked),
+            approvals_granted: get(&self.approvals_granted),
+            shaped: get(&self.shaped),
+            flagged: get(&self.flagged),
+            busy_micros: get(&self.busy_micros),
+        }
+    }
+
+    pub(crate) fn count(&self, error: Option<ToolErrorKind>, execution: Execution, took: Duration) {
+        let add = |a: &AtomicU64| a.fetch_add(1, Ordering::Relaxed);
+        add(&self.calls);
+        match error {
+            None => add(&self.ok),
+            Some(kind) => add(&self.errors[kind.index()]),
+        };
+        match execution {
+            Execution::Replayed => {
+                add(&self.replayed);
+            }
+            Execution::Deduplicated => {
+                add(&self.deduplicated);
+            }
+            _ => {}
+        }
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.busy_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn approval(&self, asked: bool, granted: bool) {
+        if asked {
+            self.approvals_asked.fetch_add(1, Ordering::Relaxed);
+        }
+        if granted {
+            self.approvals_granted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn shaped_and_flagged(&self, shaped: bool, flagged: bool) {
+        if shaped {
+            self.shaped.fetch_add(1, Ordering::Relaxed);
+        }
+        if flagged {
+            self.flagged.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Progress and streaming: what running tools tell their caller before they return.
+//!
+//! A tool calls [`ToolContext::report_progress`](crate::ToolContext::report_progress)
+//! or [`ToolContext::stream`](crate::ToolContext::stream); the caller, who put an
+//! [`EventSink`] in the context (with
+//! [`ToolContext::with_events`](crate::ToolContext::with_events)), reads the events
+//! from the matching [`EventReceiver`] in the order they happened. The door adds a
+//! `Started` and a `Finished` event around every call.
+//!
+//! The queue is bounded: a caller that reads slowly loses the *oldest* events (and can
+//! see how many with [`EventReceiver::dropped`]), while tools never wait on it. What a
+//! tool streams is also kept, losslessly, beside the call: a tool that returns `()`
+//! gets the concatenation of its chunks as its output, however many events were
+//! dropped.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+
+/// One thing a running call told its caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolEvent {
+    /// Position in the queue's whole history, from 0; gaps show dropped events.
+    pub seq: u64,
+    /// The call's id (as in audit events).
+    pub call_id: u64,
+    /// The tool's key.
+    pub key: String,
+    /// What happened.
+    pub kind: ToolEventKind,
+}
+
+/// What a [`ToolEvent`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolEventKind {
+    /// The tool started running.
+    Started,
+    /// The tool reported progress: `done` units out of `total`, when known.
+    Progress {
+        /// Units done.
+        done: u64,
+        /// Units in all, when known.
+        total: Option<u64>,
+    },
+    /// The tool streamed a chunk of its result.
+    Chunk(String),
+    /// The call finished, successfully or not.
+    Finished {
+        /// Whether it succeeded.
+        ok: bool,
+    },
+}
+
+struct Queue {
+    capacity: usize,
+    state: Mutex<State>,
+    notify: Notify,
+    dropped: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    events: VecDeque<ToolEvent>,
+    next_seq: u64,
+    closed: bool,
+}
+
+/// The sending side of an event queue; cheap to clone. See the [module docs](self).
+#[derive(Clone)]
+pub struct EventSink(Arc<Queue>);
+
+/// The receiving side of an event queue.
+pub struct EventReceiver(Arc<Queue>);
+
+/// A bounded event queue holding at most `capacity` events (at least 1); when full,
+/// the oldest event makes room for the newest.
+pub fn event_queue(capacity: usize) -> (EventSink, EventReceiver) {
+    let queue = Arc::new(Queue {
+        capacity: capacity.max(1),
+        state: Mutex::new(State::default()),
+        notify: Notify::new(),
+        dropped: AtomicU64::new(0),
+    });
+    (EventSink(Arc::clone(&queue)), EventReceiver(queue))
+}
+
+impl EventSink {
+    /// Appends an event, dropping the oldest one when the queue is full. Never waits.
+    pub(crate) fn push(&self, call_id: u64, key: &str, kind: ToolEventKind) {
+        let queue = &self.0;
+        {
+            let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.closed {
+                return;
+            }
+            if state.events.len() == queue.capacity {
+                state.events.pop_front();
+                queue.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            state.events.push_back(ToolEvent {
+                seq,
+                call_id,
+                key: key.to_owned(),
+                kind,
+            });
+        }
+        queue.notify.notify_one();
+    }
+
+    /// Ends the stream: the receiver gets what is queued, then `None`.
+    pub fn close(&self) {
+        self.0
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+        self.0.notify.notify_one();
+    }
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("capacity", &self.0.capacity)
+            .finish()
+    }
+}
+
+impl EventReceiver {
+    /// The next event, waiting for one; `None` once the sink is closed and the queue
+    /// is empty.
+    pub async fn recv(&mut self) -> Option<ToolEvent> {
+        loop {
+            let notified = self.0.notify.notified();
+            {
+                let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(event) = state.events.pop_front() {
+                    return Some(event);
+                }
+                if state.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Every event queued now, oldest first, without waiting.
+    pub fn drain(&mut self) -> Vec<ToolEvent> {
+        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.events.drain(..).collect()
+    }
+
+    /// How many events were dropped to make room, since the queue was made.
+    pub fn dropped(&self) -> u64 {
+        self.0.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for EventReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventReceiver")
+            .field("capacity", &self.0.capacity)
+            .field("dropped", &self.dropped())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_the_oldest() {
+        let (sink, mut rx) = event_queue(3);
+        for done in 0..5 {
+            sink.push(
+                1,
+                "t.x@1",
+                ToolEventKind::Progress {
+                    done,
+                    total: Some(5),
+                },
+            );
+        }
+        let events = rx.drain();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [2, 3, 4], "the newest three, in order");
+        assert_eq!(rx.dropped(), 2);
+    }
+
+    #[tokio::test]
+    async fn recv_waits_then_ends_after_close() {
+        let (sink, mut rx) = event_queue(8);
+        let producer = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            sink.push(7, "t.x@1", ToolEventKind::Started);
+            sink.close();
+        });
+        let first = rx.recv().await.expect("one event");
+        assert_eq!((first.call_id, first.kind), (7, ToolEventKind::Started));
+        assert_eq!(rx.recv().await, None);
+        producer.await.expect("producer ran");
+    }
+}

@@ -1,0 +1,313 @@
+//! The executor: batches of tool calls, run in parallel where it is safe.
+//!
+//! A model often asks for several tool calls in one turn. [`Executor::execute_batch`]
+//! runs them and returns one [`CallOutcome`] per call, in call order; a slot is never
+//! dropped (a call whose task was lost becomes an `Aborted` outcome). Every call goes
+//! through the door ([`Runtime::call_report`]), with all its gates.
+//!
+//! Scheduling follows what each tool does to the world:
+//!
+//! * `none` and `read` tools run in parallel, up to `max_parallel` at a time;
+//! * `write` and `external` tools run one at a time, in call order (alongside the
+//!   parallel ones), unless the tool opts in with `execution_mode = parallel`;
+//! * `execution_mode = sequential` tools run alone: every earlier call of the batch
+//!   finishes first, and later ones start after.
+//!
+//! An executor is one *run*. Its cancellation token reaches every call through the
+//! context ([`ToolContext::cancelled`]); a tool that ignores it is stopped after the
+//! grace window with `Aborted`. Its default timeout applies to tools without
+//! `timeout_ms`. And it remembers idempotency keys: a `write` or `external` tool whose
+//! spec names an `idempotency_key` input field executes once per tool and value of
+//! that field within the run; later calls get the first call's outcome (marked
+//! `deduplicated`) without running the tool.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{oneshot, OnceCell, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::Execution;
+use crate::call::{CallReport, Runtime};
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::events::EventSink;
+use crate::replay::canonical::canonical;
+use crate::spec::{ExecutionMode, ToolSpec};
+
+/// One call a model asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The caller's id for the call (a model's tool-call id), echoed in the outcome.
+    pub id: String,
+    /// The tool: full key, `namespace.name` or a unique bare name.
+    pub key: String,
+    /// The arguments.
+    pub input: Value,
+}
+
+impl ToolCall {
+    /// A call of `key` with `input`, identified by `id`.
+    pub fn new(id: impl Into<String>, key: impl Into<String>, input: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            key: key.into(),
+            input,
+        }
+    }
+}
+
+/// The outcome of one call of a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallOutcome {
+    /// The call's id, as given in its [`ToolCall`].
+    pub id: String,
+    /// What the door reported.
+    pub report: CallReport,
+}
+
+impl CallOutcome {
+    /// The call's result.
+    pub fn result(&self) -> &Result<Value, ToolError> {
+        &self.report.result
+    }
+}
+
+/// How a call is scheduled within a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Parallel,
+    Serial,
+    Alone,
+}
+
+fn lane_of(spec: &ToolSpec) -> Lane {
+    match spec.execution_mode {
+        ExecutionMode::Sequential => Lane::Alone,
+        ExecutionMode::Parallel => Lane::Parallel,
+        ExecutionMode::Auto if spec.side_effects.mutates() => Lane::Serial,
+        ExecutionMode::Auto => Lane::Parallel,
+    }
+}
+
+/// Runs batches of calls; one executor is one run. See the [module docs](self).
+#[derive(Debug)]
+pub struct Executor {
+    runtime: Arc<Runtime>,
+    max_parallel: usize,
+    default_timeout: Option<Duration>,
+    grace: Option<Duration>,
+    cancel: CancellationToken,
+    events: Option<EventSink>,
+    seen: Arc<Mutex<HashMap<String, Arc<OnceCell<CallReport>>>>>,
+}
+
+/// How many calls run at once unless set with [`Executor::max_parallel`].
+pub const DEFAULT_MAX_PARALLEL: usize = 16;
+
+impl Executor {
+    /// An executor over `runtime`, running at most [`DEFAULT_MAX_PARALLEL`] calls at
+    /// once, with no default timeout and the default grace window.
+    pub fn new(runtime: Arc<Runtime>) -> Executor {
+        Executor {
+            runtime,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            default_timeout: None,
+            grace: None,
+            cancel: CancellationToken::new(),
+            events: None,
+            seen: Arc::default(),
+        }
+    }
+
+    /// At most `n` calls run at once (at least 1).
+    pub fn max_parallel(mut self, n: usize) -> Executor {
+        self.max_parallel = n.max(1);
+        self
+    }
+
+    /// The time limit of calls to tools that set no `timeout_ms`.
+    pub fn default_timeout(mut self, limit: Duration) -> Executor {
+        self.default_timeout = Some(limit);
+        self
+    }
+
+    /// How long tools may go on after [`Executor::cancel`] before they are stopped.
+    pub fn grace(mut self, grace: Duration) -> Executor {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Sends progress and streamed chunks of every call to `sink`.
+    pub fn events(mut self, sink: EventSink) -> Executor {
+        self.events = Some(sink);
+        self
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The run's cancellation token (cancelling it is [`Executor::cancel`]).
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Cancels the run: running calls are asked to stop and stopped after the grace
+    /// window; calls not yet started fail with `Cancelled`.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The caller's context with this run's settings.
+    fn run_context(&self, ctx: &ToolContext) -> ToolContext {
+        let mut ctx = ctx.clone().with_cancellation(self.cancel.clone());
+        if let Some(limit) = self.default_timeout {
+            ctx = ctx.with_default_timeout(limit);
+        }
+        if let Some(grace) = self.grace {
+            ctx = ctx.with_grace(grace);
+        }
+        if let Some(sink) = &self.events {
+            ctx = ctx.with_events(sink.clone());
+        }
+        ctx
+    }
+
+    /// Runs one call through the door (see [`Executor::execute_batch`] for batches).
+    pub async fn execute(&self, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
+        let ctx = self.run_context(ctx);
+        run_one(&self.runtime, &self.seen, call, &ctx).await
+    }
+
+    /// Runs a batch and returns one outcome per call, in call order. See the
+    /// [module docs](self) for the scheduling.
+    pub async fn execute_batch(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallOutcome> {
+        let ctx = self.run_context(ctx);
+        let mut slots: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
+        slots.resize_with(calls.len(), || None);
+        let mut lost: Vec<(String, String)> = Vec::with_capacity(calls.len());
+        let permits = Arc::new(Semaphore::new(self.max_parallel));
+        let mut tasks = JoinSet::new();
+        let mut serial_tail: Option<oneshot::Receiver<()>> = None;
+        for (index, call) in calls.into_iter().enumerate() {
+            lost.push((call.id.clone(), call.key.clone()));
+            let lane = self
+                .runtime
+                .registry()
+                .resolve(&call.key)
+                .map_or(Lane::Parallel, |tool| lane_of(tool.spec()));
+            if lane == Lane::Alone {
+                drain(&mut tasks, &mut slots).await;
+                serial_tail = None;
+            }
+            // The previous serial call, which this one waits for; the signal is the
+            // sender being dropped, which happens however that task ends.
+            let (wait_for, done) = if lane == Lane::Serial {
+                let (tx, rx) = oneshot::channel::<()>();
+                (serial_tail.replace(rx), Some(tx))
+            } else {
+                (None, None)
+            };
+            let runtime = Arc::clone(&self.runtime);
+            let seen = Arc::clone(&self.seen);
+            let permits = Arc::clone(&permits);
+            let ctx = ctx.clone();
+            tasks.spawn(async move {
+                if let Some(previous) = wait_for {
+                    let _ = previous.await;
+                }
+                let _permit = permits.acquire_owned().await;
+                let outcome = run_one(&runtime, &seen, call, &ctx).await;
+                drop(done);
+                (index, outcome)
+            });
+            if lane == Lane::Alone {
+                drain(&mut tasks, &mut slots).await;
+            }
+        }
+        drain(&mut tasks, &mut slots).await;
+        slots
+            .into_iter()
+            .zip(lost)
+            .map(|(slot, (id, key))| {
+                slot.unwrap_or_else(|| CallOutcome {
+                    id,
+                    report: CallReport {
+                        call_id: u64::MAX,
+                        result: Err(ToolError::Aborted {
+                            key: key.clone(),
+                            grace_ms: 0,
+                        }),
+                        key,
+                        execution: Execution::NotRun,
+                        duration: Duration::ZERO,
+                        shaped: None,
+                        findings: Vec::new(),
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+/// Waits for every task of the set and files its outcome in its slot.
+async fn drain(tasks: &mut JoinSet<(usize, CallOutcome)>, slots: &mut [Option<CallOutcome>]) {
+    while let Some(joined) = tasks.join_next().await {
+        // A task that failed to join (the door contains panics, so this is a task
+        // aborted by the runtime shutting down) leaves its slot empty; the caller
+        // turns empty slots into failures.
+        if let Ok((index, outcome)) = joined {
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = Some(outcome);
+            }
+        }
+    }
+}
+
+/// One call through the door, answered from the run's idempotency memory when an
+/// earlier call had the same idempotency key.
+async fn run_one(
+    runtime: &Runtime,
+    seen: &Mutex<HashMap<String, Arc<OnceCell<CallReport>>>>,
+    call: ToolCall,
+    ctx: &ToolContext,
+) -> CallOutcome {
+    let ToolCall { id, key, input } = call;
+    let dedupe_key = runtime.registry().resolve(&key).ok().and_then(|tool| {
+        let spec = tool.spec();
+        let field = spec.idempotency_key.as_deref()?;
+        if !spec.side_effects.mutates() {
+            return None;
+        }
+        let value = input.get(field)?;
+        Some(format!("{}\n{}", tool.key(), canonical(value)))
+    });
+    let Some(dedupe_key) = dedupe_key else {
+        let report = runtime.call_report(&key, input, ctx).await;
+        return CallOutcome { id, report };
+    };
+    let cell = Arc::clone(
+        seen.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(dedupe_key)
+            .or_default(),
+    );
+    let mut first = false;
+    let report = cell
+        .get_or_init(|| {
+            first = true;
+            runtime.call_report(&key, input, ctx)
+        })
+        .await
+        .clone();
+    if first {
+        return CallOutcome { id, report };
+    }
+    let report = runtime.record_duplicate(report);
+    CallOutcome { id, report }
+}

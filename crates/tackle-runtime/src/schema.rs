@@ -30,7 +30,10 @@ pub fn input_schema<T: JsonSchema>() -> Value {
     value
 }
 
-/// The output schema of `T` (serialize view). `()` gives `{"type": "null"}`.
+/// The output schema of `T` (serialize view).
+///
+/// `()` gives `null` *or a string*: a tool that returns nothing may stream chunks with
+/// `ToolContext::stream`, and the door then makes their concatenation its output.
 pub fn output_schema<T: JsonSchema>() -> Value {
     let mut schema = SchemaSettings::draft2020_12()
         .for_serialize()
@@ -39,6 +42,19 @@ pub fn output_schema<T: JsonSchema>() -> Value {
     OptionalNotNullable.transform(&mut schema);
     let mut value = schema.to_value();
     canonical_root(&mut value);
+    if let Some(root) = value.as_object_mut() {
+        let unit = root.get("type").and_then(Value::as_str) == Some("null")
+            && root.keys().all(|k| k == "type" || k == "$schema");
+        if unit {
+            root.insert("type".into(), serde_json::json!(["null", "string"]));
+            root.insert(
+                "description".into(),
+                Value::String(
+                    "Nothing, or the concatenation of the chunks the tool streamed.".into(),
+                ),
+            );
+        }
+    }
     value
 }
 
@@ -235,7 +251,7 @@ mod tests {
 
     #[test]
     fn outputs_use_the_serialize_view() {
-        assert_eq!(output_schema::<()>()["type"], "null");
+        assert_eq!(output_schema::<()>()["type"], json!(["null", "string"]));
         assert_eq!(output_schema::<i64>()["type"], "integer");
         assert_eq!(output_schema::<Vec<String>>()["items"]["type"], "string");
     }

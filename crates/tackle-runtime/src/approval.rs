@@ -146,6 +146,12 @@ pub trait Approver: Send + Sync {
     fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
 }
 
+impl<T: Approver + ?Sized> Approver for std::sync::Arc<T> {
+    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        (**self).review(request)
+    }
+}
+
 /// An approver made of a synchronous closure, for policies and tests.
 pub struct ApproveWith<F>(pub F);
 

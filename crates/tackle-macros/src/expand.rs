@@ -409,6 +409,10 @@ fn generate(
     let timeout_ms = opt(attrs.timeout_ms);
     let max_result_tokens = opt(attrs.max_result_tokens);
     let blocking = attrs.blocking;
+    let uses_context = analysed
+        .params
+        .iter()
+        .any(|p| matches!(p, Param::Context { .. }));
     // A sync tool that does not block runs to completion in the door, with no future
     // to allocate; async and blocking tools get a boxed future.
     let (handler, registered_handler) = if !analysed.is_async && !attrs.blocking {
@@ -485,6 +489,7 @@ fn generate(
                 approval_when: #approval_when,
                 trust: #trust,
                 blocking: #blocking,
+                uses_context: #uses_context,
             };
 
             #args_struct

@@ -172,7 +172,6 @@ pub struct Counters {
     approvals_granted: AtomicU64,
     shaped: AtomicU64,
     flagged: AtomicU64,
-    busy_micros: AtomicU64,
 }
 
 impl fmt::Debug for Counters {
@@ -202,8 +201,6 @@ pub struct CounterSnapshot {
     pub shaped: u64,
     /// Results with instruction-like text.
     pub flagged: u64,
-    /// Time spent in the door, summed over calls, in microseconds.
-    pub busy_micros: u64,
 }
 
 impl CounterSnapshot {
@@ -232,11 +229,10 @@ impl Counters {
             approvals_granted: get(&self.approvals_granted),
             shaped: get(&self.shaped),
             flagged: get(&self.flagged),
-            busy_micros: get(&self.busy_micros),
         }
     }
 
-    pub(crate) fn count(&self, error: Option<ToolErrorKind>, execution: Execution, took: Duration) {
+    pub(crate) fn count(&self, error: Option<ToolErrorKind>, execution: Execution) {
         let add = |a: &AtomicU64| a.fetch_add(1, Ordering::Relaxed);
         add(&self.calls);
         match error {
@@ -252,8 +248,6 @@ impl Counters {
             }
             _ => {}
         }
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.busy_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
     pub(crate) fn approval(&self, asked: bool, granted: bool) {

@@ -195,8 +195,9 @@ impl Runtime {
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
         let mut trail = Trail::default();
-        let start = Instant::now();
-        let (result, _) = self.pass(key, input, ctx, &mut trail, start).await;
+        // Time is only taken for someone who reads it.
+        let start = self.audit.is_some().then(Instant::now);
+        let (result, _, _) = self.pass(key, input, ctx, &mut trail, start).await;
         result
     }
 
@@ -204,13 +205,10 @@ impl Runtime {
     pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
         let mut trail = Trail::default();
         let start = Instant::now();
-        let (result, call_id) = self.pass(key, input, ctx, &mut trail, start).await;
+        let (result, call_id, tool) = self.pass(key, input, ctx, &mut trail, Some(start)).await;
         CallReport {
             call_id,
-            key: self
-                .registry
-                .resolve(key)
-                .map_or_else(|_| key.to_owned(), |t| t.key().to_owned()),
+            key: tool.map_or(key, Tool::key).to_owned(),
             result,
             execution: trail.execution,
             duration: start.elapsed(),
@@ -238,7 +236,7 @@ impl Runtime {
             call_id,
             &first.result,
             &mut trail,
-            start,
+            Some(start),
         );
         CallReport {
             call_id,
@@ -248,22 +246,22 @@ impl Runtime {
         }
     }
 
-    /// Resolution, the gates and the audit of one call. Returns the result and the
-    /// call's id.
+    /// Resolution, the gates and the audit of one call. Returns the result, the
+    /// call's id and the tool, when the key resolved.
     async fn pass(
         &self,
         key: &str,
         input: Value,
         ctx: &ToolContext,
         trail: &mut Trail,
-        start: Instant,
-    ) -> (Result<Value, ToolError>, u64) {
+        start: Option<Instant>,
+    ) -> (Result<Value, ToolError>, u64, Option<&Tool>) {
         let call_id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let tool = match self.registry.resolve(key) {
             Ok(tool) => tool,
             Err(e) => {
                 self.finish(None, key, call_id, &Err(e.clone()), trail, start);
-                return (Err(e), call_id);
+                return (Err(e), call_id, None);
             }
         };
         let spec = tool.spec();
@@ -275,10 +273,13 @@ impl Runtime {
             call.id = call_id,
             call.outcome = tracing::field::Empty,
         );
-        let mut result = self
-            .gates(tool, input, ctx, call_id, trail)
-            .instrument(span.clone())
-            .await;
+        let mut result = if span.is_disabled() {
+            self.gates(tool, input, ctx, call_id, trail).await
+        } else {
+            self.gates(tool, input, ctx, call_id, trail)
+                .instrument(span.clone())
+                .await
+        };
         if let Err(e) = &mut result {
             if ctx.has_secrets() {
                 scrub(e, ctx);
@@ -292,7 +293,7 @@ impl Runtime {
             },
         );
         self.finish(Some(tool), tool.key(), call_id, &result, trail, start);
-        (result, call_id)
+        (result, call_id, Some(tool))
     }
 
     /// Counters and the audit event of a finished call.
@@ -303,14 +304,10 @@ impl Runtime {
         call_id: u64,
         result: &Result<Value, ToolError>,
         trail: &mut Trail,
-        start: Instant,
+        start: Option<Instant>,
     ) {
-        let took = start.elapsed();
-        self.counters.count(
-            result.as_ref().err().map(ToolError::kind),
-            trail.execution,
-            took,
-        );
+        self.counters
+            .count(result.as_ref().err().map(ToolError::kind), trail.execution);
         self.counters
             .shaped_and_flagged(trail.shaped.is_some(), !trail.findings.is_empty());
         if let Some(sink) = &self.audit {
@@ -320,7 +317,7 @@ impl Runtime {
                 side_effects: tool.map(|t| t.spec().side_effects),
                 gates: trail.gates.clone(),
                 execution: trail.execution,
-                duration: took,
+                duration: start.map(|s| s.elapsed()).unwrap_or_default(),
                 error: result.as_ref().err().map(AuditError::of),
                 shaped: trail.shaped.clone(),
                 findings: trail.findings.clone(),
@@ -471,20 +468,33 @@ impl Runtime {
         } else {
             trail.gates.approval = GateDecision::NotRequired;
         }
+        trail.execution = Execution::Live;
+        let limit = tool
+            .spec()
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(ctx.default_timeout());
+        let limited = limit.is_some() || ctx.cancellation().is_some();
+        if !tool.scoped() {
+            // The tool never sees its context: no scope, no stream, no events.
+            return if limited {
+                limit_call(guarded(tool, ctx, input), key, limit, ctx).await
+            } else {
+                guarded(tool, ctx, input).await
+            };
+        }
         let info = tool.call_info();
         let scoped = ctx.for_call(CallScope::new(
             call_id,
             Arc::clone(&info.key),
             Arc::clone(&info.secrets),
         ));
-        trail.execution = Execution::Live;
         scoped.emit(ToolEventKind::Started);
-        let limit = tool
-            .spec()
-            .timeout_ms
-            .map(Duration::from_millis)
-            .or(ctx.default_timeout());
-        let mut result = limited(guarded(tool, &scoped, input), key, limit, &scoped).await;
+        let mut result = if limited {
+            limit_call(guarded(tool, &scoped, input), key, limit, &scoped).await
+        } else {
+            guarded(tool, &scoped, input).await
+        };
         if let (Ok(Value::Null), Some(stream)) = (
             &result,
             scoped.call_scope().and_then(CallScope::take_stream),
@@ -547,16 +557,12 @@ impl Runtime {
 /// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when
 /// the limit passes, `Aborted` when the run was cancelled and the tool did not finish
 /// within the grace window. Stopping means dropping the tool's future.
-async fn limited(
+async fn limit_call(
     work: impl Future<Output = Result<Value, ToolError>>,
     key: &str,
     limit: Option<Duration>,
     ctx: &ToolContext,
 ) -> Result<Value, ToolError> {
-    let cancel = ctx.cancellation();
-    if limit.is_none() && cancel.is_none() {
-        return work.await;
-    }
     let grace = ctx.grace();
     let timer = async {
         match limit {
@@ -565,7 +571,7 @@ async fn limited(
         }
     };
     let abort = async {
-        match cancel {
+        match ctx.cancellation() {
             Some(token) => {
                 token.cancelled().await;
                 tokio::time::sleep(grace).await;

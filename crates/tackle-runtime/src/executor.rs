@@ -21,12 +21,12 @@
 //! that field within the run; later calls get the first call's outcome (marked
 //! `deduplicated`) without running the tool.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{oneshot, OnceCell, Semaphore};
+use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -190,82 +190,123 @@ impl Executor {
         let ctx = self.run_context(ctx);
         let mut slots: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
         slots.resize_with(calls.len(), || None);
-        let mut lost: Vec<(String, String)> = Vec::with_capacity(calls.len());
-        let permits = Arc::new(Semaphore::new(self.max_parallel));
-        let mut tasks = JoinSet::new();
-        let mut serial_tail: Option<oneshot::Receiver<()>> = None;
+        let mut names: Vec<(String, String)> = Vec::with_capacity(calls.len());
+        let mut segment = Segment::default();
         for (index, call) in calls.into_iter().enumerate() {
-            lost.push((call.id.clone(), call.key.clone()));
+            names.push((call.id.clone(), call.key.clone()));
             let lane = self
                 .runtime
                 .registry()
                 .resolve(&call.key)
                 .map_or(Lane::Parallel, |tool| lane_of(tool.spec()));
-            if lane == Lane::Alone {
-                drain(&mut tasks, &mut slots).await;
-                serial_tail = None;
-            }
-            // The previous serial call, which this one waits for; the signal is the
-            // sender being dropped, which happens however that task ends.
-            let (wait_for, done) = if lane == Lane::Serial {
-                let (tx, rx) = oneshot::channel::<()>();
-                (serial_tail.replace(rx), Some(tx))
-            } else {
-                (None, None)
-            };
-            let runtime = Arc::clone(&self.runtime);
-            let seen = Arc::clone(&self.seen);
-            let permits = Arc::clone(&permits);
-            let ctx = ctx.clone();
-            tasks.spawn(async move {
-                if let Some(previous) = wait_for {
-                    let _ = previous.await;
+            match lane {
+                Lane::Alone => {
+                    // Everything before it finishes first; it runs alone.
+                    self.run_segment(std::mem::take(&mut segment), &ctx, &mut slots)
+                        .await;
+                    let outcome = run_one(&self.runtime, &self.seen, call, &ctx).await;
+                    slots[index] = Some(outcome);
                 }
-                let _permit = permits.acquire_owned().await;
-                let outcome = run_one(&runtime, &seen, call, &ctx).await;
-                drop(done);
-                (index, outcome)
-            });
-            if lane == Lane::Alone {
-                drain(&mut tasks, &mut slots).await;
+                Lane::Serial => segment.serial.push_back((index, call)),
+                Lane::Parallel => segment.parallel.push_back((index, call)),
             }
         }
-        drain(&mut tasks, &mut slots).await;
+        self.run_segment(segment, &ctx, &mut slots).await;
         slots
             .into_iter()
-            .zip(lost)
-            .map(|(slot, (id, key))| {
-                slot.unwrap_or_else(|| CallOutcome {
-                    id,
-                    report: CallReport {
-                        call_id: u64::MAX,
-                        result: Err(ToolError::Aborted {
-                            key: key.clone(),
-                            grace_ms: 0,
-                        }),
-                        key,
-                        execution: Execution::NotRun,
-                        duration: Duration::ZERO,
-                        shaped: None,
-                        findings: Vec::new(),
-                    },
-                })
-            })
+            .zip(names)
+            .map(|(slot, (id, key))| slot.unwrap_or_else(|| lost(id, key)))
             .collect()
+    }
+
+    /// Runs the calls between two `sequential` calls: the parallel ones on up to
+    /// `max_parallel` workers pulling from one queue, the serial ones in order on one
+    /// worker of their own (which counts against `max_parallel`).
+    async fn run_segment(
+        &self,
+        segment: Segment,
+        ctx: &ToolContext,
+        slots: &mut [Option<CallOutcome>],
+    ) {
+        let Segment {
+            mut parallel,
+            serial,
+        } = segment;
+        let mut queues = Vec::new();
+        if self.max_parallel == 1 {
+            // One at a time, in call order, whatever the lane.
+            parallel.extend(serial);
+            parallel.make_contiguous().sort_by_key(|(index, _)| *index);
+            if !parallel.is_empty() {
+                queues.push((Arc::new(Mutex::new(parallel)), 1));
+            }
+        } else {
+            let serial_worker = usize::from(!serial.is_empty());
+            let workers = (self.max_parallel - serial_worker).min(parallel.len());
+            if workers > 0 {
+                queues.push((Arc::new(Mutex::new(parallel)), workers));
+            }
+            if serial_worker == 1 {
+                queues.push((Arc::new(Mutex::new(serial)), 1));
+            }
+        }
+        let mut tasks = JoinSet::new();
+        for (queue, workers) in queues {
+            for _ in 0..workers {
+                let runtime = Arc::clone(&self.runtime);
+                let seen = Arc::clone(&self.seen);
+                let queue = Arc::clone(&queue);
+                let ctx = ctx.clone();
+                tasks.spawn(async move {
+                    let mut done = Vec::new();
+                    loop {
+                        let next = queue
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .pop_front();
+                        let Some((index, call)) = next else { break };
+                        done.push((index, run_one(&runtime, &seen, call, &ctx).await));
+                    }
+                    done
+                });
+            }
+        }
+        while let Some(joined) = tasks.join_next().await {
+            // A worker that failed to join (the door contains panics, so this is a
+            // task aborted by the Tokio runtime shutting down) leaves its slots
+            // empty; the caller turns empty slots into failures.
+            for (index, outcome) in joined.into_iter().flatten() {
+                if let Some(slot) = slots.get_mut(index) {
+                    *slot = Some(outcome);
+                }
+            }
+        }
     }
 }
 
-/// Waits for every task of the set and files its outcome in its slot.
-async fn drain(tasks: &mut JoinSet<(usize, CallOutcome)>, slots: &mut [Option<CallOutcome>]) {
-    while let Some(joined) = tasks.join_next().await {
-        // A task that failed to join (the door contains panics, so this is a task
-        // aborted by the runtime shutting down) leaves its slot empty; the caller
-        // turns empty slots into failures.
-        if let Ok((index, outcome)) = joined {
-            if let Some(slot) = slots.get_mut(index) {
-                *slot = Some(outcome);
-            }
-        }
+/// The calls between two `sequential` calls, by lane, each in call order.
+#[derive(Default)]
+struct Segment {
+    parallel: VecDeque<(usize, ToolCall)>,
+    serial: VecDeque<(usize, ToolCall)>,
+}
+
+/// The outcome of a call whose result was lost.
+fn lost(id: String, key: String) -> CallOutcome {
+    CallOutcome {
+        id,
+        report: CallReport {
+            call_id: u64::MAX,
+            result: Err(ToolError::Aborted {
+                key: key.clone(),
+                grace_ms: 0,
+            }),
+            key,
+            execution: Execution::NotRun,
+            duration: Duration::ZERO,
+            shaped: None,
+            findings: Vec::new(),
+        },
     }
 }
 

@@ -48,6 +48,9 @@ pub struct StaticSpec {
     pub approval_when: Option<fn(&Value) -> bool>,
     pub trust: Trust,
     pub blocking: bool,
+    /// Whether the function takes the `ToolContext` (and so may stream, report
+    /// progress or read secrets); the door gives other tools no per-call scope.
+    pub uses_context: bool,
 }
 
 impl StaticSpec {

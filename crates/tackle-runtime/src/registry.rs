@@ -23,7 +23,6 @@
 //! [`CollisionStrategy::Priority`] keeps the more trusted tool by the ladder
 //! first-party > trusted > untrusted > mcp (a tie is still an error).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -35,7 +34,7 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::error::{RegistryError, SchemaSide, ToolError, ToolOrigin};
 use crate::private::StaticSpec;
-use crate::replay::canonical::fingerprint;
+use crate::replay::canonical::{fingerprint, FnvMap};
 use crate::schema::{check_input_root, normalize_input_schema};
 use crate::spec::{ToolSpec, Trust};
 use crate::validate::{SchemaValidator, ValidationIssue, ValidationResult};
@@ -242,6 +241,9 @@ pub struct Tool {
     validators: OnceLock<Result<Validators, ToolError>>,
     fingerprint: OnceLock<String>,
     approval_when: Option<ApprovalPredicate>,
+    /// Whether calls get a per-call context scope (tools that never see the context
+    /// do not).
+    scoped: bool,
     call_info: OnceLock<CallInfo>,
     /// The last cassette this tool's schemas were checked against (0: none).
     checked_against: AtomicU64,
@@ -313,6 +315,7 @@ impl Tool {
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
             approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
+            scoped: m.uses_context,
             call_info: OnceLock::new(),
             checked_against: AtomicU64::new(0),
         }
@@ -344,6 +347,7 @@ impl Tool {
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
             approval_when,
+            scoped: true,
             call_info: OnceLock::new(),
             checked_against: AtomicU64::new(0),
         }
@@ -406,6 +410,11 @@ impl Tool {
     /// sets `needs_approval`, else when the tool's approval predicate says so.
     pub fn needs_approval(&self, input: &Value) -> bool {
         self.spec().needs_approval || self.approval_when.as_ref().is_some_and(|p| (p.0)(input))
+    }
+
+    /// Whether calls of this tool get a per-call context scope.
+    pub(crate) fn scoped(&self) -> bool {
+        self.scoped
     }
 
     /// The key and declared secrets, shared by every call's context.
@@ -589,11 +598,14 @@ impl ToolQuery {
 pub struct Registry {
     strategy: CollisionStrategy,
     tools: Vec<Arc<Tool>>,
-    by_key: HashMap<String, usize>,
+    // FNV rather than SipHash: lookups are of short keys into a table the program
+    // built, so crafted queries cannot make chains long; SipHash cost more than the
+    // rest of a lookup.
+    by_key: FnvMap<String, usize>,
     /// `namespace.name` -> indices, highest version first.
-    by_path: HashMap<String, Vec<usize>>,
+    by_path: FnvMap<String, Vec<usize>>,
     /// bare name -> `namespace.name` paths that have it.
-    by_name: HashMap<String, Vec<String>>,
+    by_name: FnvMap<String, Vec<String>>,
     collisions: Vec<CollisionNote>,
 }
 

@@ -405,17 +405,20 @@ impl Runtime {
         }
         trail.gates.output = GateDecision::Passed;
         let mut output = match spec.max_result_tokens {
-            Some(max) => match self
-                .shaping
-                .shape(key, call_id, &output, max, spec.result_shaping)
+            Some(max) => {
+                match Box::pin(
+                    self.shaping
+                        .shape(key, call_id, &output, max, spec.result_shaping),
+                )
                 .await
-            {
-                Some((shaped, report)) => {
-                    trail.shaped = Some(report);
-                    shaped
+                {
+                    Some((shaped, report)) => {
+                        trail.shaped = Some(report);
+                        shaped
+                    }
+                    None => output,
                 }
-                None => output,
-            },
+            }
             None => output,
         };
         let policy = self.sanitization.policy_for(spec.trust);
@@ -457,7 +460,8 @@ impl Runtime {
             });
         }
         if tool.needs_approval(&input) {
-            let decision = self.approve(tool, &input, call_id).await;
+            // Boxed, like the other rare stages, to keep the common call's future small.
+            let decision = Box::pin(self.approve(tool, &input, call_id)).await;
             trail.gates.approval = decision.clone();
             if let GateDecision::Refused(reason) = decision {
                 return Err(ToolError::ApprovalDenied {
@@ -478,7 +482,7 @@ impl Runtime {
         if !tool.scoped() {
             // The tool never sees its context: no scope, no stream, no events.
             return if limited {
-                limit_call(guarded(tool, ctx, input), key, limit, ctx).await
+                Box::pin(limit_call(guarded(tool, ctx, input), key, limit, ctx)).await
             } else {
                 guarded(tool, ctx, input).await
             };
@@ -491,7 +495,13 @@ impl Runtime {
         ));
         scoped.emit(ToolEventKind::Started);
         let mut result = if limited {
-            limit_call(guarded(tool, &scoped, input), key, limit, &scoped).await
+            Box::pin(limit_call(
+                guarded(tool, &scoped, input),
+                key,
+                limit,
+                &scoped,
+            ))
+            .await
         } else {
             guarded(tool, &scoped, input).await
         };

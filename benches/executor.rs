@@ -94,7 +94,7 @@ fn sleepers(c: &mut Criterion) {
     // What one 10 ms sleep really takes: Tokio's timer has a 1 ms tick and rounds up,
     // so ten sleeps in a row cannot take 100 ms.
     group.bench_function("one tokio sleep of 10 ms", |b| {
-        b.iter(|| tokio_rt.block_on(tokio::time::sleep(Duration::from_millis(10))))
+        b.iter(|| tokio_rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await }))
     });
     group.bench_function("tokio tasks, 1000 x 10 ms, 100 at a time (baseline)", |b| {
         b.iter(|| {

@@ -1,0 +1,322 @@
+//! Importing an MCP server's tools into a registry, behind the door.
+//!
+//! [`import_stdio`] starts a server as a child process and speaks MCP over its stdio;
+//! [`import_http`] connects to a streamable-HTTP endpoint. Either lists the server's
+//! tools and registers each as a dynamic tool:
+//!
+//! * key `mcp.<server>.<tool>@<server version>`: `<server>` is the name the options
+//!   give or else the server's own, and names are brought to registry form (characters
+//!   other than letters, digits, `_` and `-` become `_`);
+//! * side effects `read` when the tool says `readOnlyHint: true`, else `external`;
+//! * trust `mcp` (results are sanitized by the `mcp` policy);
+//! * the server's input and output schemas.
+//!
+//! Calls then go through the door like any other: capabilities, validation, approval,
+//! replay (a cassette replays MCP calls offline), shaping, sanitization, audit. A
+//! server that dies gives an `Execution` error at once; one that hangs gives one after
+//! the call timeout: never a hang.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
+
+use crate::McpError;
+
+/// How to import.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// The `<server>` part of the keys; the server's own name when `None`.
+    pub name: Option<String>,
+    /// Longest wait to connect and list the tools.
+    pub connect_timeout: Duration,
+    /// Longest wait for one call's answer.
+    pub call_timeout: Duration,
+}
+
+impl Default for ImportOptions {
+    fn default() -> ImportOptions {
+        ImportOptions {
+            name: None,
+            connect_timeout: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ImportOptions {
+    /// Sets the `<server>` part of the keys.
+    pub fn name(mut self, name: impl Into<String>) -> ImportOptions {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the longest wait for one call's answer.
+    pub fn call_timeout(mut self, limit: Duration) -> ImportOptions {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// Sets the longest wait to connect and list the tools.
+    pub fn connect_timeout(mut self, limit: Duration) -> ImportOptions {
+        self.connect_timeout = limit;
+        self
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// A connection to an imported server; its tools stay usable while it lives.
+pub struct McpImport {
+    client: Arc<Client>,
+    server: String,
+    keys: Vec<String>,
+}
+
+impl std::fmt::Debug for McpImport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpImport")
+            .field("server", &self.server)
+            .field("keys", &self.keys)
+            .finish()
+    }
+}
+
+impl McpImport {
+    /// The registry keys of the imported tools, sorted.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// The `<server>` part of the keys.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Closes the connection (a child process is stopped). Calls of its tools fail
+    /// from then on.
+    pub async fn close(self) {
+        let _ = self.client.cancellation_token().cancel();
+    }
+}
+
+/// Starts `command` as an MCP server over stdio and registers its tools.
+pub async fn import_stdio(
+    registry: &mut Registry,
+    command: tokio::process::Command,
+    options: ImportOptions,
+) -> Result<McpImport, McpError> {
+    let program = format!("{:?}", command.as_std().get_program());
+    let transport = TokioChildProcess::new(command).map_err(|e| McpError::Connect {
+        server: program.clone(),
+        message: e.to_string(),
+    })?;
+    let client = within(options.connect_timeout, &program, ().serve(transport))
+        .await?
+        .map_err(|e| McpError::Connect {
+            server: program.clone(),
+            message: e.to_string(),
+        })?;
+    register(registry, client, &program, &options).await
+}
+
+/// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools.
+pub async fn import_http(
+    registry: &mut Registry,
+    url: &str,
+    options: ImportOptions,
+) -> Result<McpImport, McpError> {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let client = within(options.connect_timeout, url, ().serve(transport))
+        .await?
+        .map_err(|e| McpError::Connect {
+            server: url.to_owned(),
+            message: e.to_string(),
+        })?;
+    register(registry, client, url, &options).await
+}
+
+async fn within<T>(
+    limit: Duration,
+    server: &str,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, McpError> {
+    tokio::time::timeout(limit, work)
+        .await
+        .map_err(|_| McpError::Connect {
+            server: server.to_owned(),
+            message: format!("no answer within {} ms", limit.as_millis()),
+        })
+}
+
+/// Letters, digits, `_` and `-`; anything else becomes `_`.
+fn slug(text: &str) -> String {
+    let s: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "_".to_owned()
+    } else {
+        s
+    }
+}
+
+fn version_of(text: &str) -> String {
+    let v: String = text
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+        .collect();
+    if v.is_empty() {
+        "0".to_owned()
+    } else {
+        v
+    }
+}
+
+async fn register(
+    registry: &mut Registry,
+    client: Client,
+    origin: &str,
+    options: &ImportOptions,
+) -> Result<McpImport, McpError> {
+    let info = client.peer_info();
+    let server = slug(
+        options
+            .name
+            .as_deref()
+            .or(info
+                .as_deref()
+                .and_then(|i| i.server_info.as_ref())
+                .map(|s| s.name.as_str()))
+            .unwrap_or(origin),
+    );
+    let version = version_of(
+        info.as_deref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| s.version.as_str())
+            .unwrap_or("0"),
+    );
+    let tools = within(options.connect_timeout, origin, client.list_all_tools())
+        .await?
+        .map_err(|e| McpError::Connect {
+            server: origin.to_owned(),
+            message: format!("tools/list failed: {e}"),
+        })?;
+    let client = Arc::new(client);
+    let mut keys = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let spec = spec_of(&tool, &server, &version);
+        let handler = handler(
+            Arc::clone(&client),
+            tool.name.to_string(),
+            spec.key(),
+            server.clone(),
+            options.call_timeout,
+        );
+        let key = registry
+            .register(DynamicTool::from_handler(spec, handler).source(format!("mcp:{server}")))
+            .map_err(McpError::Register)?;
+        keys.push(key);
+    }
+    keys.sort();
+    Ok(McpImport {
+        client,
+        server,
+        keys,
+    })
+}
+
+/// The spec of a remote tool.
+fn spec_of(tool: &Tool, server: &str, version: &str) -> ToolSpec {
+    let read_only = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.read_only_hint)
+        .unwrap_or(false);
+    let effects = if read_only {
+        SideEffects::Read
+    } else {
+        SideEffects::External
+    };
+    let description = tool
+        .description
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+        .map_or_else(
+            || format!("`{}` of MCP server `{server}`", tool.name),
+            str::to_owned,
+        );
+    let mut spec = ToolSpec::new(
+        format!("mcp.{server}"),
+        slug(&tool.name),
+        version,
+        effects,
+        description,
+    );
+    spec.input_schema = Value::Object(tool.input_schema.as_ref().clone());
+    if let Some(output) = &tool.output_schema {
+        spec.output_schema = Value::Object(output.as_ref().clone());
+    }
+    spec.trust = Trust::Mcp;
+    spec.tags = vec!["mcp".to_owned()];
+    spec
+}
+
+/// Calls the remote tool, within the call timeout.
+fn handler(
+    client: Arc<Client>,
+    remote: String,
+    key: String,
+    server: String,
+    limit: Duration,
+) -> ToolHandler {
+    ToolHandler::new(move |_ctx, input| {
+        let (client, remote, key, server) =
+            (client.clone(), remote.clone(), key.clone(), server.clone());
+        Box::pin(async move {
+            let arguments = match input {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            let request = CallToolRequestParams::new(remote).with_arguments(arguments);
+            let failed = |message: String| ToolError::Execution {
+                key: key.clone(),
+                message,
+            };
+            let result = match tokio::time::timeout(limit, client.call_tool(request)).await {
+                Err(_) => {
+                    return Err(failed(format!(
+                        "the MCP server `{server}` did not answer within {} ms",
+                        limit.as_millis()
+                    )))
+                }
+                Ok(Err(e)) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
+                Ok(Ok(result)) => result,
+            };
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            if result.is_error == Some(true) {
+                return Err(failed(text.join("\n")));
+            }
+            Ok(match result.structured_content {
+                Some(structured) => structured,
+                None => Value::String(text.join("\n")),
+            })
+        })
+    })
+}

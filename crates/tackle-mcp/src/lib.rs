@@ -1,0 +1,195 @@
+//! The MCP bridge of tackle, on the official Rust SDK (`rmcp`).
+//!
+//! MCP (the Model Context Protocol) is how agents outside Rust reach tools. This crate
+//! goes both ways:
+//!
+//! * **serving**: [`McpServer`] gives MCP clients every tool of a
+//!   [`Runtime`](tackle_runtime::Runtime), over stdio ([`serve_stdio`]) or streamable
+//!   HTTP ([`serve_http`], bound to 127.0.0.1 unless told otherwise). Every call goes
+//!   through the door with the grants the server was configured with;
+//! * **importing**: [`import_stdio`] and [`import_http`] register an MCP server's
+//!   tools as dynamic tools under the `mcp` namespace, so they pass the same gates,
+//!   validation and replay as local ones.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use tackle_mcp::{identity, serve_stdio, McpServer};
+//! use tackle_runtime::{Runtime, ToolContext};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Arc::new(Runtime::from_inventory()?);
+//! let server = McpServer::new(runtime, identity!(), ToolContext::new().grant("tools:*"))?;
+//! serve_stdio(server).await?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServiceExt;
+use tackle_runtime::CancellationToken;
+use tokio::net::TcpListener;
+
+pub mod import;
+pub mod names;
+pub mod server;
+
+pub use import::{import_http, import_stdio, ImportOptions, McpImport};
+pub use names::NameMap;
+pub use server::{Identity, McpServer};
+
+/// What can go wrong serving or importing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// Two served tools would get the same MCP name.
+    #[error("the tools `{first}` and `{second}` would both be served as `{name}`")]
+    NameCollision {
+        /// The name.
+        name: String,
+        /// The first tool's key.
+        first: String,
+        /// The second tool's key.
+        second: String,
+    },
+    /// A served name would be longer than MCP allows.
+    #[error("`{key}` would be served as `{name}`, longer than MCP's 128 characters")]
+    NameTooLong {
+        /// The tool's key.
+        key: String,
+        /// The name.
+        name: String,
+    },
+    /// A tool's spec could not be put in MCP's form.
+    #[error("`{key}` cannot be described to MCP clients: {message}")]
+    Describe {
+        /// The tool's key.
+        key: String,
+        /// Why.
+        message: String,
+    },
+    /// Serving failed (the transport could not start, or broke).
+    #[error("serving MCP failed: {0}")]
+    Serve(String),
+    /// Connecting to a server to import from failed, or it did not answer in time.
+    #[error("cannot import from the MCP server {server}: {message}")]
+    Connect {
+        /// The command or URL.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// An imported tool could not be registered.
+    #[error("an imported tool could not be registered: {0}")]
+    Register(#[from] tackle_runtime::RegistryError),
+    /// A socket could not be bound or read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves `server` over this process's stdin and stdout until the client disconnects.
+/// Write logs to stderr: anything else on stdout breaks the protocol.
+pub async fn serve_stdio(server: McpServer) -> Result<(), McpError> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| McpError::Serve(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| McpError::Serve(e.to_string()))?;
+    Ok(())
+}
+
+/// A streamable-HTTP server running in the background; dropping it (or calling
+/// [`HttpServer::shutdown`]) stops it.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    stop: CancelOnDrop,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint URL for MCP clients (`http://<addr>/mcp`).
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Stops accepting connections and waits for the accept loop to end.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Serves `server` over streamable HTTP on `addr` (use `127.0.0.1:0` for any free
+/// local port; a non-loopback address exposes the tools to the network).
+pub async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<HttpServer, McpError> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let stop = CancelOnDrop::new();
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop.token();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let token = stop.token();
+    let task = tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = token.cancelled() => break,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((stream, _peer)) = accepted else {
+                continue;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let token = token.clone();
+            tokio::spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                tokio::select! {
+                    _ = connection => {}
+                    () = token.cancelled() => {}
+                }
+            });
+        }
+    });
+    Ok(HttpServer { addr, stop, task })
+}
+
+/// A cancellation token that cancels when dropped.
+#[derive(Debug)]
+struct CancelOnDrop(CancellationToken);
+
+impl CancelOnDrop {
+    fn new() -> CancelOnDrop {
+        CancelOnDrop(CancellationToken::new())
+    }
+
+    fn token(&self) -> CancellationToken {
+        self.0.clone()
+    }
+
+    fn cancel(&self) {
+        self.0.cancel();
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}

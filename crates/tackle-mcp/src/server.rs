@@ -1,0 +1,298 @@
+//! Serving a runtime to MCP clients.
+//!
+//! [`McpServer`] implements the MCP server side with the official SDK: `initialize`
+//! reports *your* program's name and version (see [`identity!`](crate::identity)) and
+//! the tools capability; `tools/list` gives every tool of the registry, sorted by key,
+//! with an MCP-legal name ([`NameMap`]), its description, input and output schemas and
+//! annotations derived from its side effects; `tools/call` goes through the door
+//! (`Runtime::call_report`) with the context the server was configured with, so
+//! capabilities, validation, approval, replay, shaping and sanitization all apply.
+//!
+//! * A tool error, invalid arguments or a denied call is a *result* with
+//!   `isError: true` and the error's message as text, which the model can read.
+//! * An unknown tool name is a JSON-RPC error (invalid params).
+//! * A success carries `structuredContent` matching `outputSchema`, and the same value
+//!   as text. MCP wants both to be objects: a tool whose output is not an object is
+//!   served with the output schema `{"type": "object", "properties": {"result": ...}}`
+//!   and the structured content `{"result": ...}`.
+//! * When the client sends a progress token, the tool's progress reports become
+//!   `notifications/progress`; a `notifications/cancelled` cancels the call through the
+//!   context's cancellation token (the door stops a tool that ignores it after the grace
+//!   window).
+//!
+//! Nothing is written to stdout but JSON-RPC; the server logs through `tracing`, which
+//! a program should send to stderr.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Map, Value};
+use tackle_runtime::{event_queue, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec};
+
+use crate::names::NameMap;
+use crate::McpError;
+
+/// Who the server says it is in `initialize`. Use [`identity!`](crate::identity) for
+/// your crate's name and version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The server's name.
+    pub name: String,
+    /// The server's version.
+    pub version: String,
+    /// Optional instructions for the client's model.
+    pub instructions: Option<String>,
+}
+
+impl Identity {
+    /// An identity with this name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Identity {
+        Identity {
+            name: name.into(),
+            version: version.into(),
+            instructions: None,
+        }
+    }
+
+    /// Adds instructions for the client's model.
+    pub fn instructions(mut self, text: impl Into<String>) -> Identity {
+        self.instructions = Some(text.into());
+        self
+    }
+}
+
+/// The identity of the crate that calls it: its `CARGO_PKG_NAME` and
+/// `CARGO_PKG_VERSION`.
+#[macro_export]
+macro_rules! identity {
+    () => {
+        $crate::Identity::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+    };
+}
+
+/// An MCP server over a runtime's tools. Cheap to clone. See the [module docs](self).
+#[derive(Clone)]
+pub struct McpServer {
+    runtime: Arc<Runtime>,
+    ctx: ToolContext,
+    identity: Identity,
+    names: Arc<NameMap>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("identity", &self.identity)
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// A server over every tool of `runtime`, calling them with `ctx` (whose grants
+    /// are what MCP clients are allowed to do).
+    ///
+    /// Fails when two tools would get the same MCP name or a name would be too long.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        identity: Identity,
+        ctx: ToolContext,
+    ) -> Result<McpServer, McpError> {
+        let list: Vec<_> = runtime.registry().list().collect();
+        let names = NameMap::new(list.iter().map(|t| t.key()))?;
+        let mut tools = Vec::with_capacity(list.len());
+        for tool in &list {
+            let name = names.name_of(tool.key()).unwrap_or(tool.key());
+            tools.push(describe(name, tool.spec())?);
+        }
+        Ok(McpServer {
+            runtime,
+            ctx,
+            identity,
+            names: Arc::new(names),
+            tools: Arc::new(tools),
+        })
+    }
+
+    /// The served names and the keys they stand for.
+    pub fn names(&self) -> &NameMap {
+        &self.names
+    }
+
+    /// The runtime the server calls.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+/// Whether an output schema describes objects only (else it is served wrapped).
+fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// The MCP output schema of a tool: its own when it describes objects; wrapped in
+/// `{"result": ...}` otherwise; none when the tool declares no output schema.
+fn output_schema(spec: &ToolSpec) -> Option<Value> {
+    let schema = &spec.output_schema;
+    if schema == &Value::Bool(true) || schema.as_object().is_some_and(|o| o.is_empty()) {
+        return None;
+    }
+    if is_object_schema(schema) {
+        return Some(schema.clone());
+    }
+    let mut inner = schema.clone();
+    let mut wrapper = Map::new();
+    if let Some(obj) = inner.as_object_mut() {
+        if let Some(dialect) = obj.shift_remove("$schema") {
+            wrapper.insert("$schema".into(), dialect);
+        }
+        // `$ref`s point at the root's `$defs`; keep them at the root.
+        let defs = obj.shift_remove("$defs");
+        wrapper.insert("type".into(), json!("object"));
+        wrapper.insert("properties".into(), json!({ "result": inner }));
+        wrapper.insert("required".into(), json!(["result"]));
+        if let Some(defs) = defs {
+            wrapper.insert("$defs".into(), defs);
+        }
+    } else {
+        wrapper.insert("type".into(), json!("object"));
+        wrapper.insert("properties".into(), json!({ "result": inner }));
+        wrapper.insert("required".into(), json!(["result"]));
+    }
+    Some(Value::Object(wrapper))
+}
+
+/// The `tools/list` entry of a tool.
+fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
+    let effects = spec.side_effects;
+    let read_only = matches!(effects, SideEffects::None | SideEffects::Read);
+    let mut tool = json!({
+        "name": name,
+        "title": format!("{} ({})", spec.name, spec.key()),
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "annotations": {
+            "readOnlyHint": read_only,
+            "destructiveHint": effects.mutates(),
+            "idempotentHint": read_only,
+            "openWorldHint": effects == SideEffects::External,
+        },
+    });
+    if let Some(schema) = output_schema(spec) {
+        tool["outputSchema"] = schema;
+    }
+    serde_json::from_value(tool).map_err(|e| McpError::Describe {
+        key: spec.key(),
+        message: e.to_string(),
+    })
+}
+
+/// The `tools/call` result of a call.
+fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec) -> CallToolResult {
+    let wire = match outcome {
+        Ok(value) => {
+            let text = match &value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let mut result = json!({
+                "content": [{"type": "text", "text": text}],
+                "isError": false,
+            });
+            if output_schema(spec).is_some() {
+                result["structuredContent"] = if is_object_schema(&spec.output_schema) {
+                    value
+                } else {
+                    json!({ "result": value })
+                };
+            }
+            result
+        }
+        Err(error) => json!({
+            "content": [{"type": "text", "text": error.to_string()}],
+            "isError": true,
+        }),
+    };
+    serde_json::from_value(wire).unwrap_or_else(|e| {
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "the result could not be encoded: {e}"
+        ))])
+    })
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut implementation =
+            Implementation::new(self.identity.name.clone(), self.identity.version.clone());
+        implementation.title = Some(self.identity.name.clone());
+        info.server_info = implementation;
+        info.instructions = self.identity.instructions.clone();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(key) = self.names.key_of(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                Some(json!({ "tools": self.tools.len() })),
+            ));
+        };
+        let tool = self
+            .runtime
+            .registry()
+            .resolve(key)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let mut ctx = self.ctx.clone().with_cancellation(context.ct.clone());
+        let progress = context.meta.get_progress_token();
+        let forwarder = progress.map(|token| {
+            let (sink, mut events) = event_queue(256);
+            ctx = ctx.clone().with_events(sink.clone());
+            let peer = context.peer.clone();
+            let task = tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    if let ToolEventKind::Progress { done, total } = event.kind {
+                        let mut note = ProgressNotificationParam::new(token.clone(), done as f64);
+                        note.total = total.map(|t| t as f64);
+                        // A client that went away cannot be told; the call goes on.
+                        let _ = peer.notify_progress(note).await;
+                    }
+                }
+            });
+            (sink, task)
+        });
+        let report = self.runtime.call_report(key, input, &ctx).await;
+        if let Some((sink, task)) = forwarder {
+            sink.close();
+            let _ = task.await;
+        }
+        Ok(CallToolResponse::Complete(result_of(
+            report.result,
+            tool.spec(),
+        )))
+    }
+}

@@ -1,0 +1,279 @@
+//! Serving a runtime over MCP, checked with the official SDK's Rust client over an
+//! in-memory pipe: initialize, tools/list, tools/call (good, invalid, denied,
+//! unknown), progress notifications and cancellation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use tackle::{tool, Runtime, ToolContext};
+use tackle_mcp::{Identity, McpServer};
+
+/// Add two integers.
+#[tool(namespace = "demo", side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// Word statistics.
+#[derive(Serialize, JsonSchema)]
+struct Stats {
+    words: usize,
+    longest: Option<String>,
+}
+
+/// Count the words of a text.
+#[tool(namespace = "demo", side_effects = read)]
+fn stats(text: String) -> Stats {
+    Stats {
+        words: text.split_whitespace().count(),
+        longest: text
+            .split_whitespace()
+            .max_by_key(|w| w.len())
+            .map(str::to_owned),
+    }
+}
+
+/// Send a message.
+#[tool(namespace = "demo", side_effects = external, requires_capability = "mail:send")]
+fn send(to: String) -> String {
+    format!("sent to {to}")
+}
+
+/// Counts, first edition.
+#[tool(namespace = "demo", name = "count", version = "1", side_effects = none)]
+fn count_v1(n: u32) -> u32 {
+    n
+}
+
+/// Counts, second edition.
+#[tool(namespace = "demo", name = "count", version = "2", side_effects = none)]
+fn count_v2(n: u32) -> u32 {
+    n * 2
+}
+
+static SLOW_SAW_CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// Work in steps, reporting progress, until cancelled.
+#[tool(namespace = "demo", side_effects = none)]
+async fn slow(ctx: &ToolContext, steps: u64, wait: bool) -> u64 {
+    for i in 1..=steps {
+        ctx.report_progress(i, Some(steps));
+        tokio::task::yield_now().await;
+    }
+    if wait {
+        tokio::select! {
+            () = ctx.cancelled() => SLOW_SAW_CANCEL.store(true, Ordering::SeqCst),
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+        }
+    }
+    steps
+}
+
+/// A client that keeps the progress notifications it gets.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<(f64, Option<f64>)>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push((params.progress, params.total));
+    }
+}
+
+async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Recorder>, Recorder) {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(
+        runtime,
+        Identity::new("weather-desk", "3.1.4").instructions("Tools for the desk."),
+        ctx,
+    )
+    .unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(client_io).await.unwrap();
+    (client, recorder)
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_and_list_describe_the_tools() {
+    let (client, _) = connect(ToolContext::new()).await;
+    let info = client.peer_info().unwrap();
+    let server = info.server_info.as_ref().unwrap();
+    assert_eq!(
+        (server.name.as_str(), server.version.as_str()),
+        ("weather-desk", "3.1.4")
+    );
+    assert!(info.capabilities.tools.is_some());
+    assert_eq!(info.instructions.as_deref(), Some("Tools for the desk."));
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "demo.add",
+            "demo.count_v1",
+            "demo.count_v2",
+            "demo.send",
+            "demo.slow",
+            "demo.stats"
+        ],
+        "sorted by key; versions told apart"
+    );
+    let wire: Vec<Value> = tools
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .collect();
+    let add = &wire[0];
+    assert_eq!(add["description"], "Add two integers.");
+    assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
+    assert_eq!(
+        add["outputSchema"]["properties"]["result"]["type"], "integer",
+        "a non-object output is served wrapped"
+    );
+    assert_eq!(
+        add["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+    let send = &wire[3];
+    assert_eq!(
+        send["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+    );
+    let stats = &wire[5];
+    assert_eq!(
+        stats["outputSchema"]["type"], "object",
+        "objects are served as they are"
+    );
+    assert_eq!(stats["annotations"]["readOnlyHint"], true);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_go_through_the_door() {
+    let (client, _) = connect(ToolContext::new()).await;
+    let call = |name: &'static str, value: Value| {
+        client.call_tool(CallToolRequestParams::new(name).with_arguments(args(value)))
+    };
+
+    let ok = call("demo.add", json!({"a": 2, "b": 3})).await.unwrap();
+    assert_eq!(ok.is_error, Some(false));
+    assert_eq!(ok.structured_content, Some(json!({"result": 5})));
+    assert_eq!(ok.content[0].as_text().unwrap().text, "5");
+
+    let stats = call("demo.stats", json!({"text": "a quick fox"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        stats.structured_content,
+        Some(json!({"words": 3, "longest": "quick"}))
+    );
+
+    let versioned = call("demo.count_v2", json!({"n": 4})).await.unwrap();
+    assert_eq!(versioned.structured_content, Some(json!({"result": 8})));
+
+    let invalid = call("demo.add", json!({"a": "two"})).await.unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    let text = &invalid.content[0].as_text().unwrap().text;
+    assert!(text.starts_with("invalid input for `demo.add@1`"), "{text}");
+    assert!(text.contains("/a"), "{text}");
+
+    let denied = call("demo.send", json!({"to": "bo"})).await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert_eq!(
+        denied.content[0].as_text().unwrap().text,
+        "`demo.send@1` requires `mail:send` which the caller was not granted"
+    );
+
+    let unknown = call("demo.nope", json!({})).await.unwrap_err();
+    assert!(
+        unknown.to_string().contains("unknown tool `demo.nope`"),
+        "{unknown}"
+    );
+    // The session survives all of it.
+    assert!(call("demo.add", json!({"a": 1, "b": 1})).await.is_ok());
+    client.cancel().await.unwrap();
+
+    // A server configured with the grant lets the call through.
+    let (client, _) = connect(ToolContext::new().grant("mail:*")).await;
+    let sent = client
+        .call_tool(
+            CallToolRequestParams::new("demo.send").with_arguments(args(json!({"to": "bo"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        sent.structured_content,
+        Some(json!({"result": "sent to bo"}))
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_flows_and_cancellation_reaches_the_tool() {
+    let (client, recorder) = connect(ToolContext::new()).await;
+    let done = client
+        .call_tool(
+            CallToolRequestParams::new("demo.slow")
+                .with_arguments(args(json!({"steps": 3, "wait": false}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.structured_content, Some(json!({"result": 3})));
+    assert_eq!(
+        *recorder.progress.lock().unwrap(),
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("demo.slow")
+                    .with_arguments(args(json!({"steps": 1, "wait": true}))),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle
+        .cancel(Some("the user gave up".into()))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !SLOW_SAW_CANCEL.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool never saw the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    client.cancel().await.unwrap();
+}

@@ -78,10 +78,13 @@ async fn slow(ctx: &ToolContext, steps: u64, wait: bool) -> u64 {
     steps
 }
 
+/// A progress notification: progress and total.
+type Progress = (f64, Option<f64>);
+
 /// A client that keeps the progress notifications it gets.
 #[derive(Clone, Default)]
 struct Recorder {
-    progress: Arc<Mutex<Vec<(f64, Option<f64>)>>>,
+    progress: Arc<Mutex<Vec<Progress>>>,
 }
 
 impl ClientHandler for Recorder {

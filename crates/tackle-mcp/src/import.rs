@@ -11,16 +11,18 @@
 //! * trust `mcp` (results are sanitized by the `mcp` policy);
 //! * the server's input and output schemas.
 //!
+//! A call's value is the result's `structuredContent`; without one, its text (or the
+//! JSON object or array the text holds, as many servers return JSON as text).
+//!
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit. A
 //! server that dies gives an `Execution` error at once; one that hangs gives one after
 //! the call timeout: never a hang.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, Tool};
-use rmcp::service::RunningService;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
+use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -73,9 +75,10 @@ type Client = RunningService<RoleClient, ()>;
 
 /// A connection to an imported server; its tools stay usable while it lives.
 pub struct McpImport {
-    client: Arc<Client>,
+    client: Client,
     server: String,
     keys: Vec<String>,
+    specs: Vec<ToolSpec>,
 }
 
 impl std::fmt::Debug for McpImport {
@@ -98,10 +101,17 @@ impl McpImport {
         &self.server
     }
 
-    /// Closes the connection (a child process is stopped). Calls of its tools fail
-    /// from then on.
+    /// The specs of the imported tools, sorted by key: save them beside a cassette to
+    /// replay the tools' calls offline with [`register_offline`].
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Closes the connection and waits until it is closed (a child process is asked
+    /// to stop, then killed). Calls of its tools fail from then on. Dropping an import
+    /// closes it too, without waiting.
     pub async fn close(self) {
-        let _ = self.client.cancellation_token().cancel();
+        let _ = self.client.cancel().await;
     }
 }
 
@@ -214,12 +224,13 @@ async fn register(
             server: origin.to_owned(),
             message: format!("tools/list failed: {e}"),
         })?;
-    let client = Arc::new(client);
     let mut keys = Vec::with_capacity(tools.len());
+    let mut specs = Vec::with_capacity(tools.len());
     for tool in tools {
         let spec = spec_of(&tool, &server, &version);
+        specs.push(spec.clone());
         let handler = handler(
-            Arc::clone(&client),
+            client.peer().clone(),
             tool.name.to_string(),
             spec.key(),
             server.clone(),
@@ -231,11 +242,40 @@ async fn register(
         keys.push(key);
     }
     keys.sort();
+    specs.sort_by_key(ToolSpec::key);
     Ok(McpImport {
         client,
         server,
         keys,
+        specs,
     })
+}
+
+/// Registers tools imported earlier (their [`McpImport::specs`]) without a server:
+/// under a replaying cassette the door serves their recorded calls; a call that would
+/// have to reach the server fails with an `Execution` error saying it is offline.
+pub fn register_offline(
+    registry: &mut Registry,
+    specs: Vec<ToolSpec>,
+) -> Result<Vec<String>, McpError> {
+    let mut keys = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let key = spec.key();
+        let source = format!("mcp-offline:{}", spec.namespace);
+        let handler = ToolHandler::new(move |_ctx, _input| {
+            let key = key.clone();
+            Box::pin(async move {
+                Err(ToolError::Execution {
+                    message: format!(
+                        "`{key}` comes from an MCP server that is not connected; only recorded calls can be served"
+                    ),
+                    key,
+                })
+            })
+        });
+        keys.push(registry.register(DynamicTool::from_handler(spec, handler).source(source))?);
+    }
+    Ok(keys)
 }
 
 /// The spec of a remote tool.
@@ -274,17 +314,26 @@ fn spec_of(tool: &Tool, server: &str, version: &str) -> ToolSpec {
     spec
 }
 
+/// The value of a result without structured content: its text, or the JSON object or
+/// array the text holds (many servers return JSON as text).
+fn unstructured(text: String) -> Value {
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
+        _ => Value::String(text),
+    }
+}
+
 /// Calls the remote tool, within the call timeout.
 fn handler(
-    client: Arc<Client>,
+    peer: Peer<RoleClient>,
     remote: String,
     key: String,
     server: String,
     limit: Duration,
 ) -> ToolHandler {
     ToolHandler::new(move |_ctx, input| {
-        let (client, remote, key, server) =
-            (client.clone(), remote.clone(), key.clone(), server.clone());
+        let (peer, remote, key, server) =
+            (peer.clone(), remote.clone(), key.clone(), server.clone());
         Box::pin(async move {
             let arguments = match input {
                 Value::Object(map) => map,
@@ -295,7 +344,7 @@ fn handler(
                 key: key.clone(),
                 message,
             };
-            let result = match tokio::time::timeout(limit, client.call_tool(request)).await {
+            let result = match tokio::time::timeout(limit, peer.call_tool_once(request)).await {
                 Err(_) => {
                     return Err(failed(format!(
                         "the MCP server `{server}` did not answer within {} ms",
@@ -303,7 +352,12 @@ fn handler(
                     )))
                 }
                 Ok(Err(e)) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
-                Ok(Ok(result)) => result,
+                Ok(Ok(CallToolResponse::Complete(result))) => result,
+                Ok(Ok(_)) => {
+                    return Err(failed(format!(
+                        "the MCP server `{server}` asked for input or started a task; imported tools support plain results only"
+                    )))
+                }
             };
             let text: Vec<String> = result
                 .content
@@ -315,7 +369,7 @@ fn handler(
             }
             Ok(match result.structured_content {
                 Some(structured) => structured,
-                None => Value::String(text.join("\n")),
+                None => unstructured(text.join("\n")),
             })
         })
     })

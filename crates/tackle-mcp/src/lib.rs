@@ -38,7 +38,7 @@ pub mod import;
 pub mod names;
 pub mod server;
 
-pub use import::{import_http, import_stdio, ImportOptions, McpImport};
+pub use import::{import_http, import_stdio, register_offline, ImportOptions, McpImport};
 pub use names::NameMap;
 pub use server::{Identity, McpServer};
 

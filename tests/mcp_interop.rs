@@ -1,0 +1,520 @@
+//! MCP across process boundaries and SDKs, each check bounded in time:
+//!
+//! * our example server (`examples/mcp_server.rs`) over real stdio survives malformed
+//!   input and writes nothing but JSON-RPC to stdout;
+//! * the official Python SDK's client lists and calls its tools, good and bad;
+//! * our importer calls a server made with the Python SDK, and fails in time when it
+//!   hangs or dies;
+//! * imported calls record to a cassette and replay offline, with no server;
+//! * the streamable-HTTP transport serves and imports.
+//!
+//! This binary has its own `main` (no libtest harness) so that it can also *be* the
+//! example server: started with `TACKLE_MCP_SERVE=1`, it serves the example's tools
+//! over stdio, and nothing else reaches stdout.
+//!
+//! The Python SDK (PyPI `mcp`) lives in a virtual environment: `TACKLE_MCP_PYTHON`
+//! names its interpreter, else `.venv/bin/python` in the workspace, which is created
+//! (and `mcp` installed) on first use if it is missing. `.ci/run` creates it up front.
+
+#[path = "../examples/mcp_server.rs"]
+#[allow(dead_code)]
+mod example;
+
+use std::io::{BufRead, BufReader, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tackle::replay::Mode;
+use tackle::{Cassette, CassetteConfig, Registry, Runtime, ToolContext, ToolErrorKind, ToolSpec};
+use tackle_mcp::{import_http, import_stdio, register_offline, serve_http, ImportOptions};
+
+const SERVE: &str = "TACKLE_MCP_SERVE";
+const MCP_VERSION: &str = "2.3.0";
+
+fn main() -> ExitCode {
+    if std::env::var_os(SERVE).is_some() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("tokio");
+        return match runtime.block_on(example::run(&[])) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let checks: [(&str, fn()); 5] = [
+        (
+            "stdio_server_survives_malformed_input_and_writes_only_json_rpc",
+            stdio_server_survives_malformed_input,
+        ),
+        (
+            "python_client_lists_and_calls_our_server",
+            python_client_lists_and_calls_our_server,
+        ),
+        (
+            "importer_calls_a_python_server_and_fails_in_time",
+            importer_calls_a_python_server,
+        ),
+        (
+            "imported_calls_record_then_replay_offline",
+            imported_calls_record_then_replay_offline,
+        ),
+        (
+            "http_transport_serves_and_imports",
+            http_transport_serves_and_imports,
+        ),
+    ];
+    let chosen: Vec<_> = checks
+        .iter()
+        .filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    println!("\nrunning {} tests", chosen.len());
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in chosen {
+        let started = Instant::now();
+        match catch_unwind(AssertUnwindSafe(check)) {
+            Ok(()) => {
+                passed += 1;
+                println!("test {name} ... ok ({} ms)", started.elapsed().as_millis());
+            }
+            Err(_) => {
+                failed += 1;
+                println!("test {name} ... FAILED");
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out\n"
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
+/// This binary, as the example server.
+fn server_command() -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("own path"));
+    command.env(SERVE, "1");
+    command
+}
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Waits for `child` at most `limit`, killing it after.
+fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the child process did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stdio_server_survives_malformed_input() {
+    let mut child = server_command()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = [
+        "this is not json",
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "{\"unterminated\": ",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"units.convert"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"text.stats","arguments":{"text":"still here"}}}"#,
+        r#"[1, 2, 3]"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+    ];
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    drop(stdin);
+    let stdout = child.stdout.take().expect("stdout");
+    let status = wait_bounded(&mut child, Duration::from_secs(20));
+    assert!(
+        status.success(),
+        "the server exits cleanly at end of input: {status}"
+    );
+    let mut answers = std::collections::BTreeMap::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read");
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!("stdout holds something other than JSON-RPC: {line:?}: {e}")
+        });
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message["id"].as_i64() {
+            answers.insert(id, message);
+        }
+    }
+    assert_eq!(answers[&1]["result"]["serverInfo"]["name"], "tackle");
+    assert_eq!(
+        answers[&2]["result"]["isError"], true,
+        "missing arguments: {}",
+        answers[&2]
+    );
+    assert!(answers[&3]["error"].is_object());
+    assert_eq!(
+        answers[&4]["result"]["structuredContent"],
+        json!({"words": 2, "characters": 10, "longest_word": "still"})
+    );
+    assert_eq!(
+        answers[&5]["result"]["tools"].as_array().map(Vec::len),
+        Some(5)
+    );
+}
+
+/// The Python interpreter of a venv with the MCP SDK, made if missing.
+fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("TACKLE_MCP_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = workspace().join(".venv");
+    let python = venv.join("bin").join("python");
+    let has_sdk = |python: &Path| {
+        Command::new(python)
+            .args(["-c", &format!("import mcp, importlib.metadata as m; assert m.version('mcp') == '{MCP_VERSION}'")])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has_sdk(&python) {
+        eprintln!(
+            "installing the Python MCP SDK {MCP_VERSION} into {}",
+            venv.display()
+        );
+        let made = Command::new("timeout")
+            .args(["300", "python3", "-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv");
+        assert!(made.success(), "python3 -m venv failed");
+        let installed = Command::new("timeout")
+            .arg("600")
+            .arg(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                &format!("mcp=={MCP_VERSION}"),
+            ])
+            .status()
+            .expect("pip install mcp");
+        assert!(installed.success(), "pip install mcp=={MCP_VERSION} failed");
+    }
+    python
+}
+
+fn python_client_lists_and_calls_our_server() {
+    let mut child = Command::new(python())
+        .arg(workspace().join("tests/mcp/client_check.py"))
+        .arg(std::env::current_exe().expect("own path"))
+        .env(SERVE, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let status = wait_bounded(&mut child, Duration::from_secs(60));
+    let mut out = String::new();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).expect("read");
+    std::io::Read::read_to_string(&mut stderr, &mut err).expect("read");
+    assert!(status.success(), "the Python client failed: {err}");
+    let seen: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+
+    assert_eq!(seen["server"]["name"], "tackle");
+    assert!(seen["capabilities"]["tools"].is_object());
+    let names: Vec<&str> = seen["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "notes.save",
+            "notes.search",
+            "report.render",
+            "text.stats",
+            "units.convert"
+        ]
+    );
+    let convert = &seen["tools"][4];
+    assert_eq!(
+        convert["inputSchema"]["required"],
+        json!(["value", "from", "to"])
+    );
+    assert_eq!(convert["annotations"]["readOnlyHint"], true);
+    assert_eq!(seen["tools"][0]["annotations"]["destructiveHint"], true);
+
+    let good = &seen["good"];
+    assert_eq!(good["isError"], false);
+    let miles = good["structuredContent"]["result"]
+        .as_f64()
+        .expect("a number");
+    assert!((miles - 3.106_855_961).abs() < 1e-6, "{miles}");
+
+    let invalid = &seen["invalid"];
+    assert_eq!(invalid["isError"], true);
+    assert_eq!(
+        invalid["content"][0]["text"],
+        "invalid input for `units.convert@1`: at /value: \"five\" is not of type \"number\""
+    );
+    assert_eq!(seen["failing"]["isError"], true);
+    assert!(seen["failing"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("unknown unit `parsec`")));
+    assert_eq!(seen["saved"]["structuredContent"], json!({"result": 1}));
+    assert_eq!(
+        seen["found"]["structuredContent"],
+        json!({"result": ["buy milk"]})
+    );
+    assert_eq!(
+        seen["report"]["structuredContent"]["result"],
+        "# Q3\n## Section 1\n## Section 2\n## Section 3\n"
+    );
+    assert_eq!(
+        seen["progress"],
+        json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]])
+    );
+    assert!(
+        seen["unknown"]["exception"]
+            .as_str()
+            .is_some_and(|e| e.contains("unknown tool `no.such`")),
+        "{}",
+        seen["unknown"]
+    );
+}
+
+fn python_server(hang: bool) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(python());
+    command.arg(workspace().join("tests/mcp/py_server.py"));
+    if hang {
+        command.arg("--hang");
+    }
+    command
+}
+
+fn importer_calls_a_python_server() {
+    tokio().block_on(async {
+        let mut registry = Registry::default();
+        let import = import_stdio(&mut registry, python_server(false), ImportOptions::default())
+            .await
+            .expect("import");
+        assert_eq!(import.server(), "py-weather");
+        assert_eq!(
+            import.keys(),
+            [
+                "mcp.py-weather.book_table@1.2.0",
+                "mcp.py-weather.crash@1.2.0",
+                "mcp.py-weather.forecast@1.2.0",
+                "mcp.py-weather.slow@1.2.0"
+            ]
+        );
+        let rt = Runtime::new(registry);
+        let forecast = rt.registry().resolve("mcp.py-weather.forecast").expect("tool");
+        assert_eq!(forecast.spec().side_effects, tackle::SideEffects::Read, "readOnlyHint");
+        assert_eq!(forecast.spec().trust, tackle::Trust::Mcp);
+        let book = rt.registry().resolve("mcp.py-weather.book_table").expect("tool");
+        assert_eq!(book.spec().side_effects, tackle::SideEffects::External);
+
+        let ctx = ToolContext::new();
+        let out = rt
+            .call("mcp.py-weather.forecast", json!({"city": "Oslo", "days": 2}), &ctx)
+            .await
+            .expect("forecast");
+        assert_eq!(out["summary"], "2 day(s) of sun in Oslo");
+        // The remote schema is enforced at our door, before the server sees anything.
+        let err = rt
+            .call("mcp.py-weather.forecast", json!({"days": 2}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::InvalidInput, "{err}");
+        // A tool error on the server side is an Execution error here.
+        let err = rt
+            .call("mcp.py-weather.book_table", json!({"restaurant": "Noma", "people": 20}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::Execution);
+        assert!(err.to_string().contains("tables seat at most 12"), "{err}");
+
+        // A server that dies: the call that killed it, and the next, fail at once.
+        let started = Instant::now();
+        let crash = rt.call("mcp.py-weather.crash", json!({}), &ctx).await.unwrap_err();
+        assert_eq!(crash.kind(), ToolErrorKind::Execution, "{crash}");
+        let after = rt
+            .call("mcp.py-weather.forecast", json!({"city": "Oslo"}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(after.kind(), ToolErrorKind::Execution, "{after}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        import.close().await;
+
+        // A server that hangs: the call timeout answers.
+        let mut registry = Registry::default();
+        let options = ImportOptions::default().call_timeout(Duration::from_millis(500));
+        let hung = import_stdio(&mut registry, python_server(true), options)
+            .await
+            .expect("import");
+        let rt = Runtime::new(registry);
+        let started = Instant::now();
+        let err = rt
+            .call("mcp.py-weather.slow", json!({"seconds": 0.1}), &ctx)
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(
+            err.to_string(),
+            "`mcp.py-weather.slow@1.2.0` failed: the MCP server `py-weather` did not answer within 500 ms"
+        );
+        assert!(took >= Duration::from_millis(500) && took < Duration::from_secs(3), "{took:?}");
+        hung.close().await;
+    });
+}
+
+fn imported_calls_record_then_replay_offline() {
+    let dir = std::env::temp_dir().join(format!("tackle-mcp-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("notes.json");
+    let ctx = ToolContext::new();
+    let specs: Vec<ToolSpec> = tokio().block_on(async {
+        let mut registry = Registry::default();
+        let import = import_stdio(
+            &mut registry,
+            tokio::process::Command::from(server_command()),
+            ImportOptions::default().name("desk"),
+        )
+        .await
+        .expect("import our own server");
+        let cassette = Cassette::open(
+            &path,
+            CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+        )
+        .expect("cassette");
+        let rt = Runtime::new(registry).with_cassette(cassette);
+        let saved = rt
+            .call(
+                "mcp.desk.notes_save",
+                json!({"text": "call the plumber"}),
+                &ctx,
+            )
+            .await
+            .expect("save");
+        assert_eq!(saved, json!({"result": 1}));
+        let found = rt
+            .call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
+            .await
+            .expect("search");
+        assert_eq!(found, json!({"result": ["call the plumber"]}));
+        rt.cassette().expect("cassette").finish().expect("saved");
+        let specs = import.specs().to_vec();
+        import.close().await;
+        specs
+    });
+    // Offline: no server, the same specs, the recorded cassette.
+    tokio().block_on(async {
+        let mut registry = Registry::default();
+        let keys = register_offline(&mut registry, specs).expect("offline tools");
+        assert!(
+            keys.contains(&"mcp.desk.notes_save@0.1.0".to_owned()),
+            "{keys:?}"
+        );
+        let cassette = Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env())
+            .expect("cassette");
+        let rt = Runtime::new(registry).with_cassette(cassette);
+        assert_eq!(
+            rt.call(
+                "mcp.desk.notes_save",
+                json!({"text": "call the plumber"}),
+                &ctx
+            )
+            .await
+            .expect("replayed"),
+            json!({"result": 1})
+        );
+        assert_eq!(
+            rt.call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
+                .await
+                .expect("replayed"),
+            json!({"result": ["call the plumber"]})
+        );
+        // Not recorded: a write must be stubbed, so it is a miss, never a call.
+        let miss = rt
+            .call(
+                "mcp.desk.notes_save",
+                json!({"text": "something else"}),
+                &ctx,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(miss.kind(), ToolErrorKind::CassetteMiss, "{miss}");
+    });
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn http_transport_serves_and_imports() {
+    tokio().block_on(async {
+        let server = example::server().expect("server");
+        let http = serve_http(server, "127.0.0.1:0".parse().expect("addr"))
+            .await
+            .expect("serve");
+        assert!(http.local_addr().ip().is_loopback());
+        let mut registry = Registry::default();
+        let import = import_http(
+            &mut registry,
+            &http.url(),
+            ImportOptions::default().name("web"),
+        )
+        .await
+        .expect("import over HTTP");
+        assert_eq!(import.keys().len(), 5);
+        let rt = Arc::new(Runtime::new(registry));
+        let out = rt
+            .call(
+                "mcp.web.units_convert",
+                json!({"value": 1, "from": "mi", "to": "km"}),
+                &ToolContext::new(),
+            )
+            .await
+            .expect("call over HTTP");
+        assert_eq!(out, json!({"result": 1.609344}));
+        import.close().await;
+        http.shutdown().await;
+    });
+}

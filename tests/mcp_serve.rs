@@ -123,6 +123,14 @@ fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap()
 }
 
+#[test]
+fn identity_is_the_calling_crates() {
+    let identity = tackle_mcp::identity!();
+    assert_eq!(identity.name, env!("CARGO_PKG_NAME"));
+    assert_ne!(identity.name, "tackle-mcp", "not the bridge's own name");
+    assert_eq!(identity.version, env!("CARGO_PKG_VERSION"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_and_list_describe_the_tools() {
     let (client, _) = connect(ToolContext::new()).await;
@@ -249,8 +257,21 @@ async fn progress_flows_and_cancellation_reaches_the_tool() {
         .await
         .unwrap();
     assert_eq!(done.structured_content, Some(json!({"result": 3})));
+    // The server sends every notification before the result, in order; this client
+    // handles each notification in a task of its own, so they may land after the
+    // result and in any order.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while recorder.progress.lock().unwrap().len() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "progress never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut progress = recorder.progress.lock().unwrap().clone();
+    progress.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(
-        *recorder.progress.lock().unwrap(),
+        progress,
         [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
     );
 

@@ -268,7 +268,11 @@ impl ServerHandler for McpServer {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let input = Value::Object(request.arguments.unwrap_or_default());
         let mut ctx = self.ctx.clone().with_cancellation(context.ct.clone());
-        let progress = context.meta.get_progress_token();
+        // Only a tool that sees its context can report progress.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .filter(|_| tool.takes_context());
         let forwarder = progress.map(|token| {
             let (sink, mut events) = event_queue(256);
             ctx = ctx.clone().with_events(sink.clone());

@@ -479,7 +479,7 @@ impl Runtime {
             .map(Duration::from_millis)
             .or(ctx.default_timeout());
         let limited = limit.is_some() || ctx.cancellation().is_some();
-        if !tool.scoped() {
+        if !tool.takes_context() {
             // The tool never sees its context: no scope, no stream, no events.
             return if limited {
                 Box::pin(limit_call(guarded(tool, ctx, input), key, limit, ctx)).await

@@ -412,8 +412,11 @@ impl Tool {
         self.spec().needs_approval || self.approval_when.as_ref().is_some_and(|p| (p.0)(input))
     }
 
-    /// Whether calls of this tool get a per-call context scope.
-    pub(crate) fn scoped(&self) -> bool {
+    /// Whether the tool sees its context, and so may report progress, stream, read
+    /// secrets or watch for cancellation (`#[tool]` functions that take a
+    /// `&ToolContext`, and every dynamic tool). The door gives other tools no
+    /// per-call scope.
+    pub fn takes_context(&self) -> bool {
         self.scoped
     }
 

@@ -354,7 +354,13 @@ fn importer_calls_a_python_server() {
         let book = rt.registry().resolve("mcp.py-weather.book_table").expect("tool");
         assert_eq!(book.spec().side_effects, tackle::SideEffects::External);
 
-        let ctx = ToolContext::new();
+        // Imported tools need the `mcp:<server>` grant.
+        let denied = rt
+            .call("mcp.py-weather.forecast", json!({"city": "Oslo"}), &ToolContext::new())
+            .await
+            .unwrap_err();
+        assert_eq!(denied.kind(), ToolErrorKind::CapabilityDenied, "{denied}");
+        let ctx = ToolContext::new().grant("mcp:py-weather");
         let out = rt
             .call("mcp.py-weather.forecast", json!({"city": "Oslo", "days": 2}), &ctx)
             .await
@@ -412,7 +418,7 @@ fn imported_calls_record_then_replay_offline() {
     let dir = std::env::temp_dir().join(format!("tackle-mcp-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("notes.json");
-    let ctx = ToolContext::new();
+    let ctx = ToolContext::new().grant("mcp:*");
     let specs: Vec<ToolSpec> = tokio().block_on(async {
         let mut registry = Registry::default();
         let import = import_stdio(
@@ -499,7 +505,10 @@ fn http_transport_serves_and_imports() {
         let import = import_http(
             &mut registry,
             &http.url(),
-            ImportOptions::default().name("web"),
+            // Callers of these imported tools need no permission.
+            ImportOptions::default()
+                .name("web")
+                .requires(Vec::<String>::new()),
         )
         .await
         .expect("import over HTTP");

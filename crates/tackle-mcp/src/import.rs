@@ -9,6 +9,8 @@
 //!   other than letters, digits, `_` and `-` become `_`);
 //! * side effects `read` when the tool says `readOnlyHint: true`, else `external`;
 //! * trust `mcp` (results are sanitized by the `mcp` policy);
+//! * the permission `mcp:<server>` required of callers (deny by default), unless
+//!   [`ImportOptions::requires`] says otherwise;
 //! * the server's input and output schemas.
 //!
 //! A call's value is the result's `structuredContent`; without one, its text (or the
@@ -39,6 +41,9 @@ pub struct ImportOptions {
     pub connect_timeout: Duration,
     /// Longest wait for one call's answer.
     pub call_timeout: Duration,
+    /// Permissions a caller needs to call the imported tools; `None` means
+    /// `mcp:<server>` (deny by default: grant it, or `mcp:*`, to use them).
+    pub requires: Option<Vec<String>>,
 }
 
 impl Default for ImportOptions {
@@ -47,6 +52,7 @@ impl Default for ImportOptions {
             name: None,
             connect_timeout: Duration::from_secs(20),
             call_timeout: Duration::from_secs(30),
+            requires: None,
         }
     }
 }
@@ -61,6 +67,16 @@ impl ImportOptions {
     /// Sets the longest wait for one call's answer.
     pub fn call_timeout(mut self, limit: Duration) -> ImportOptions {
         self.call_timeout = limit;
+        self
+    }
+
+    /// Sets the permissions a caller needs to call the imported tools (an empty list
+    /// lets every caller call them).
+    pub fn requires(
+        mut self,
+        permissions: impl IntoIterator<Item = impl Into<String>>,
+    ) -> ImportOptions {
+        self.requires = Some(permissions.into_iter().map(Into::into).collect());
         self
     }
 
@@ -227,7 +243,11 @@ async fn register(
     let mut keys = Vec::with_capacity(tools.len());
     let mut specs = Vec::with_capacity(tools.len());
     for tool in tools {
-        let spec = spec_of(&tool, &server, &version);
+        let mut spec = spec_of(&tool, &server, &version);
+        spec.requires_capability = options
+            .requires
+            .clone()
+            .unwrap_or_else(|| vec![format!("mcp:{server}")]);
         specs.push(spec.clone());
         let handler = handler(
             client.peer().clone(),

@@ -58,8 +58,8 @@ pub use tackle_macros::tool;
 pub use tackle_runtime::event_queue;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
-    approval, audit, call, capability, context, error, events, executor, registrations, registry,
-    sanitize, schema, shape, spec, validate, version, ApprovalBinding, ApprovalDecision,
+    agent, approval, audit, call, capability, context, error, events, executor, registrations,
+    registry, sanitize, schema, shape, spec, validate, version, ApprovalBinding, ApprovalDecision,
     ApprovalPredicate, ApprovalRequest, ApproveWith, Approver, Args, AuditEvent, AuditSink,
     CallOutcome, CallReport, CancellationToken, Capabilities, CollisionNote, CollisionStrategy,
     CounterSnapshot, DynamicTool, EventReceiver, EventSink, ExecutionMode, Executor, MemoryAudit,

@@ -12,10 +12,12 @@
 //! * [`approval`], [`shape`], [`sanitize`], [`audit`], [`events`]: the door's gates
 //!   and what it reports;
 //! * [`call`]: [`Runtime::call`], the one door every call goes through;
-//! * [`executor`]: batches of calls, scheduled by side effects, in parallel.
+//! * [`executor`]: batches of calls, scheduled by side effects, in parallel;
+//! * [`agent`]: chat models and tool search.
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod approval;
 pub mod audit;
 pub mod call;

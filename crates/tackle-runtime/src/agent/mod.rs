@@ -1,0 +1,11 @@
+//! Agents: the models that decide which tools to call, and finding the tools to offer.
+//!
+//! * [`model`]: the [`ChatModel`](model::ChatModel) trait, the models for tests
+//!   ([`ScriptedModel`](model::ScriptedModel), [`FunctionModel`](model::FunctionModel),
+//!   [`TestModel`](model::TestModel)), and [`complete`](model::complete), which calls a
+//!   model through the replay layer;
+//! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
+//!   an optional embedder tier.
+
+pub mod model;
+pub mod search;

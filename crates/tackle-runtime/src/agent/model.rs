@@ -1,0 +1,524 @@
+//! Chat models: what an agent asks, and the models that answer in tests.
+//!
+//! A [`ChatModel`] takes a [`ChatRequest`] (the conversation so far and the tools it
+//! may call) and gives a [`ChatResponse`]: text, and zero or more [`ToolCallRequest`]s,
+//! each with an id, a tool name and arguments. Models are async and fallible; every
+//! failure is a [`ModelError`] a caller can match.
+//!
+//! Three models need no network, for tests and examples:
+//!
+//! * [`ScriptedModel`] answers with scripted turns, in order; a call past the script
+//!   is an error, and [`ScriptedModel::finish`] reports turns never used;
+//! * [`FunctionModel`] answers with a closure over the request;
+//! * [`TestModel`] calls every offered tool once, with arguments made from its input
+//!   schema, then answers with text: a smoke test of a whole toolset.
+//!
+//! [`complete`] is how an agent calls a model: through the replay layer when a
+//! cassette is attached, as the operation `llm.<provider>.complete@<model>`, so agent
+//! runs replay offline.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::error::ToolError;
+use crate::replay::Cassette;
+use crate::spec::ReplayPolicy;
+
+/// Who said a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The person (or program) asking.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result, answering one of the model's tool calls.
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// What was said (for a tool message, the tool's result as text).
+    pub content: String,
+    /// The tool calls an assistant message asks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// For a tool message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Message {
+        Message::plain(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message::plain(Role::User, content)
+    }
+
+    /// An assistant message, with the tool calls it asks for.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCallRequest>) -> Message {
+        Message {
+            tool_calls,
+            ..Message::plain(Role::Assistant, content)
+        }
+    }
+
+    /// A tool's result for the call `call_id`.
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            tool_call_id: Some(call_id.into()),
+            ..Message::plain(Role::Tool, content)
+        }
+    }
+
+    fn plain(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool as offered to a model: its name, what it does, its input schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+/// What an agent asks a model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// One tool call a model asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The model's id for the call; the result message refers to it.
+    pub id: String,
+    /// The tool's name, as offered.
+    pub name: String,
+    /// The arguments.
+    pub arguments: Value,
+}
+
+/// A model's answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// Text (reasoning, or the final answer when there are no tool calls).
+    #[serde(default)]
+    pub text: String,
+    /// The tool calls it asks for, to run before it answers again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRequest>,
+}
+
+impl ChatResponse {
+    /// A text answer with no tool calls.
+    pub fn text(text: impl Into<String>) -> ChatResponse {
+        ChatResponse {
+            text: text.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// An answer asking for tool calls.
+    pub fn calls(text: impl Into<String>, tool_calls: Vec<ToolCallRequest>) -> ChatResponse {
+        ChatResponse {
+            text: text.into(),
+            tool_calls,
+        }
+    }
+}
+
+/// Why a model gave no answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The endpoint answered with an error status.
+    #[error("the model endpoint answered {status}: {body}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// No answer within the time limit.
+    #[error("the model did not answer within {after_ms} ms")]
+    Timeout {
+        /// The limit, in milliseconds.
+        after_ms: u64,
+    },
+    /// The answer could not be read.
+    #[error("the model's answer could not be read: {message}")]
+    Malformed {
+        /// What was wrong.
+        message: String,
+    },
+    /// The connection failed.
+    #[error("the model could not be reached: {message}")]
+    Transport {
+        /// What failed.
+        message: String,
+    },
+    /// A scripted model was called more often than its script has turns.
+    #[error("the scripted model has {turns} turn(s) and was called a {call}th time")]
+    ScriptExhausted {
+        /// Turns in the script.
+        turns: usize,
+        /// This call's number, from 1.
+        call: usize,
+    },
+    /// A model refused the request or failed on its own terms.
+    #[error("the model failed: {message}")]
+    Failed {
+        /// Why.
+        message: String,
+    },
+    /// The replay layer had no recorded answer, or the run diverged from the recording.
+    #[error("{0}")]
+    Replay(ToolError),
+}
+
+/// The future a [`ChatModel`] returns.
+pub type ModelFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ChatResponse, ModelError>> + Send + 'a>>;
+
+/// A chat model. See the [module docs](self).
+pub trait ChatModel: Send + Sync {
+    /// The provider, as in the replay key `llm.<provider>.complete@<model>`.
+    fn provider(&self) -> &str;
+    /// The model's name.
+    fn model(&self) -> &str;
+    /// Answers one request.
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a>;
+}
+
+/// Calls `model` through the replay layer: with a cassette, the completion is the
+/// operation `llm.<provider>.complete@<model>` (must-stub: a replay never calls the
+/// model, and a miss or an out-of-order call is an error); without one, the model is
+/// called directly.
+pub async fn complete(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    cassette: Option<&Cassette>,
+) -> Result<ChatResponse, ModelError> {
+    let Some(cassette) = cassette else {
+        return model.complete(request).await;
+    };
+    let key = format!("llm.{}.complete@{}", model.provider(), model.model());
+    let input = serde_json::to_value(request).map_err(|e| ModelError::Malformed {
+        message: e.to_string(),
+    })?;
+    // A model's own failure is recorded as an Execution error and comes back as one.
+    let outcome = cassette
+        .operation(&key, ReplayPolicy::MustStub, input, |_| async {
+            match model.complete(request).await {
+                Ok(response) => serde_json::to_value(&response).map_err(|e| ToolError::Execution {
+                    key: key.clone(),
+                    message: e.to_string(),
+                }),
+                Err(e) => Err(ToolError::Execution {
+                    key: key.clone(),
+                    message: e.to_string(),
+                }),
+            }
+        })
+        .await;
+    match outcome {
+        Ok(value) => serde_json::from_value(value).map_err(|e| ModelError::Malformed {
+            message: format!("the recorded answer does not fit: {e}"),
+        }),
+        Err(ToolError::Execution { message, .. }) => Err(ModelError::Failed { message }),
+        Err(other) => Err(ModelError::Replay(other)),
+    }
+}
+
+/// A model that answers with scripted turns, in order.
+pub struct ScriptedModel {
+    turns: Vec<Result<ChatResponse, ModelError>>,
+    next: Mutex<usize>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("turns", &self.turns.len())
+            .field("used", &self.used())
+            .finish()
+    }
+}
+
+impl ScriptedModel {
+    /// A model whose `n`th answer is `turns[n]`.
+    pub fn new(turns: impl IntoIterator<Item = ChatResponse>) -> ScriptedModel {
+        ScriptedModel::with_results(turns.into_iter().map(Ok))
+    }
+
+    /// A model whose answers may be failures too.
+    pub fn with_results(
+        turns: impl IntoIterator<Item = Result<ChatResponse, ModelError>>,
+    ) -> ScriptedModel {
+        ScriptedModel {
+            turns: turns.into_iter().collect(),
+            next: Mutex::new(0),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How many turns were used.
+    pub fn used(&self) -> usize {
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The requests it received, in order.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Checks that every turn was used; the error says how many were not.
+    pub fn finish(&self) -> Result<(), ModelError> {
+        let used = self.used();
+        if used < self.turns.len() {
+            return Err(ModelError::Failed {
+                message: format!(
+                    "{} of {} scripted turn(s) were never used",
+                    self.turns.len() - used,
+                    self.turns.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "script"
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        self.requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let answer = match self.turns.get(*next) {
+            Some(turn) => turn.clone(),
+            None => Err(ModelError::ScriptExhausted {
+                turns: self.turns.len(),
+                call: *next + 1,
+            }),
+        };
+        *next += 1;
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// A model made of a closure over the request.
+pub struct FunctionModel<F> {
+    name: String,
+    f: F,
+}
+
+impl<F> FunctionModel<F>
+where
+    F: Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync,
+{
+    /// A model named `name` that answers with `f`.
+    pub fn new(name: impl Into<String>, f: F) -> FunctionModel<F> {
+        FunctionModel {
+            name: name.into(),
+            f,
+        }
+    }
+}
+
+impl<F> fmt::Debug for FunctionModel<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FunctionModel")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl<F> ChatModel for FunctionModel<F>
+where
+    F: Fn(&ChatRequest) -> Result<ChatResponse, ModelError> + Send + Sync,
+{
+    fn provider(&self) -> &str {
+        "function"
+    }
+
+    fn model(&self) -> &str {
+        &self.name
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        Box::pin(std::future::ready((self.f)(request)))
+    }
+}
+
+/// A model that calls every offered tool once, with arguments made from its input
+/// schema, then answers with a summary of the results.
+#[derive(Debug, Default)]
+pub struct TestModel;
+
+impl ChatModel for TestModel {
+    fn provider(&self) -> &str {
+        "test"
+    }
+
+    fn model(&self) -> &str {
+        "every-tool-once"
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        let answered = request.messages.iter().any(|m| m.role == Role::Tool);
+        let response = if answered || request.tools.is_empty() {
+            let results = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .count();
+            ChatResponse::text(format!("called {results} tool(s)"))
+        } else {
+            ChatResponse::calls(
+                "calling every tool once",
+                request
+                    .tools
+                    .iter()
+                    .enumerate()
+                    .map(|(i, tool)| ToolCallRequest {
+                        id: format!("test_{i}"),
+                        name: tool.name.clone(),
+                        arguments: example_of(&tool.parameters, &tool.parameters, 0),
+                    })
+                    .collect(),
+            )
+        };
+        Box::pin(std::future::ready(Ok(response)))
+    }
+}
+
+/// A value that fits `schema` (its required parts), following local `$ref`s.
+pub fn example_of(schema: &Value, root: &Value, depth: usize) -> Value {
+    if depth > 16 {
+        return Value::Null;
+    }
+    let Some(obj) = schema.as_object() else {
+        return Value::Null;
+    };
+    if let Some(target) = obj.get("$ref").and_then(Value::as_str) {
+        let resolved = target
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer));
+        return resolved.map_or(Value::Null, |s| example_of(s, root, depth + 1));
+    }
+    if let Some(value) = obj.get("const") {
+        return value.clone();
+    }
+    if let Some(first) = obj
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    if let Some(value) = obj.get("default") {
+        return value.clone();
+    }
+    for combinator in ["anyOf", "oneOf", "allOf"] {
+        if let Some(first) = obj
+            .get(combinator)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+        {
+            return example_of(first, root, depth + 1);
+        }
+    }
+    let kind = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        _ if obj.contains_key("properties") => "object",
+        _ => "null",
+    };
+    match kind {
+        "object" => {
+            let mut out = Map::new();
+            let required: Vec<&str> = obj
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+                for (name, prop) in props {
+                    if required.contains(&name.as_str()) {
+                        out.insert(name.clone(), example_of(prop, root, depth + 1));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let min = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let item = obj
+                .get("items")
+                .map_or(Value::Null, |i| example_of(i, root, depth + 1));
+            Value::Array((0..min).map(|_| item.clone()).collect())
+        }
+        "string" => {
+            let min = obj.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+            json!("x".repeat(min.max(7)).replacen("xxxxxxx", "example", 1))
+        }
+        "integer" => json!(obj
+            .get("minimum")
+            .and_then(Value::as_i64)
+            .unwrap_or(1)
+            .max(1)),
+        "number" => json!(obj
+            .get("minimum")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .max(1.0)),
+        "boolean" => json!(true),
+        _ => Value::Null,
+    }
+}

@@ -1,0 +1,90 @@
+//! Framework overhead of a ReAct step: a two-step run (one tool call, then the answer)
+//! with a closure model and a pure tool, against an in-run baseline that does the
+//! same model calls and the same door call by hand. The difference, halved, is the
+//! overhead per step (target: within 20 µs).
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+use tackle::agent::model::{
+    ChatModel, ChatRequest, ChatResponse, FunctionModel, Message, ModelError, Role, ToolCallRequest,
+};
+use tackle::agent::react::ReactSkill;
+use tackle::{tool, Executor, Runtime, ToolContext};
+
+/// Add two integers.
+#[tool(namespace = "bench", side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(
+        match request.messages.iter().find(|m| m.role == Role::Tool) {
+            None => ChatResponse::calls(
+                "adding",
+                vec![ToolCallRequest {
+                    id: "c1".into(),
+                    name: "bench_add".into(),
+                    arguments: json!({"a": 2, "b": 3}),
+                }],
+            ),
+            Some(result) => ChatResponse::text(format!("the sum is {}", result.content)),
+        },
+    )
+}
+
+fn react(c: &mut Criterion) {
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
+    let executor = Arc::new(Executor::new(runtime.clone()));
+    let skill = ReactSkill::new(
+        Arc::new(FunctionModel::new("bench", model)),
+        executor,
+        &["bench.add"],
+    )
+    .expect("skill");
+    let ctx = ToolContext::new();
+    let by_hand = FunctionModel::new("bench", model);
+    let mut group = c.benchmark_group("react/two_steps");
+    group.bench_function("model calls and the door call by hand (baseline)", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                let mut request = ChatRequest {
+                    messages: vec![Message::system("s"), Message::user("add 2 and 3")],
+                    tools: skill.tools().to_vec(),
+                };
+                let first = by_hand.complete(&request).await.expect("model");
+                let call = &first.tool_calls[0];
+                let out = runtime
+                    .call("bench.add", call.arguments.clone(), &ctx)
+                    .await
+                    .expect("tool");
+                request.messages.push(Message::assistant(
+                    first.text.clone(),
+                    first.tool_calls.clone(),
+                ));
+                request
+                    .messages
+                    .push(Message::tool(&call.id, out.to_string()));
+                black_box(by_hand.complete(&request).await.expect("model"))
+            })
+        })
+    });
+    group.bench_function("ReactSkill::run", |b| {
+        b.iter(|| {
+            tokio_rt
+                .block_on(async { black_box(skill.run("add 2 and 3", &ctx).await.expect("run")) })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, react);
+criterion_main!(benches);

@@ -1,0 +1,353 @@
+//! The ReAct loop: think, act, observe, until the model answers.
+//!
+//! [`ReactSkill::run`] gives the model the task and the tools; each step the model
+//! either answers (text and no tool calls: the run is done) or asks for tool calls,
+//! which run as one batch through the [`Executor`] (so in parallel where safe, and
+//! every call through the door). Each result comes back to the model as an
+//! observation. The run ends, checked in this order, when:
+//!
+//! 1. the model answered (`done`);
+//! 2. the error budget is spent: every failed call (a tool error, invalid arguments, a
+//!    denial, an unknown tool) costs one, default 3;
+//! 3. `max_steps` steps were taken (default 10).
+//!
+//! Failures are observations, not errors of the run: the model reads what went wrong
+//! and may try again. For invalid arguments there is one optional repair round through
+//! a [`RepairHook`] before the failure counts.
+//!
+//! Model calls go through the replay layer of the executor's runtime
+//! ([`complete`]), as tool calls do, so a recorded run replays offline with a model
+//! that is never called, step for step.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::model::{
+    complete, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition,
+};
+use crate::context::ToolContext;
+use crate::error::{ToolError, ToolErrorKind};
+use crate::executor::{Executor, ToolCall};
+
+/// One entry of a run's trajectory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TrajectoryStep {
+    /// What the model said while deciding.
+    Thought {
+        /// The text.
+        text: String,
+    },
+    /// A tool call the model asked for.
+    Action {
+        /// The model's id for the call.
+        call_id: String,
+        /// The tool's registry key (or the unknown name the model used).
+        tool: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// What the call gave back.
+    Observation {
+        /// The call it answers.
+        call_id: String,
+        /// Whether the call succeeded.
+        ok: bool,
+        /// The result, or the error, as the model reads it.
+        content: String,
+    },
+    /// The model's final answer.
+    Answer {
+        /// The text.
+        text: String,
+    },
+}
+
+/// One tool call of a run and how it ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The step it was made in, from 0.
+    pub step: usize,
+    /// The model's id for it.
+    pub call_id: String,
+    /// The tool's key.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// The result, or `None` when it failed.
+    pub result: Option<Value>,
+    /// The error kind, when it failed.
+    pub error: Option<ToolErrorKind>,
+}
+
+/// The state of a ReAct run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReactState {
+    /// Thoughts, actions, observations and the answer, in order.
+    pub trajectory: Vec<TrajectoryStep>,
+    /// Every tool call made.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Whether the model answered.
+    pub done: bool,
+    /// Failed calls still allowed before the run stops.
+    pub error_budget: u32,
+    /// The model's answer, once done.
+    pub final_answer: Option<String>,
+    /// Steps taken so far.
+    pub step_index: usize,
+    /// Why the run stopped without an answer, if it did.
+    pub stopped: Option<String>,
+}
+
+/// Gets a second chance at invalid arguments: given the call and the problems, new
+/// arguments to try once, or `None`.
+pub trait RepairHook: Send + Sync {
+    /// New arguments for `call`, which failed validation with `error`.
+    fn repair(&self, call: &ToolCallRequest, error: &ToolError) -> Option<Value>;
+}
+
+/// Why a run could not go on (as opposed to failed tool calls, which are observations).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model failed.
+    #[error("the model failed at step {step}: {error}")]
+    Model {
+        /// The step, from 0.
+        step: usize,
+        /// What went wrong.
+        error: ModelError,
+    },
+    /// A tool offered to the model is not registered.
+    #[error("the skill offers `{0}`, which is not registered")]
+    UnknownTool(String),
+}
+
+/// A ReAct agent over some tools. See the [module docs](self).
+pub struct ReactSkill {
+    model: Arc<dyn ChatModel>,
+    executor: Arc<Executor>,
+    tools: Vec<ToolDefinition>,
+    names: HashMap<String, String>,
+    system_prompt: String,
+    max_steps: usize,
+    error_budget: u32,
+    repair: Option<Arc<dyn RepairHook>>,
+}
+
+impl std::fmt::Debug for ReactSkill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactSkill")
+            .field("model", &self.model.model())
+            .field("tools", &self.names)
+            .field("max_steps", &self.max_steps)
+            .field("error_budget", &self.error_budget)
+            .finish()
+    }
+}
+
+/// The name a model sees for a tool key: letters, digits, `_` and `-` only (the
+/// strictest providers' rule), `namespace_name`.
+pub fn model_name(key: &str) -> String {
+    let path = key.split_once('@').map_or(key, |(p, _)| p);
+    path.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl ReactSkill {
+    /// A skill that lets `model` use the tools `keys` (each must resolve in the
+    /// executor's registry), with default limits.
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        executor: Arc<Executor>,
+        keys: &[&str],
+    ) -> Result<ReactSkill, AgentError> {
+        let mut tools = Vec::with_capacity(keys.len());
+        let mut names = HashMap::new();
+        for key in keys {
+            let tool = executor
+                .runtime()
+                .registry()
+                .resolve(key)
+                .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+            let name = model_name(tool.key());
+            names.insert(name.clone(), tool.key().to_owned());
+            tools.push(ToolDefinition {
+                name,
+                description: tool.spec().description.clone(),
+                parameters: tool.spec().input_schema.clone(),
+            });
+        }
+        Ok(ReactSkill {
+            model,
+            executor,
+            tools,
+            names,
+            system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
+            max_steps: 10,
+            error_budget: 3,
+            repair: None,
+        })
+    }
+
+    /// Replaces the system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> ReactSkill {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the most steps a run may take (default 10).
+    pub fn max_steps(mut self, steps: usize) -> ReactSkill {
+        self.max_steps = steps;
+        self
+    }
+
+    /// Sets how many failed calls a run tolerates (default 3).
+    pub fn error_budget(mut self, budget: u32) -> ReactSkill {
+        self.error_budget = budget;
+        self
+    }
+
+    /// Gives invalid arguments one repair round through `hook`.
+    pub fn repair_with(mut self, hook: impl RepairHook + 'static) -> ReactSkill {
+        self.repair = Some(Arc::new(hook));
+        self
+    }
+
+    /// The tool definitions the model is offered.
+    pub fn tools(&self) -> &[ToolDefinition] {
+        &self.tools
+    }
+
+    /// Runs the loop on `task` with the caller's context.
+    pub async fn run(&self, task: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
+        let mut state = ReactState {
+            trajectory: Vec::new(),
+            tool_calls: Vec::new(),
+            done: false,
+            error_budget: self.error_budget,
+            final_answer: None,
+            step_index: 0,
+            stopped: None,
+        };
+        let mut messages = vec![Message::system(&self.system_prompt), Message::user(task)];
+        let cassette = self.executor.runtime().cassette();
+        while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
+            let step = state.step_index;
+            let request = ChatRequest {
+                messages: messages.clone(),
+                tools: self.tools.clone(),
+            };
+            let response = complete(self.model.as_ref(), &request, cassette)
+                .await
+                .map_err(|error| AgentError::Model { step, error })?;
+            state.step_index += 1;
+            if response.tool_calls.is_empty() {
+                state.trajectory.push(TrajectoryStep::Answer {
+                    text: response.text.clone(),
+                });
+                state.final_answer = Some(response.text.clone());
+                state.done = true;
+                messages.push(Message::assistant(response.text, Vec::new()));
+                break;
+            }
+            if !response.text.is_empty() {
+                state.trajectory.push(TrajectoryStep::Thought {
+                    text: response.text.clone(),
+                });
+            }
+            messages.push(Message::assistant(
+                response.text.clone(),
+                response.tool_calls.clone(),
+            ));
+            let observations = self.act(step, &response.tool_calls, ctx, &mut state).await;
+            for (call, content) in response.tool_calls.iter().zip(observations) {
+                messages.push(Message::tool(&call.id, content));
+            }
+        }
+        if !state.done {
+            state.stopped = Some(if state.error_budget == 0 {
+                "the error budget is spent".to_owned()
+            } else {
+                format!("no answer within {} steps", self.max_steps)
+            });
+        }
+        Ok(state)
+    }
+
+    /// Runs one turn's tool calls as a batch; returns each call's observation text.
+    async fn act(
+        &self,
+        step: usize,
+        calls: &[ToolCallRequest],
+        ctx: &ToolContext,
+        state: &mut ReactState,
+    ) -> Vec<String> {
+        let batch: Vec<ToolCall> = calls
+            .iter()
+            .map(|c| {
+                let key = self
+                    .names
+                    .get(&c.name)
+                    .cloned()
+                    .unwrap_or_else(|| c.name.clone());
+                ToolCall::new(c.id.clone(), key, c.arguments.clone())
+            })
+            .collect();
+        for call in &batch {
+            state.trajectory.push(TrajectoryStep::Action {
+                call_id: call.id.clone(),
+                tool: call.key.clone(),
+                arguments: call.input.clone(),
+            });
+        }
+        let outcomes = self.executor.execute_batch(batch.clone(), ctx).await;
+        let mut texts = Vec::with_capacity(outcomes.len());
+        for ((call, request), outcome) in batch.into_iter().zip(calls).zip(outcomes) {
+            let mut result = outcome.report.result;
+            let mut arguments = call.input.clone();
+            if let (Err(e), Some(hook)) = (&result, &self.repair) {
+                if e.kind() == ToolErrorKind::InvalidInput {
+                    if let Some(fixed) = hook.repair(request, e) {
+                        arguments = fixed.clone();
+                        let retry = ToolCall::new(call.id.clone(), call.key.clone(), fixed);
+                        result = self.executor.execute(retry, ctx).await.report.result;
+                    }
+                }
+            }
+            let (ok, content) = match &result {
+                Ok(Value::String(s)) => (true, s.clone()),
+                Ok(value) => (true, value.to_string()),
+                Err(e) => (false, e.to_string()),
+            };
+            if !ok {
+                state.error_budget = state.error_budget.saturating_sub(1);
+            }
+            state.trajectory.push(TrajectoryStep::Observation {
+                call_id: call.id.clone(),
+                ok,
+                content: content.clone(),
+            });
+            state.tool_calls.push(ToolCallRecord {
+                step,
+                call_id: call.id,
+                tool: call.key,
+                arguments,
+                error: result.as_ref().err().map(ToolError::kind),
+                result: result.ok(),
+            });
+            texts.push(content);
+        }
+        texts
+    }
+}

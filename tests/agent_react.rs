@@ -1,0 +1,282 @@
+//! The ReAct loop: a run with parallel tool calls, its termination rules, failures as
+//! observations with a repair round, and a recorded run replayed without the model.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tackle::agent::model::{
+    ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
+};
+use tackle::agent::react::{ReactSkill, RepairHook, TrajectoryStep};
+use tackle::replay::Mode;
+use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext, ToolError};
+
+/// Road distance between two Norwegian cities, in km.
+#[tool(namespace = "geo", side_effects = none)]
+fn distance(from: String, to: String) -> Result<u32, String> {
+    let mut pair = [from.to_lowercase(), to.to_lowercase()];
+    pair.sort();
+    match (pair[0].as_str(), pair[1].as_str()) {
+        ("bergen", "oslo") => Ok(463),
+        ("oslo", "trondheim") => Ok(494),
+        _ => Err(format!("no road data for {from} to {to}")),
+    }
+}
+
+/// Tomorrow's forecast for a city.
+#[tool(namespace = "weather", side_effects = read)]
+fn tomorrow(city: String) -> String {
+    match city.as_str() {
+        "Bergen" => "rain, 9°C".to_owned(),
+        _ => "clear, 12°C".to_owned(),
+    }
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// A planner: first asks for both tools at once, then answers from what it observed.
+fn planner(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let observed: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    if observed.is_empty() {
+        return Ok(ChatResponse::calls(
+            "I need the distance and the weather.",
+            vec![
+                call(
+                    "c1",
+                    "geo_distance",
+                    json!({"from": "Oslo", "to": "Bergen"}),
+                ),
+                call("c2", "weather_tomorrow", json!({"city": "Bergen"})),
+            ],
+        ));
+    }
+    Ok(ChatResponse::text(format!(
+        "Bergen is {} km from Oslo; tomorrow: {}.",
+        observed[0], observed[1]
+    )))
+}
+
+fn executor(cassette: Option<Cassette>) -> Arc<Executor> {
+    let mut runtime = Runtime::from_inventory().unwrap();
+    runtime.set_cassette(cassette);
+    Arc::new(Executor::new(Arc::new(runtime)))
+}
+
+const TOOLS: &[&str] = &["geo.distance", "weather.tomorrow"];
+
+#[tokio::test]
+async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
+    let skill = ReactSkill::new(
+        Arc::new(FunctionModel::new("planner", planner)),
+        executor(None),
+        TOOLS,
+    )
+    .unwrap();
+    assert_eq!(
+        skill
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["geo_distance", "weather_tomorrow"]
+    );
+    let state = skill
+        .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert!(state.done);
+    assert_eq!(state.step_index, 2);
+    assert_eq!(
+        state.final_answer.as_deref(),
+        Some("Bergen is 463 km from Oslo; tomorrow: rain, 9°C.")
+    );
+    let kinds: Vec<&str> = state
+        .trajectory
+        .iter()
+        .map(|s| match s {
+            TrajectoryStep::Thought { .. } => "thought",
+            TrajectoryStep::Action { .. } => "action",
+            TrajectoryStep::Observation { .. } => "observation",
+            TrajectoryStep::Answer { .. } => "answer",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thought",
+            "action",
+            "action",
+            "observation",
+            "observation",
+            "answer"
+        ]
+    );
+    assert_eq!(state.tool_calls.len(), 2);
+    assert_eq!(state.tool_calls[0].tool, "geo.distance@1");
+    assert_eq!(state.tool_calls[0].result, Some(json!(463)));
+    assert_eq!(state.error_budget, 3);
+}
+
+#[tokio::test]
+async fn a_recorded_run_replays_identically_without_the_model() {
+    let dir = std::env::temp_dir().join(format!("tackle-react-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("drive.json");
+    let record = Cassette::open(
+        &path,
+        CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+    )
+    .unwrap();
+    let executor_live = executor(Some(record));
+    let live = ReactSkill::new(
+        Arc::new(FunctionModel::new("planner", planner)),
+        executor_live.clone(),
+        TOOLS,
+    )
+    .unwrap()
+    .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+    .await
+    .unwrap();
+    executor_live
+        .runtime()
+        .cassette()
+        .unwrap()
+        .finish()
+        .unwrap();
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let unreachable = FunctionModel::new("planner", move |_r: &ChatRequest| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        Err(ModelError::Transport {
+            message: "offline".into(),
+        })
+    });
+    let replay =
+        Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env()).unwrap();
+    let executor_replay = executor(Some(replay));
+    let replayed = ReactSkill::new(Arc::new(unreachable), executor_replay.clone(), TOOLS)
+        .unwrap()
+        .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "the model is never called");
+    assert_eq!(replayed, live, "the same trajectory, step for step");
+    executor_replay
+        .runtime()
+        .cassette()
+        .unwrap()
+        .finish()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Always asks for a distance with a number where a city should be.
+fn stubborn(_r: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(ChatResponse::calls(
+        "",
+        vec![call("x", "geo_distance", json!({"from": 1, "to": "Oslo"}))],
+    ))
+}
+
+struct UseBergen;
+
+impl RepairHook for UseBergen {
+    fn repair(&self, call: &ToolCallRequest, error: &ToolError) -> Option<Value> {
+        assert!(error.to_string().contains("/from"), "{error}");
+        let mut fixed = call.arguments.clone();
+        fixed["from"] = json!("Bergen");
+        Some(fixed)
+    }
+}
+
+#[tokio::test]
+async fn failures_are_observations_that_spend_the_error_budget() {
+    let skill = ReactSkill::new(
+        Arc::new(FunctionModel::new("stubborn", stubborn)),
+        executor(None),
+        TOOLS,
+    )
+    .unwrap();
+    let state = skill.run("distance?", &ToolContext::new()).await.unwrap();
+    assert!(!state.done);
+    assert_eq!(state.error_budget, 0);
+    assert_eq!(
+        state.step_index, 3,
+        "three failed calls, then the budget is spent"
+    );
+    assert_eq!(state.stopped.as_deref(), Some("the error budget is spent"));
+    match &state.trajectory[1] {
+        TrajectoryStep::Observation { ok, content, .. } => {
+            assert!(!ok);
+            assert!(
+                content.starts_with("invalid input for `geo.distance@1`"),
+                "{content}"
+            );
+        }
+        other => panic!("expected an observation, got {other:?}"),
+    }
+
+    // An unknown tool and a tool's own error are observations too.
+    let confused = FunctionModel::new("confused", |r: &ChatRequest| {
+        Ok(if r.messages.iter().any(|m| m.role == Role::Tool) {
+            ChatResponse::text("giving up")
+        } else {
+            ChatResponse::calls(
+                "",
+                vec![
+                    call("a", "geo_teleport", json!({})),
+                    call("b", "geo_distance", json!({"from": "Oslo", "to": "Mars"})),
+                ],
+            )
+        })
+    });
+    let state = ReactSkill::new(Arc::new(confused), executor(None), TOOLS)
+        .unwrap()
+        .run("?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert!(state.done);
+    assert_eq!(state.error_budget, 1);
+    let errors: Vec<_> = state
+        .tool_calls
+        .iter()
+        .map(|c| c.error.map(|k| k.as_str()))
+        .collect();
+    assert_eq!(errors, [Some("NotFound"), Some("Execution")]);
+
+    // With a repair hook, invalid arguments get one more try before they count.
+    let repaired = ReactSkill::new(
+        Arc::new(FunctionModel::new("stubborn", stubborn)),
+        executor(None),
+        TOOLS,
+    )
+    .unwrap()
+    .repair_with(UseBergen)
+    .max_steps(2)
+    .run("distance?", &ToolContext::new())
+    .await
+    .unwrap();
+    assert_eq!(repaired.error_budget, 3);
+    assert_eq!(repaired.tool_calls[0].result, Some(json!(463)));
+    assert_eq!(
+        repaired.tool_calls[0].arguments,
+        json!({"from": "Bergen", "to": "Oslo"})
+    );
+    assert_eq!(
+        repaired.stopped.as_deref(),
+        Some("no answer within 2 steps")
+    );
+}

@@ -58,16 +58,16 @@ pub use tackle_macros::tool;
 pub use tackle_runtime::event_queue;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
-    agent, approval, audit, call, capability, context, error, events, executor, registrations,
-    registry, sanitize, schema, shape, spec, validate, version, ApprovalBinding, ApprovalDecision,
-    ApprovalPredicate, ApprovalRequest, ApproveWith, Approver, Args, AuditEvent, AuditSink,
-    CallOutcome, CallReport, CancellationToken, Capabilities, CollisionNote, CollisionStrategy,
-    CounterSnapshot, DynamicTool, EventReceiver, EventSink, ExecutionMode, Executor, MemoryAudit,
-    MissingResource, Registry, RegistryError, ReplayPolicy, Resource, ResultShaping, Runtime,
-    Sanitization, SanitizePolicy, SchemaValidator, Secret, SecretError, Shaping, SideEffects,
-    Summarizer, Tool, ToolCall, ToolContext, ToolError, ToolErrorKind, ToolEvent, ToolEventKind,
-    ToolExample, ToolFuture, ToolHandler, ToolOrigin, ToolQuery, ToolRegistration, ToolSpec, Trust,
-    ValidationIssue, ValidationResult,
+    agent, approval, audit, call, capability, chain, context, error, events, executor,
+    registrations, registry, sanitize, schema, shape, spec, validate, version, ApprovalBinding,
+    ApprovalDecision, ApprovalPredicate, ApprovalRequest, ApproveWith, Approver, Args, AuditEvent,
+    AuditSink, CallOutcome, CallReport, CancellationToken, Capabilities, CollisionNote,
+    CollisionStrategy, CounterSnapshot, DynamicTool, EventReceiver, EventSink, ExecutionMode,
+    Executor, MemoryAudit, MissingResource, Registry, RegistryError, ReplayPolicy, Resource,
+    ResultShaping, Runtime, Sanitization, SanitizePolicy, SchemaValidator, Secret, SecretError,
+    Shaping, SideEffects, Summarizer, Tool, ToolCall, ToolContext, ToolError, ToolErrorKind,
+    ToolEvent, ToolEventKind, ToolExample, ToolFuture, ToolHandler, ToolOrigin, ToolQuery,
+    ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
 };
 pub use tackle_runtime::{cassette, replay, SchemaSide};
 

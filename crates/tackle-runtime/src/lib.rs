@@ -13,7 +13,8 @@
 //!   and what it reports;
 //! * [`call`]: [`Runtime::call`], the one door every call goes through;
 //! * [`executor`]: batches of calls, scheduled by side effects, in parallel;
-//! * [`agent`]: chat models and tool search.
+//! * [`chain`]: fixed sequences of calls, inputs mapped from earlier outputs;
+//! * [`agent`]: chat models, the ReAct loop and tool search.
 
 #![warn(missing_docs)]
 
@@ -22,6 +23,7 @@ pub mod approval;
 pub mod audit;
 pub mod call;
 pub mod capability;
+pub mod chain;
 pub mod context;
 pub mod error;
 pub mod events;

@@ -1,0 +1,115 @@
+//! Tool chains: dot-notation mapping, output keys and merging, failure handling, and
+//! validation before a run.
+
+use serde_json::{json, Map, Value};
+use tackle::chain::{lookup, ChainError, ChainStep, ToolChain};
+use tackle::{tool, Runtime, ToolContext};
+
+/// Find a customer's latest order.
+#[tool(namespace = "shop", side_effects = read)]
+fn latest_order(customer: String) -> Value {
+    json!({"id": format!("{customer}-9"), "items": [{"sku": "A1", "qty": 2}, {"sku": "B7", "qty": 1}]})
+}
+
+/// Price a SKU.
+#[tool(namespace = "shop", side_effects = none)]
+fn price(sku: String, qty: u32) -> Result<Value, String> {
+    let unit = match sku.as_str() {
+        "A1" => 250,
+        "B7" => 990,
+        other => return Err(format!("unknown SKU {other}")),
+    };
+    Ok(json!({"sku": sku, "total_cents": unit * qty}))
+}
+
+fn start(customer: &str) -> Map<String, Value> {
+    json!({"customer": customer}).as_object().cloned().unwrap()
+}
+
+#[test]
+fn paths_use_dots_and_indices() {
+    let ctx = json!({"order": {"items": [{"sku": "A1"}, {"sku": "B7"}]}});
+    let ctx = ctx.as_object().unwrap();
+    assert_eq!(lookup(ctx, "order.items[1].sku"), Some(&json!("B7")));
+    assert_eq!(lookup(ctx, "order.items.0.sku"), Some(&json!("A1")));
+    assert_eq!(lookup(ctx, "order.items[5].sku"), None);
+    assert_eq!(lookup(ctx, "order.nope"), None);
+}
+
+#[tokio::test]
+async fn steps_feed_each_other_through_the_context() {
+    let rt = Runtime::from_inventory().unwrap();
+    let chain = ToolChain::new([
+        ChainStep::new("shop.latest_order", "order").map("customer", "customer"),
+        ChainStep::new("shop.price", "")
+            .map("sku", "order.items[0].sku")
+            .map("qty", "order.items[0].qty"),
+    ]);
+    chain.validate(rt.registry()).unwrap();
+    let result = chain.run(&rt, start("ada"), &ToolContext::new()).await;
+    assert!(result.success, "{:?}", result.errors);
+    assert_eq!(result.context["order"]["id"], "ada-9");
+    assert_eq!(
+        result.context["total_cents"], 500,
+        "merged from an empty output_key"
+    );
+    assert_eq!(result.step_results.len(), 2);
+    assert!(result.duration >= result.step_results[0].duration);
+}
+
+#[tokio::test]
+async fn failures_stop_the_chain_unless_a_step_keeps_going() {
+    let rt = Runtime::from_inventory().unwrap();
+    let ctx = ToolContext::new();
+    let bad_sku = |step: ChainStep| {
+        ToolChain::new([
+            step,
+            ChainStep::new("shop.latest_order", "after").map("customer", "customer"),
+        ])
+    };
+    let failing = ChainStep::new("shop.price", "p")
+        .map("sku", "customer")
+        .map("qty", "nowhere");
+    let stopped = bad_sku(failing.clone()).run(&rt, start("ada"), &ctx).await;
+    assert!(!stopped.success);
+    assert_eq!(stopped.errors, ["step 0: `nowhere` is not in the context"]);
+    assert!(!stopped.context.contains_key("after"));
+
+    let mut start_with_qty = start("ada");
+    start_with_qty.insert("n".into(), json!(1));
+    let going = bad_sku(
+        ChainStep::new("shop.price", "p")
+            .map("sku", "customer")
+            .map("qty", "n")
+            .keep_going(),
+    )
+    .run(&rt, start_with_qty, &ctx)
+    .await;
+    assert!(!going.success);
+    assert_eq!(
+        going.errors,
+        ["step 0: `shop.price@1` failed: unknown SKU ada"]
+    );
+    assert_eq!(
+        going.context["after"]["id"], "ada-9",
+        "the next step still ran"
+    );
+}
+
+#[test]
+fn validation_names_unknown_tools_and_fields() {
+    let rt = Runtime::from_inventory().unwrap();
+    let chain = ToolChain::new([
+        ChainStep::new("shop.latest_ordr", "o"),
+        ChainStep::new("shop.price", "p").map("amount", "x"),
+    ]);
+    let problems = chain.validate(rt.registry()).unwrap_err();
+    assert_eq!(problems.len(), 2);
+    assert!(
+        matches!(&problems[0], ChainError::UnknownTool { step: 0, message } if message.contains("did you mean"))
+    );
+    assert_eq!(
+        problems[1].to_string(),
+        "step 1: `shop.price@1` has no input field `amount`; its fields are: sku, qty"
+    );
+}

@@ -4,11 +4,14 @@
 //!   ([`ScriptedModel`](model::ScriptedModel), [`FunctionModel`](model::FunctionModel),
 //!   [`TestModel`](model::TestModel)), and [`complete`](model::complete), which calls a
 //!   model through the replay layer;
+//! * [`providers`]: tool definitions in OpenAI, Anthropic, Gemini and MCP form, derived
+//!   from the one canonical schema, with provider-legal names both ways;
 //! * [`react`]: the ReAct loop, [`ReactSkill`](react::ReactSkill): think, act through
 //!   the executor, observe, until the model answers or a limit is reached;
 //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
 //!   an optional embedder tier.
 
 pub mod model;
+pub mod providers;
 pub mod react;
 pub mod search;

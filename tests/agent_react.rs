@@ -280,3 +280,70 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         Some("no answer within 2 steps")
     );
 }
+
+#[tokio::test]
+async fn deferred_tools_are_offered_once_found() {
+    use tackle::agent::model::{ChatModel, ScriptedModel};
+    let model = Arc::new(ScriptedModel::new([
+        ChatResponse::calls(
+            "",
+            vec![call("a", "weather_tomorrow", json!({"city": "Bergen"}))],
+        ),
+        ChatResponse::calls(
+            "",
+            vec![call(
+                "b",
+                "tool_search",
+                json!({"query": "weather forecast"}),
+            )],
+        ),
+        ChatResponse::calls(
+            "",
+            vec![call("c", "weather_tomorrow", json!({"city": "Bergen"}))],
+        ),
+        ChatResponse::text("rain"),
+    ]));
+    let skill = ReactSkill::new(model.clone(), executor(None), &["geo.distance"])
+        .unwrap()
+        .deferred(&["weather.tomorrow"])
+        .unwrap();
+    let state = skill
+        .run("weather in Bergen?", &ToolContext::new())
+        .await
+        .unwrap();
+    assert!(state.done, "{state:?}");
+    let offered: Vec<Vec<String>> = model
+        .requests()
+        .iter()
+        .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    assert_eq!(
+        offered[0],
+        ["geo_distance", "tool_search"],
+        "deferred tools are not offered"
+    );
+    assert_eq!(
+        offered[2],
+        ["geo_distance", "tool_search", "weather_tomorrow"],
+        "found, then offered"
+    );
+    let errors: Vec<_> = state
+        .tool_calls
+        .iter()
+        .map(|c| c.error.map(|k| k.as_str()))
+        .collect();
+    assert_eq!(
+        errors,
+        [Some("NotFound"), None, None],
+        "calling it before finding it fails"
+    );
+    assert_eq!(
+        state.tool_calls[1].result,
+        Some(
+            json!([{"name": "weather_tomorrow", "description": "Tomorrow's forecast for a city."}])
+        )
+    );
+    assert_eq!(state.tool_calls[2].result, Some(json!("rain, 9°C")));
+    model.finish().unwrap();
+    assert_eq!(model.model(), "script");
+}

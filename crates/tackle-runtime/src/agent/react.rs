@@ -28,6 +28,7 @@ use serde_json::Value;
 use crate::agent::model::{
     complete, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition,
 };
+use crate::agent::search::ToolIndex;
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
@@ -132,6 +133,8 @@ pub struct ReactSkill {
     executor: Arc<Executor>,
     tools: Vec<ToolDefinition>,
     names: HashMap<String, String>,
+    deferred: HashMap<String, ToolDefinition>,
+    deferred_index: Option<ToolIndex>,
     system_prompt: String,
     max_steps: usize,
     error_budget: u32,
@@ -193,6 +196,8 @@ impl ReactSkill {
             executor,
             tools,
             names,
+            deferred: HashMap::new(),
+            deferred_index: None,
             system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
             max_steps: 10,
             error_budget: 3,
@@ -224,9 +229,42 @@ impl ReactSkill {
         self
     }
 
-    /// The tool definitions the model is offered.
-    pub fn tools(&self) -> &[ToolDefinition] {
-        &self.tools
+    /// Adds tools that are not offered at first: the model gets a `tool_search` tool
+    /// instead, and each tool it finds is offered from the next step on. For large
+    /// toolsets, where offering everything would drown the model.
+    pub fn deferred(mut self, keys: &[&str]) -> Result<ReactSkill, AgentError> {
+        let mut found = Vec::with_capacity(keys.len());
+        for key in keys {
+            let tool = self
+                .executor
+                .runtime()
+                .registry()
+                .resolve(key)
+                .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+            let name = model_name(tool.key());
+            self.names.insert(name.clone(), tool.key().to_owned());
+            self.deferred.insert(
+                tool.key().to_owned(),
+                ToolDefinition {
+                    name,
+                    description: tool.spec().description.clone(),
+                    parameters: tool.spec().input_schema.clone(),
+                },
+            );
+            found.push(Arc::clone(tool));
+        }
+        self.deferred_index = Some(ToolIndex::over(found.iter().map(|t| &**t), None));
+        Ok(self)
+    }
+
+    /// The tool definitions the model is offered at the start of a run (with
+    /// `tool_search` when some tools are deferred).
+    pub fn tools(&self) -> Vec<ToolDefinition> {
+        let mut tools = self.tools.clone();
+        if self.deferred_index.is_some() {
+            tools.push(search_definition());
+        }
+        tools
     }
 
     /// Runs the loop on `task` with the caller's context.
@@ -241,12 +279,13 @@ impl ReactSkill {
             stopped: None,
         };
         let mut messages = vec![Message::system(&self.system_prompt), Message::user(task)];
+        let mut offered = self.tools();
         let cassette = self.executor.runtime().cassette();
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
             let request = ChatRequest {
                 messages: messages.clone(),
-                tools: self.tools.clone(),
+                tools: offered.clone(),
             };
             let response = complete(self.model.as_ref(), &request, cassette)
                 .await
@@ -270,7 +309,9 @@ impl ReactSkill {
                 response.text.clone(),
                 response.tool_calls.clone(),
             ));
-            let observations = self.act(step, &response.tool_calls, ctx, &mut state).await;
+            let observations = self
+                .act(step, &response.tool_calls, ctx, &mut state, &mut offered)
+                .await;
             for (call, content) in response.tool_calls.iter().zip(observations) {
                 messages.push(Message::tool(&call.id, content));
             }
@@ -285,46 +326,72 @@ impl ReactSkill {
         Ok(state)
     }
 
-    /// Runs one turn's tool calls as a batch; returns each call's observation text.
+    /// Runs one turn's tool calls (the registry's as one batch; `tool_search`
+    /// here); returns each call's observation text, in call order.
     async fn act(
         &self,
         step: usize,
         calls: &[ToolCallRequest],
         ctx: &ToolContext,
         state: &mut ReactState,
+        offered: &mut Vec<ToolDefinition>,
     ) -> Vec<String> {
-        let batch: Vec<ToolCall> = calls
-            .iter()
-            .map(|c| {
-                let key = self
-                    .names
-                    .get(&c.name)
-                    .cloned()
-                    .unwrap_or_else(|| c.name.clone());
-                ToolCall::new(c.id.clone(), key, c.arguments.clone())
-            })
-            .collect();
-        for call in &batch {
+        let mut outcomes: Vec<Option<Result<Value, ToolError>>> = vec![None; calls.len()];
+        let mut keys = Vec::with_capacity(calls.len());
+        let mut batch = Vec::new();
+        for (i, c) in calls.iter().enumerate() {
+            let key = self
+                .names
+                .get(&c.name)
+                .cloned()
+                .unwrap_or_else(|| c.name.clone());
             state.trajectory.push(TrajectoryStep::Action {
-                call_id: call.id.clone(),
-                tool: call.key.clone(),
-                arguments: call.input.clone(),
+                call_id: c.id.clone(),
+                tool: key.clone(),
+                arguments: c.arguments.clone(),
             });
+            if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
+                outcomes[i] = Some(Ok(self.search(&c.arguments, offered)));
+            } else if self.deferred.contains_key(&key) && !offered.iter().any(|t| t.name == c.name)
+            {
+                outcomes[i] = Some(Err(ToolError::NotFound {
+                    query: c.name.clone(),
+                    suggestions: vec![format!("find it first with `{SEARCH_TOOL}`")],
+                }));
+            } else {
+                batch.push((
+                    i,
+                    ToolCall::new(c.id.clone(), key.clone(), c.arguments.clone()),
+                ));
+            }
+            keys.push(key);
         }
-        let outcomes = self.executor.execute_batch(batch.clone(), ctx).await;
-        let mut texts = Vec::with_capacity(outcomes.len());
-        for ((call, request), outcome) in batch.into_iter().zip(calls).zip(outcomes) {
+        let (indices, to_run): (Vec<usize>, Vec<ToolCall>) = batch.into_iter().unzip();
+        let ran = self.executor.execute_batch(to_run.clone(), ctx).await;
+        // Arguments that a repair round replaced, by call.
+        let mut repaired: Vec<Option<Value>> = vec![None; calls.len()];
+        for ((i, call), outcome) in indices.into_iter().zip(to_run).zip(ran) {
             let mut result = outcome.report.result;
-            let mut arguments = call.input.clone();
             if let (Err(e), Some(hook)) = (&result, &self.repair) {
                 if e.kind() == ToolErrorKind::InvalidInput {
-                    if let Some(fixed) = hook.repair(request, e) {
-                        arguments = fixed.clone();
-                        let retry = ToolCall::new(call.id.clone(), call.key.clone(), fixed);
+                    if let Some(fixed) = hook.repair(&calls[i], e) {
+                        let retry = ToolCall::new(call.id, call.key, fixed.clone());
                         result = self.executor.execute(retry, ctx).await.report.result;
+                        repaired[i] = Some(fixed);
                     }
                 }
             }
+            outcomes[i] = Some(result);
+        }
+        let mut texts = Vec::with_capacity(calls.len());
+        for (i, c) in calls.iter().enumerate() {
+            let result = outcomes[i].take().unwrap_or_else(|| {
+                Err(ToolError::Aborted {
+                    key: keys[i].clone(),
+                    grace_ms: 0,
+                })
+            });
+            let arguments = repaired[i].take().unwrap_or_else(|| c.arguments.clone());
             let (ok, content) = match &result {
                 Ok(Value::String(s)) => (true, s.clone()),
                 Ok(value) => (true, value.to_string()),
@@ -334,14 +401,14 @@ impl ReactSkill {
                 state.error_budget = state.error_budget.saturating_sub(1);
             }
             state.trajectory.push(TrajectoryStep::Observation {
-                call_id: call.id.clone(),
+                call_id: c.id.clone(),
                 ok,
                 content: content.clone(),
             });
             state.tool_calls.push(ToolCallRecord {
                 step,
-                call_id: call.id,
-                tool: call.key,
+                call_id: c.id.clone(),
+                tool: keys[i].clone(),
                 arguments,
                 error: result.as_ref().err().map(ToolError::kind),
                 result: result.ok(),
@@ -349,5 +416,50 @@ impl ReactSkill {
             texts.push(content);
         }
         texts
+    }
+
+    /// Runs `tool_search` over the deferred tools and offers what it finds.
+    fn search(&self, arguments: &Value, offered: &mut Vec<ToolDefinition>) -> Value {
+        let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
+        let k = arguments
+            .get("k")
+            .and_then(Value::as_u64)
+            .map_or(5, |k| k.clamp(1, 20) as usize);
+        let hits = self
+            .deferred_index
+            .as_ref()
+            .map(|index| index.search(query, k))
+            .unwrap_or_default();
+        let mut found = Vec::with_capacity(hits.len());
+        for hit in hits {
+            if let Some(definition) = self.deferred.get(&hit.key) {
+                if !offered.iter().any(|t| t.name == definition.name) {
+                    offered.push(definition.clone());
+                }
+                found.push(serde_json::json!({
+                    "name": definition.name,
+                    "description": definition.description,
+                }));
+            }
+        }
+        Value::Array(found)
+    }
+}
+
+/// The name of the search tool offered when some tools are deferred.
+pub const SEARCH_TOOL: &str = "tool_search";
+
+fn search_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: SEARCH_TOOL.to_owned(),
+        description: "Find more tools by describing what you need; the tools found can be called from the next step on.".to_owned(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What the tool should do."},
+                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many tools at most (default 5)."}
+            },
+            "required": ["query"]
+        }),
     }
 }

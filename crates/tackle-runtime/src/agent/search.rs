@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::Registry;
+use crate::registry::{Registry, Tool};
 
 /// Turns text into a vector, for the embedder tier.
 pub trait Embedder: Send + Sync {
@@ -111,10 +111,18 @@ impl ToolIndex {
 
     /// Indexes `registry`, with an embedder for the third tier.
     pub fn build_with(registry: &Registry, embedder: Option<Arc<dyn Embedder>>) -> ToolIndex {
+        ToolIndex::over(registry.list().map(|t| &**t), embedder)
+    }
+
+    /// Indexes the given tools (those not deprecated).
+    pub fn over<'a>(
+        tools: impl IntoIterator<Item = &'a Tool>,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> ToolIndex {
         let mut docs = Vec::new();
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut total = 0.0;
-        for tool in registry.list() {
+        for tool in tools {
             let spec = tool.spec();
             if spec.deprecated {
                 continue;

@@ -137,11 +137,16 @@ fn is_object_schema(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("object")
 }
 
+/// Whether the tool declares an output schema (`true` and `{}` declare nothing).
+fn declares_output(schema: &Value) -> bool {
+    !(schema == &Value::Bool(true) || schema.as_object().is_some_and(|o| o.is_empty()))
+}
+
 /// The MCP output schema of a tool: its own when it describes objects; wrapped in
 /// `{"result": ...}` otherwise; none when the tool declares no output schema.
 fn output_schema(spec: &ToolSpec) -> Option<Value> {
     let schema = &spec.output_schema;
-    if schema == &Value::Bool(true) || schema.as_object().is_some_and(|o| o.is_empty()) {
+    if !declares_output(schema) {
         return None;
     }
     if is_object_schema(schema) {
@@ -206,7 +211,7 @@ fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec)
                 "content": [{"type": "text", "text": text}],
                 "isError": false,
             });
-            if output_schema(spec).is_some() {
+            if declares_output(&spec.output_schema) {
                 result["structuredContent"] = if is_object_schema(&spec.output_schema) {
                     value
                 } else {

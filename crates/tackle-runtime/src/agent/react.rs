@@ -278,15 +278,14 @@ impl ReactSkill {
             step_index: 0,
             stopped: None,
         };
-        let mut messages = vec![Message::system(&self.system_prompt), Message::user(task)];
-        let mut offered = self.tools();
+        // The conversation and the offered tools grow in place, step by step.
+        let mut request = ChatRequest {
+            messages: vec![Message::system(&self.system_prompt), Message::user(task)],
+            tools: self.tools(),
+        };
         let cassette = self.executor.runtime().cassette();
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
-            let request = ChatRequest {
-                messages: messages.clone(),
-                tools: offered.clone(),
-            };
             let response = complete(self.model.as_ref(), &request, cassette)
                 .await
                 .map_err(|error| AgentError::Model { step, error })?;
@@ -295,9 +294,8 @@ impl ReactSkill {
                 state.trajectory.push(TrajectoryStep::Answer {
                     text: response.text.clone(),
                 });
-                state.final_answer = Some(response.text.clone());
+                state.final_answer = Some(response.text);
                 state.done = true;
-                messages.push(Message::assistant(response.text, Vec::new()));
                 break;
             }
             if !response.text.is_empty() {
@@ -305,16 +303,25 @@ impl ReactSkill {
                     text: response.text.clone(),
                 });
             }
-            messages.push(Message::assistant(
-                response.text.clone(),
-                response.tool_calls.clone(),
-            ));
             let observations = self
-                .act(step, &response.tool_calls, ctx, &mut state, &mut offered)
+                .act(
+                    step,
+                    &response.tool_calls,
+                    ctx,
+                    &mut state,
+                    &mut request.tools,
+                )
                 .await;
-            for (call, content) in response.tool_calls.iter().zip(observations) {
-                messages.push(Message::tool(&call.id, content));
-            }
+            let results: Vec<Message> = response
+                .tool_calls
+                .iter()
+                .zip(observations)
+                .map(|(call, content)| Message::tool(&call.id, content))
+                .collect();
+            request
+                .messages
+                .push(Message::assistant(response.text, response.tool_calls));
+            request.messages.extend(results);
         }
         if !state.done {
             state.stopped = Some(if state.error_budget == 0 {

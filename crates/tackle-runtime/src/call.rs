@@ -48,12 +48,13 @@ use tracing::Instrument;
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest, Approver};
 use crate::audit::{AuditError, AuditEvent, AuditSink, Counters, Execution, GateDecision, Gates};
 use crate::context::{CallScope, ToolContext};
-use crate::error::{RegistryError, ToolError};
+use crate::error::{RegistryError, SchemaSide, ToolError};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Registry, Tool, ToolFuture};
 use crate::replay::{Cassette, InteractionKind, Route};
 use crate::sanitize::{sanitize, Finding, Sanitization};
 use crate::shape::{ShapeReport, Shaping};
+use crate::validate::SchemaValidator;
 
 /// The tools of a program and the door to call them, with the door's settings:
 /// cassette, approver, shaping, sanitization and audit.
@@ -351,16 +352,13 @@ impl Runtime {
             trail.gates.capability = GateDecision::Passed;
         }
         let validators = tool.validators()?;
-        let checked = validators.input.validate(&input);
-        if !checked.valid {
-            trail.gates.input =
-                GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
-            return Err(ToolError::InvalidInput {
-                key: key.to_owned(),
-                errors: checked.errors,
-            });
-        }
-        trail.gates.input = GateDecision::Passed;
+        check(
+            &validators.input,
+            &input,
+            SchemaSide::Input,
+            key,
+            &mut trail.gates.input,
+        )?;
         let output = match &self.cassette {
             None => self.run(tool, input, ctx, call_id, trail).await?,
             Some(cassette) => {
@@ -394,16 +392,13 @@ impl Runtime {
                 }
             }
         };
-        let checked = validators.output.validate(&output);
-        if !checked.valid {
-            trail.gates.output =
-                GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
-            return Err(ToolError::InvalidOutput {
-                key: key.to_owned(),
-                errors: checked.errors,
-            });
-        }
-        trail.gates.output = GateDecision::Passed;
+        check(
+            &validators.output,
+            &output,
+            SchemaSide::Output,
+            key,
+            &mut trail.gates.output,
+        )?;
         let mut output = match spec.max_result_tokens {
             Some(max) => {
                 match Box::pin(
@@ -562,6 +557,27 @@ impl Runtime {
             .approval(true, matches!(decision, GateDecision::Approved));
         decision
     }
+}
+
+/// Validates `value` against one of the tool's schemas and notes the gate's decision.
+fn check(
+    validator: &SchemaValidator,
+    value: &Value,
+    side: SchemaSide,
+    key: &str,
+    gate: &mut GateDecision,
+) -> Result<(), ToolError> {
+    let checked = validator.validate(value);
+    if checked.valid {
+        *gate = GateDecision::Passed;
+        return Ok(());
+    }
+    *gate = GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
+    let (key, errors) = (key.to_owned(), checked.errors);
+    Err(match side {
+        SchemaSide::Input => ToolError::InvalidInput { key, errors },
+        SchemaSide::Output => ToolError::InvalidOutput { key, errors },
+    })
 }
 
 /// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when

@@ -16,7 +16,8 @@
 //! * **MCP**: the schema as it is (`inputSchema`).
 //!
 //! Names differ too: [`ProviderNames`] maps registry keys to each provider's legal
-//! names, keeps the reverse map, and refuses two keys that would share a name.
+//! names, keeps the reverse map, and refuses two keys that would share a name or a
+//! name longer than the provider accepts.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -58,15 +59,19 @@ impl Provider {
         }
     }
 
+    /// The longest tool name the provider accepts.
+    pub fn max_name_len(self) -> usize {
+        match self {
+            Provider::Mcp => 128,
+            _ => 64,
+        }
+    }
+
     /// The provider's legal form of a tool key's path (`namespace.name`; any
-    /// `@version` is left out): characters the provider refuses become `_`, and the
-    /// name is cut to the provider's length limit.
+    /// `@version` is left out): characters the provider refuses become `_`.
     pub fn name_for(self, key: &str) -> String {
         let path = key.split_once('@').map_or(key, |(p, _)| p);
-        let (keep_dots, max) = match self {
-            Provider::Mcp => (true, 128),
-            _ => (false, 64),
-        };
+        let keep_dots = self == Provider::Mcp;
         path.chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '_' || c == '-' || (keep_dots && c == '.') {
@@ -75,7 +80,6 @@ impl Provider {
                     '_'
                 }
             })
-            .take(max)
             .collect()
     }
 }
@@ -87,18 +91,34 @@ pub struct ProviderNames {
     to_name: BTreeMap<String, String>,
 }
 
-/// Two keys would have one name for a provider.
+/// Why a set of keys cannot be named for a provider.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("for {provider}, `{first}` and `{second}` would both be named `{name}`")]
-pub struct NameCollision {
-    /// The provider.
-    pub provider: &'static str,
-    /// The shared name.
-    pub name: String,
-    /// The first key.
-    pub first: String,
-    /// The second key.
-    pub second: String,
+#[non_exhaustive]
+pub enum ProviderNameError {
+    /// Two keys would have one name.
+    #[error("for {provider}, `{first}` and `{second}` would both be named `{name}`")]
+    Collision {
+        /// The provider.
+        provider: &'static str,
+        /// The shared name.
+        name: String,
+        /// The first key.
+        first: String,
+        /// The second key.
+        second: String,
+    },
+    /// A name would be longer than the provider accepts.
+    #[error("for {provider}, `{key}` would be named `{name}`, longer than {max} characters")]
+    TooLong {
+        /// The provider.
+        provider: &'static str,
+        /// The key.
+        key: String,
+        /// The name.
+        name: String,
+        /// The provider's limit.
+        max: usize,
+    },
 }
 
 impl ProviderNames {
@@ -107,7 +127,7 @@ impl ProviderNames {
     pub fn new<'a>(
         provider: Provider,
         keys: impl IntoIterator<Item = &'a str>,
-    ) -> Result<ProviderNames, NameCollision> {
+    ) -> Result<ProviderNames, ProviderNameError> {
         let keys: Vec<&str> = keys.into_iter().collect();
         let mut per_path: HashMap<&str, usize> = HashMap::new();
         for key in &keys {
@@ -123,8 +143,16 @@ impl ProviderNames {
             } else {
                 provider.name_for(&format!("{path}_v{version}"))
             };
+            if name.len() > provider.max_name_len() {
+                return Err(ProviderNameError::TooLong {
+                    provider: provider.as_str(),
+                    key: key.to_owned(),
+                    name,
+                    max: provider.max_name_len(),
+                });
+            }
             if let Some(first) = names.to_key.get(&name) {
-                return Err(NameCollision {
+                return Err(ProviderNameError::Collision {
                     provider: provider.as_str(),
                     name,
                     first: first.clone(),
@@ -145,6 +173,11 @@ impl ProviderNames {
     /// The name of a key.
     pub fn name_of(&self, key: &str) -> Option<&str> {
         self.to_name.get(key).map(String::as_str)
+    }
+
+    /// `(key, name)` pairs, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.to_name.iter().map(|(k, n)| (k.as_str(), n.as_str()))
     }
 }
 

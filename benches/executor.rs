@@ -47,12 +47,17 @@ fn batch(key: &str, n: u64) -> Vec<ToolCall> {
         .collect()
 }
 
-fn overhead(c: &mut Criterion) {
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+/// A Tokio runtime with the machine's two cores.
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("tokio");
+        .expect("tokio")
+}
+
+fn overhead(c: &mut Criterion) {
+    let tokio_rt = tokio_runtime();
     let rt = Arc::new(Runtime::from_inventory().expect("registry"));
     let ctx = ToolContext::new();
     let executor = Executor::new(Arc::clone(&rt));
@@ -82,11 +87,7 @@ fn overhead(c: &mut Criterion) {
 }
 
 fn sleepers(c: &mut Criterion) {
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio");
+    let tokio_rt = tokio_runtime();
     let rt = Arc::new(Runtime::from_inventory().expect("registry"));
     let ctx = ToolContext::new();
     let mut group = c.benchmark_group("executor/sleepers");

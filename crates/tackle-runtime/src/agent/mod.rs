@@ -4,6 +4,8 @@
 //!   ([`ScriptedModel`](model::ScriptedModel), [`FunctionModel`](model::FunctionModel),
 //!   [`TestModel`](model::TestModel)), and [`complete`](model::complete), which calls a
 //!   model through the replay layer;
+//! * `openai` (with the `openai` cargo feature): a [`ChatModel`](model::ChatModel) for
+//!   OpenAI-compatible chat-completions endpoints;
 //! * [`providers`]: tool definitions in OpenAI, Anthropic, Gemini and MCP form, derived
 //!   from the one canonical schema, with provider-legal names both ways;
 //! * [`react`]: the ReAct loop, [`ReactSkill`](react::ReactSkill): think, act through
@@ -12,6 +14,8 @@
 //!   an optional embedder tier.
 
 pub mod model;
+#[cfg(feature = "openai")]
+pub mod openai;
 pub mod providers;
 pub mod react;
 pub mod search;

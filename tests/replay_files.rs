@@ -8,7 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use tackle::replay::cassette::load;
 use tackle::replay::{CassetteError, Mode};
-use tackle::{Cassette, CassetteConfig, ReplayPolicy};
+use tackle::{
+    Cassette, CassetteConfig, DynamicTool, Registry, ReplayPolicy, Runtime, SideEffects, ToolSpec,
+};
 
 fn temp(name: &str) -> PathBuf {
     let dir =
@@ -35,6 +37,68 @@ async fn record(path: &Path, count: usize, tag: &str) {
             .unwrap();
     }
     cassette.finish().unwrap();
+}
+
+/// Records an operation, then calls `echo` with each of `order`, then an operation.
+async fn record_in_order(path: &Path, order: &[i64]) {
+    let mut spec = ToolSpec::new("t", "echo", "1", SideEffects::None, "Echoes n.");
+    spec.input_schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let tool = DynamicTool::new(spec, |_ctx, input: serde_json::Value| async move {
+        Ok::<_, String>(input["n"].clone())
+    });
+    let mut registry = Registry::default();
+    registry.register(tool).unwrap();
+    let mut runtime = Runtime::new(registry);
+    let cassette = open(path, Mode::Rewrite);
+    runtime.set_cassette(Some(cassette.clone()));
+    let model = |tag: &'static str| {
+        cassette.operation(
+            "llm.test.complete@m",
+            ReplayPolicy::MustStub,
+            json!(tag),
+            |_| async { Ok(json!("ok")) },
+        )
+    };
+    model("before").await.unwrap();
+    for n in order {
+        let ctx = tackle::ToolContext::new();
+        runtime
+            .call("t.echo@1", json!({ "n": n }), &ctx)
+            .await
+            .unwrap();
+    }
+    model("after").await.unwrap();
+    cassette.finish().unwrap();
+}
+
+#[tokio::test]
+async fn the_order_tool_calls_started_in_does_not_change_the_file() {
+    let a = temp("order-a");
+    let b = temp("order-b");
+    record_in_order(&a, &[3, 1, 2, 1]).await;
+    record_in_order(&b, &[1, 2, 1, 3]).await;
+    let first = std::fs::read_to_string(&a).unwrap();
+    assert_eq!(first, std::fs::read_to_string(&b).unwrap());
+    let file = load(&a).unwrap();
+    let inputs: Vec<String> = file
+        .interactions
+        .iter()
+        .map(|i| i.input.to_string())
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            "\"before\"",
+            "{\"n\":1}",
+            "{\"n\":1}",
+            "{\"n\":2}",
+            "{\"n\":3}",
+            "\"after\""
+        ]
+    );
+    let numbers: Vec<u64> = file.interactions.iter().map(|i| i.call).collect();
+    assert_eq!(numbers, [0, 1, 2, 3, 4, 5]);
 }
 
 #[test]

@@ -552,7 +552,7 @@ impl Cassette {
         let redacted = self.inner.redactor.redact(input);
         let mut message = format!(
             "nothing recorded matches input {}",
-            canonical::canonical(&redacted)
+            abbreviated(canonical::canonical(&redacted))
         );
         if kind == InteractionKind::Operation {
             if let Some(&e) = state.operations.get(state.next_operation) {
@@ -714,9 +714,7 @@ impl Cassette {
             Effective::OnceRecording | Effective::New | Effective::Rewrite
         ) {
             let mut fresh = state.fresh.clone();
-            // Calls are numbered when they start; saving in that order makes a
-            // re-recorded identical run byte-identical whatever order calls finished in.
-            fresh.sort_by_key(|i| i.call);
+            stable_order(&mut fresh);
             let (mut interactions, mut tools) = if self.inner.effective == Effective::New {
                 (state.recorded.clone(), state.recorded_tools.clone())
             } else {
@@ -739,6 +737,26 @@ impl Cassette {
     }
 }
 
+/// Puts freshly recorded interactions in an order that does not depend on timing, so
+/// re-recording an identical run gives identical bytes: by call number (taken when a
+/// call starts), then, within each stretch of tool calls between two operations
+/// (calls that may have started concurrently, like one batch of an agent's step), by
+/// key and canonical input. The sort is stable, so identical calls keep their order
+/// (they replay first in, first out), and each stretch keeps its set of call numbers.
+fn stable_order(fresh: &mut [Interaction]) {
+    fresh.sort_by_key(|i| i.call);
+    for stretch in fresh.split_mut(|i| i.kind == InteractionKind::Operation) {
+        if stretch.len() < 2 {
+            continue;
+        }
+        let numbers: Vec<u64> = stretch.iter().map(|i| i.call).collect();
+        stretch.sort_by_cached_key(|i| (i.key.clone(), canonical::canonical(&i.input)));
+        for (interaction, number) in stretch.iter_mut().zip(numbers) {
+            interaction.call = number;
+        }
+    }
+}
+
 /// Redacts an error's texts through its serialized form.
 fn redact_error(redactor: &Redactor, error: &ToolError) -> ToolError {
     serde_json::to_value(error)
@@ -747,13 +765,24 @@ fn redact_error(redactor: &Redactor, error: &ToolError) -> ToolError {
         .unwrap_or_else(|| error.clone())
 }
 
+/// How much of an input a divergence message shows; the differences follow in full.
+const SHOWN_INPUT: usize = 400;
+
+/// `text`, cut after [`SHOWN_INPUT`] characters with a note of its full length.
+fn abbreviated(text: String) -> String {
+    match text.char_indices().nth(SHOWN_INPUT) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
+        None => text,
+    }
+}
+
 /// `call #N `key` with {input}`, plus the differences from `actual`.
 fn describe(recorded: &Interaction, actual: Option<&Value>) -> String {
     let mut s = format!(
         "call #{} `{}` with {}",
         recorded.call,
         recorded.key,
-        canonical::canonical(&recorded.input)
+        abbreviated(canonical::canonical(&recorded.input))
     );
     if let Some(actual) = actual {
         let differences = diff(&recorded.input, actual);

@@ -50,9 +50,10 @@ impl FakeEndpoint {
         tokio::spawn(async move {
             let mut replies = replies.into_iter();
             while let Ok((stream, _)) = listener.accept().await {
-                let reply = replies
-                    .next()
-                    .unwrap_or(Reply::Json(500, json!({"error": {"message": "no more replies"}})));
+                let reply = replies.next().unwrap_or(Reply::Json(
+                    500,
+                    json!({"error": {"message": "no more replies"}}),
+                ));
                 let log = log.clone();
                 tokio::spawn(async move { serve_one(stream, reply, log).await });
             }
@@ -184,7 +185,9 @@ async fn sends_tools_and_reads_parallel_tool_calls() {
 
     let seen = server.seen();
     assert_eq!(seen.len(), 1);
-    assert!(seen[0].head.starts_with("POST /v1/chat/completions HTTP/1.1"));
+    assert!(seen[0]
+        .head
+        .starts_with("POST /v1/chat/completions HTTP/1.1"));
     assert!(seen[0]
         .head
         .to_ascii_lowercase()
@@ -313,7 +316,10 @@ async fn a_silent_endpoint_times_out() {
 async fn malformed_bodies_are_typed_errors() {
     let cases: Vec<(Reply, &str)> = vec![
         (Reply::Body("<html>gateway</html>"), "not JSON"),
-        (Reply::Json(200, json!({"object": "list"})), "choices[0].message"),
+        (
+            Reply::Json(200, json!({"object": "list"})),
+            "choices[0].message",
+        ),
         (
             Reply::Json(200, completion(json!({"role": "assistant", "content": 7}))),
             "`content` is not a string",
@@ -405,7 +411,10 @@ async fn a_react_run_over_the_wire() {
         .run("Weather in Oslo and Bergen?", &ToolContext::new())
         .await
         .unwrap();
-    assert_eq!(state.final_answer.as_deref(), Some("Oslo clear, Bergen rain."));
+    assert_eq!(
+        state.final_answer.as_deref(),
+        Some("Oslo clear, Bergen rain.")
+    );
     assert_eq!(state.tool_calls.len(), 2);
     assert_eq!(state.tool_calls[1].result, Some(json!("rain, 9°C")));
 

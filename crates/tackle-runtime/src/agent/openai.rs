@@ -26,8 +26,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role,
-    ToolCallRequest,
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
 };
 use crate::agent::providers::{drop_nulls, openai_strict};
 

@@ -55,7 +55,10 @@
 #![warn(missing_docs)]
 
 pub use tackle_macros::tool;
+pub use tackle_macros::SkillState;
+pub use tackle_runtime::agent::skill::SkillState;
 pub use tackle_runtime::event_queue;
+pub use tackle_runtime::register_skill;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
     agent, approval, audit, call, capability, chain, context, error, events, executor,

@@ -1,4 +1,4 @@
-//! The `#[tool]` attribute of tackle. Use it through the `tackle` crate, which
+//! The `#[tool]` attribute and the `SkillState` derive of tackle. Use it through the `tackle` crate, which
 //! re-exports it and provides the paths its expansion refers to; the full reference,
 //! with every attribute and every compile error, is `docs/macro.md`.
 //!
@@ -14,6 +14,7 @@ mod docs;
 mod expand;
 mod json;
 mod sig;
+mod state;
 
 use proc_macro::TokenStream;
 
@@ -40,4 +41,20 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     expand::expand(args.into(), func).into()
+}
+
+/// Marks a struct as a skill's state (`tackle::agent::skill`): its fields are the
+/// skill's output keys. Fields using `HashMap` or `HashSet`, anywhere in their type,
+/// are compile errors, because their serialized order changes from run to run.
+///
+/// ```text
+/// #[derive(Serialize, Deserialize, JsonSchema, SkillState)]
+/// struct Trip { destination: String, legs: Vec<String> }
+/// ```
+#[proc_macro_derive(SkillState)]
+pub fn skill_state(item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::DeriveInput>(item) {
+        Ok(input) => state::expand(input).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }

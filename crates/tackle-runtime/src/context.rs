@@ -246,6 +246,13 @@ impl ToolContext {
         self
     }
 
+    /// The same context with no event sink: calls made with it report no progress and
+    /// stream to no one (their streamed output is still their result).
+    pub fn without_events(mut self) -> ToolContext {
+        Arc::make_mut(&mut self.inner).events = None;
+        self
+    }
+
     /// The id of the running call; `None` outside a call.
     pub fn call_id(&self) -> Option<u64> {
         self.call.as_ref().map(|c| c.id)

@@ -10,6 +10,7 @@
 //!   from the one canonical schema, with provider-legal names both ways;
 //! * [`react`]: the ReAct loop, [`ReactSkill`](react::ReactSkill): think, act through
 //!   the executor, observe, until the model answers or a limit is reached;
+//! * [`skill`]: named, versioned skills with a typed state, registered at link time;
 //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
 //!   an optional embedder tier.
 
@@ -19,3 +20,4 @@ pub mod openai;
 pub mod providers;
 pub mod react;
 pub mod search;
+pub mod skill;

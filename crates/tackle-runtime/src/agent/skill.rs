@@ -1,0 +1,684 @@
+//! Skills: named, versioned agent capabilities with a declared output.
+//!
+//! A [`Skill`] packages what an agent needs to do one kind of job: the tools it may
+//! use (registry keys, checked when the skill is registered), a system prompt, the
+//! capabilities the caller must hold ([`requires`](SkillBuilder::requires), checked
+//! before the skill runs, so a denied caller costs no model call), examples, and a
+//! **state type** whose fields are the skill's declared output keys.
+//!
+//! The state type derives `tackle::SkillState` (which implements [`SkillState`]),
+//! besides `Serialize`, `Deserialize` and `JsonSchema`.
+//! The derive rejects, at compile time, fields whose serialized order is not
+//! deterministic: `HashMap` and `HashSet`, also nested (`Vec<HashSet<_>>`). Use
+//! `BTreeMap` / `BTreeSet`. The check reads the field types as written, so a type
+//! alias hides a hash map from it; that is the "where possible" of the rule.
+//!
+//! Identity: the name is a slug (`[a-z0-9]` words joined by `-`), the version is
+//! semver (`1.2.0`), and the [`site_id`](Skill::site_id) is `name@version`. The
+//! [`kind`](SkillKind) (`agent`, `workflow`, `utility`) is catalogue metadata.
+//!
+//! Skills register at link time like tools, with
+//! [`register_skill!`](crate::register_skill) naming a function that builds the skill,
+//! and [`Skills::from_inventory`] collects them against a registry. A run
+//! ([`Skill::run`]) is a [ReAct](crate::agent::react) loop over the skill's tools whose
+//! final answer must be a JSON object of the state type; it is validated against the
+//! state's schema and returned as the typed state. With `bubble_events` (the default)
+//! the progress and stream events of the skill's tool calls reach the caller's event
+//! sink; without it they are kept inside the skill.
+
+use std::any::type_name;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::model::ChatModel;
+use crate::agent::react::{AgentError, ReactSkill, ReactState};
+use crate::context::ToolContext;
+use crate::executor::Executor;
+use crate::registry::Registry;
+use crate::schema::output_schema;
+use crate::validate::SchemaValidator;
+
+/// A type that can be a skill's state: its fields are the skill's output keys.
+///
+/// Implement it with `#[derive(SkillState)]`, which refuses hash-ordered fields.
+pub trait SkillState: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
+
+/// What a skill is, for catalogues and routing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkillKind {
+    /// Decides its own steps with a model.
+    Agent,
+    /// Follows a fixed sequence of steps.
+    Workflow,
+    /// A small helper other skills use.
+    Utility,
+}
+
+/// An example of a skill's use: a task and the state it should end in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SkillExample {
+    /// The task given.
+    pub task: String,
+    /// The state expected, as JSON (validated against the state's schema).
+    pub output: Value,
+}
+
+/// Why a skill could not be built, registered or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillError {
+    /// The name is not a slug.
+    #[error("skill name `{0}` is not a slug: lowercase letters and digits in words joined by `-`")]
+    BadName(String),
+    /// The version is not semver.
+    #[error("skill `{name}` has version `{version}`, which is not semver (such as 1.2.0)")]
+    BadVersion {
+        /// The skill's name.
+        name: String,
+        /// The version given.
+        version: String,
+    },
+    /// The description is empty.
+    #[error("skill `{0}` has no description")]
+    NoDescription(String),
+    /// The state type's schema is not an object with properties.
+    #[error("skill `{site_id}`: the state type `{state}` is not a struct with named fields")]
+    StateNotObject {
+        /// The skill.
+        site_id: String,
+        /// The state type.
+        state: &'static str,
+    },
+    /// An example's output does not fit the state.
+    #[error("skill `{site_id}`: example {index} does not fit the state: {problems}")]
+    BadExample {
+        /// The skill.
+        site_id: String,
+        /// The example, from 0.
+        index: usize,
+        /// What is wrong.
+        problems: String,
+    },
+    /// A tool the skill uses is not registered.
+    #[error("skill `{site_id}` uses `{tool}`, which is not registered")]
+    UnknownTool {
+        /// The skill.
+        site_id: String,
+        /// The key given.
+        tool: String,
+    },
+    /// Two skills have the same site id.
+    #[error("skill `{site_id}` is registered twice: at {first} and at {second}")]
+    Duplicate {
+        /// The site id.
+        site_id: String,
+        /// Where the first registration is.
+        first: String,
+        /// Where the second is.
+        second: String,
+    },
+    /// No skill of that name or site id.
+    #[error("no skill `{0}` is registered")]
+    NotFound(String),
+    /// The caller lacks capabilities the skill requires.
+    #[error("skill `{site_id}` requires {missing:?}, which the caller is not granted")]
+    Denied {
+        /// The skill.
+        site_id: String,
+        /// The capabilities missing.
+        missing: Vec<String>,
+    },
+    /// The skill was run with another state type than it declares.
+    #[error("skill `{site_id}` declares state `{declared}`, not `{asked}`")]
+    WrongState {
+        /// The skill.
+        site_id: String,
+        /// Its state type.
+        declared: &'static str,
+        /// The type asked for.
+        asked: &'static str,
+    },
+    /// The agent loop could not go on.
+    #[error("skill `{site_id}`: {error}")]
+    Agent {
+        /// The skill.
+        site_id: String,
+        /// What failed.
+        error: AgentError,
+    },
+    /// The run ended without an answer.
+    #[error("skill `{site_id}` ended without an answer: {reason}")]
+    NoAnswer {
+        /// The skill.
+        site_id: String,
+        /// Why the loop stopped.
+        reason: String,
+        /// The run, for inspection.
+        run: Box<ReactState>,
+    },
+    /// The answer is not the state.
+    #[error("skill `{site_id}`: the answer is not a valid state: {problems}")]
+    BadAnswer {
+        /// The skill.
+        site_id: String,
+        /// What is wrong.
+        problems: String,
+        /// The run, for inspection.
+        run: Box<ReactState>,
+    },
+}
+
+/// A skill. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Skill {
+    name: String,
+    version: String,
+    kind: SkillKind,
+    description: String,
+    tools: Vec<String>,
+    system_prompt: String,
+    requires: Vec<String>,
+    examples: Vec<SkillExample>,
+    bubble_events: bool,
+    state_type: &'static str,
+    state_schema: Value,
+    output_keys: Vec<String>,
+}
+
+/// Builds a [`Skill`]; start with [`Skill::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct SkillBuilder {
+    skill: Skill,
+}
+
+impl Skill {
+    /// Starts a skill named `name` (a slug) at `version` (semver) whose state is `S`.
+    pub fn builder<S: SkillState>(
+        name: impl Into<String>,
+        version: impl Into<String>,
+        kind: SkillKind,
+    ) -> SkillBuilder {
+        let state_schema = output_schema::<S>();
+        let output_keys = state_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        SkillBuilder {
+            skill: Skill {
+                name: name.into(),
+                version: version.into(),
+                kind,
+                description: String::new(),
+                tools: Vec::new(),
+                system_prompt: String::new(),
+                requires: Vec::new(),
+                examples: Vec::new(),
+                bubble_events: true,
+                state_type: type_name::<S>(),
+                state_schema,
+                output_keys,
+            },
+        }
+    }
+
+    /// The name, a slug.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version, semver.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// `name@version`.
+    pub fn site_id(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> SkillKind {
+        self.kind
+    }
+
+    /// What the skill does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The tools it may use, as given.
+    pub fn tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// Capabilities the caller must hold.
+    pub fn requires(&self) -> &[String] {
+        &self.requires
+    }
+
+    /// The examples.
+    pub fn examples(&self) -> &[SkillExample] {
+        &self.examples
+    }
+
+    /// Whether tool events reach the caller's sink.
+    pub fn bubble_events(&self) -> bool {
+        self.bubble_events
+    }
+
+    /// The declared output keys: the state type's fields, as serialized.
+    pub fn output_keys(&self) -> &[String] {
+        &self.output_keys
+    }
+
+    /// The state type's JSON Schema.
+    pub fn state_schema(&self) -> &Value {
+        &self.state_schema
+    }
+
+    /// The state type's Rust name.
+    pub fn state_type(&self) -> &'static str {
+        self.state_type
+    }
+
+    /// The capabilities in [`requires`](Self::requires) that `ctx` is not granted.
+    pub fn missing_capabilities(&self, ctx: &ToolContext) -> Vec<String> {
+        self.requires
+            .iter()
+            .filter(|c| !ctx.capabilities().allows(c))
+            .cloned()
+            .collect()
+    }
+
+    /// Checks that every tool resolves in `registry`.
+    pub fn check_tools(&self, registry: &Registry) -> Result<(), SkillError> {
+        for tool in &self.tools {
+            if registry.resolve(tool).is_err() {
+                return Err(SkillError::UnknownTool {
+                    site_id: self.site_id(),
+                    tool: tool.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the skill on `task`: checks `requires` against `ctx` first, then runs the
+    /// ReAct loop with `model` over the skill's tools, and reads the final answer as
+    /// the state `S` (which must be the skill's state type).
+    pub async fn run<S: SkillState>(
+        &self,
+        model: Arc<dyn ChatModel>,
+        executor: Arc<Executor>,
+        task: &str,
+        ctx: &ToolContext,
+    ) -> Result<SkillRun<S>, SkillError> {
+        let site_id = self.site_id();
+        if type_name::<S>() != self.state_type {
+            return Err(SkillError::WrongState {
+                site_id,
+                declared: self.state_type,
+                asked: type_name::<S>(),
+            });
+        }
+        let missing = self.missing_capabilities(ctx);
+        if !missing.is_empty() {
+            return Err(SkillError::Denied { site_id, missing });
+        }
+        let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
+        let react = ReactSkill::new(model, executor, &keys)
+            .map_err(|error| SkillError::Agent {
+                site_id: site_id.clone(),
+                error,
+            })?
+            .system_prompt(self.prompt());
+        let inner_ctx;
+        let ctx = if self.bubble_events {
+            ctx
+        } else {
+            inner_ctx = ctx.clone().without_events();
+            &inner_ctx
+        };
+        let run = react
+            .run(task, ctx)
+            .await
+            .map_err(|error| SkillError::Agent {
+                site_id: site_id.clone(),
+                error,
+            })?;
+        let Some(answer) = run.final_answer.as_deref() else {
+            let reason = run.stopped.clone().unwrap_or_else(|| "no answer".into());
+            return Err(SkillError::NoAnswer {
+                site_id,
+                reason,
+                run: Box::new(run),
+            });
+        };
+        match self.read_state::<S>(answer) {
+            Ok(state) => Ok(SkillRun { state, run }),
+            Err(problems) => Err(SkillError::BadAnswer {
+                site_id,
+                problems,
+                run: Box::new(run),
+            }),
+        }
+    }
+
+    /// The system prompt with the answer's required form appended.
+    fn prompt(&self) -> String {
+        format!(
+            "{}\n\nWhen you are done, answer with only a JSON object with the keys {} matching this schema: {}",
+            self.system_prompt,
+            self.output_keys.join(", "),
+            self.state_schema
+        )
+    }
+
+    /// Reads an answer as the state: a JSON object, possibly in a ```json fence.
+    fn read_state<S: SkillState>(&self, answer: &str) -> Result<S, String> {
+        let text = answer.trim();
+        let text = text
+            .strip_prefix("```json")
+            .or_else(|| text.strip_prefix("```"))
+            .and_then(|t| t.strip_suffix("```"))
+            .unwrap_or(text)
+            .trim();
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("the answer is not JSON ({e})"))?;
+        check_against(&self.state_schema, &value)?;
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+}
+
+fn check_against(schema: &Value, value: &Value) -> Result<(), String> {
+    let validator = SchemaValidator::compile(schema)?;
+    validator.validate(value).into_result().map_err(|issues| {
+        issues
+            .iter()
+            .map(|i| format!("{}: {}", i.pointer, i.message))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// A finished skill run: the typed state and the ReAct run that produced it.
+#[derive(Debug)]
+pub struct SkillRun<S> {
+    /// The state the skill ended in.
+    pub state: S,
+    /// The trajectory and tool calls.
+    pub run: ReactState,
+}
+
+impl SkillBuilder {
+    /// What the skill does (required).
+    pub fn description(mut self, text: impl Into<String>) -> SkillBuilder {
+        self.skill.description = text.into();
+        self
+    }
+
+    /// The tools it may use: registry keys (`ns.name@v`, `ns.name` or a bare name).
+    pub fn tools(mut self, keys: &[&str]) -> SkillBuilder {
+        self.skill.tools = keys.iter().map(|k| (*k).to_owned()).collect();
+        self
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> SkillBuilder {
+        self.skill.system_prompt = prompt.into();
+        self
+    }
+
+    /// Capabilities (grant patterns are matched against them) the caller must hold.
+    pub fn requires(mut self, capabilities: &[&str]) -> SkillBuilder {
+        self.skill.requires = capabilities.iter().map(|c| (*c).to_owned()).collect();
+        self
+    }
+
+    /// Adds an example.
+    pub fn example(mut self, task: impl Into<String>, output: Value) -> SkillBuilder {
+        self.skill.examples.push(SkillExample {
+            task: task.into(),
+            output,
+        });
+        self
+    }
+
+    /// Whether tool events reach the caller's event sink (default true).
+    pub fn bubble_events(mut self, bubble: bool) -> SkillBuilder {
+        self.skill.bubble_events = bubble;
+        self
+    }
+
+    /// Checks the name, version, description, state and examples.
+    pub fn build(self) -> Result<Skill, SkillError> {
+        let skill = self.skill;
+        if !is_slug(&skill.name) {
+            return Err(SkillError::BadName(skill.name));
+        }
+        if !is_semver(&skill.version) {
+            return Err(SkillError::BadVersion {
+                name: skill.name,
+                version: skill.version,
+            });
+        }
+        if skill.description.trim().is_empty() {
+            return Err(SkillError::NoDescription(skill.name));
+        }
+        if skill.output_keys.is_empty() {
+            return Err(SkillError::StateNotObject {
+                site_id: skill.site_id(),
+                state: skill.state_type,
+            });
+        }
+        for (index, example) in skill.examples.iter().enumerate() {
+            check_against(&skill.state_schema, &example.output).map_err(|problems| {
+                SkillError::BadExample {
+                    site_id: skill.site_id(),
+                    index,
+                    problems,
+                }
+            })?;
+        }
+        Ok(skill)
+    }
+}
+
+/// `[a-z0-9]+` words joined by single `-`.
+fn is_slug(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('-').all(|word| {
+            !word.is_empty()
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+/// `MAJOR.MINOR.PATCH`, optionally `-pre.release` and `+build`, numbers without
+/// leading zeros.
+fn is_semver(version: &str) -> bool {
+    let (main, build) = match version.split_once('+') {
+        Some((m, b)) => (m, Some(b)),
+        None => (version, None),
+    };
+    let (core, pre) = match main.split_once('-') {
+        Some((c, p)) => (c, Some(p)),
+        None => (main, None),
+    };
+    let number = |p: &str| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && (p == "0" || !p.starts_with('0'))
+    };
+    let ident =
+        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|p| number(p))
+        && pre.is_none_or(|p| {
+            p.split('.')
+                .all(|id| ident(id) && (!id.bytes().all(|b| b.is_ascii_digit()) || number(id)))
+        })
+        && build.is_none_or(|b| b.split('.').all(ident))
+}
+
+/// A skill registered at link time by [`register_skill!`](crate::register_skill).
+#[derive(Debug)]
+pub struct SkillRegistration {
+    build: fn() -> Result<Skill, SkillError>,
+    file: &'static str,
+    line: u32,
+}
+
+impl SkillRegistration {
+    /// A registration of the skill `build` makes, defined at `file:line`.
+    pub const fn new(
+        build: fn() -> Result<Skill, SkillError>,
+        file: &'static str,
+        line: u32,
+    ) -> SkillRegistration {
+        SkillRegistration { build, file, line }
+    }
+}
+
+inventory::collect!(SkillRegistration);
+
+/// Registers a skill at link time: `register_skill!(my_skill)`, where
+/// `fn my_skill() -> Result<Skill, SkillError>` builds it. [`Skills::from_inventory`]
+/// collects every registration.
+#[macro_export]
+macro_rules! register_skill {
+    ($build:path) => {
+        $crate::private::inventory::submit! {
+            $crate::agent::skill::SkillRegistration::new($build, ::core::file!(), ::core::line!())
+        }
+    };
+}
+
+/// The skills of a program, by site id. See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct Skills {
+    skills: BTreeMap<String, (Skill, String)>,
+}
+
+impl Skills {
+    /// No skills.
+    pub fn new() -> Skills {
+        Skills::default()
+    }
+
+    /// Every skill registered with [`register_skill!`](crate::register_skill), each
+    /// built and its tools checked against `registry`; the first failure is returned.
+    pub fn from_inventory(registry: &Registry) -> Result<Skills, SkillError> {
+        let mut skills = Skills::new();
+        let mut registrations: Vec<&SkillRegistration> =
+            inventory::iter::<SkillRegistration>.into_iter().collect();
+        registrations.sort_by_key(|r| (r.file, r.line));
+        for registration in registrations {
+            let skill = (registration.build)()?;
+            let place = format!("{}:{}", registration.file, registration.line);
+            skills.insert(skill, place, registry)?;
+        }
+        Ok(skills)
+    }
+
+    /// Adds a skill after checking its tools against `registry`.
+    pub fn register(&mut self, skill: Skill, registry: &Registry) -> Result<(), SkillError> {
+        self.insert(skill, "run time".to_owned(), registry)
+    }
+
+    fn insert(
+        &mut self,
+        skill: Skill,
+        place: String,
+        registry: &Registry,
+    ) -> Result<(), SkillError> {
+        skill.check_tools(registry)?;
+        let site_id = skill.site_id();
+        if let Some((_, first)) = self.skills.get(&site_id) {
+            return Err(SkillError::Duplicate {
+                site_id,
+                first: first.clone(),
+                second: place,
+            });
+        }
+        self.skills.insert(site_id, (skill, place));
+        Ok(())
+    }
+
+    /// The skill with this site id, or the highest version of this name.
+    pub fn get(&self, id: &str) -> Result<&Skill, SkillError> {
+        if let Some((skill, _)) = self.skills.get(id) {
+            return Ok(skill);
+        }
+        self.skills
+            .values()
+            .map(|(s, _)| s)
+            .filter(|s| s.name == id)
+            .max_by(|a, b| crate::version::compare_versions(&a.version, &b.version))
+            .ok_or_else(|| SkillError::NotFound(id.to_owned()))
+    }
+
+    /// Every skill, by site id.
+    pub fn iter(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.values().map(|(s, _)| s)
+    }
+
+    /// How many skills there are.
+    pub fn len(&self) -> usize {
+        self.skills.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.skills.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        for good in ["trip-planner", "a", "v2-search", "x1-2-3"] {
+            assert!(is_slug(good), "{good}");
+        }
+        for bad in ["", "Trip", "trip_planner", "-a", "a-", "a--b", "a b", "é"] {
+            assert!(!is_slug(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn semver() {
+        for good in [
+            "0.0.0",
+            "1.2.3",
+            "10.20.30",
+            "1.0.0-rc.1",
+            "1.0.0-alpha-x.0",
+            "1.0.0+build.7",
+            "1.0.0-beta+exp.sha.5114f85",
+        ] {
+            assert!(is_semver(good), "{good}");
+        }
+        for bad in [
+            "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "1.2.3-", "1.2.3-01", "1.2.3+", "v1.2.3",
+            "1.2.x", "",
+        ] {
+            assert!(!is_semver(bad), "{bad}");
+        }
+    }
+}

@@ -11,6 +11,8 @@
 //! * [`react`]: the ReAct loop, [`ReactSkill`](react::ReactSkill): think, act through
 //!   the executor, observe, until the model answers or a limit is reached;
 //! * [`skill`]: named, versioned skills with a typed state, registered at link time;
+//! * [`salience`]: scoring remembered episodes (recency, relevance, importance, use,
+//!   rules) and keeping those worth showing a model;
 //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
 //!   an optional embedder tier.
 
@@ -19,5 +21,6 @@ pub mod model;
 pub mod openai;
 pub mod providers;
 pub mod react;
+pub mod salience;
 pub mod search;
 pub mod skill;

@@ -61,7 +61,7 @@ pub use tackle_runtime::event_queue;
 pub use tackle_runtime::register_skill;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{
-    agent, approval, audit, call, capability, chain, context, error, events, executor,
+    agent, approval, audit, call, capability, chain, context, error, events, executor, pipeline,
     registrations, registry, sanitize, schema, shape, spec, validate, version, ApprovalBinding,
     ApprovalDecision, ApprovalPredicate, ApprovalRequest, ApproveWith, Approver, Args, AuditEvent,
     AuditSink, CallOutcome, CallReport, CancellationToken, Capabilities, CollisionNote,

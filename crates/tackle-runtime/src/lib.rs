@@ -28,6 +28,7 @@ pub mod context;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod pipeline;
 pub mod registry;
 pub mod replay;
 pub mod sanitize;

@@ -28,7 +28,7 @@ use serde_json::{json, Map, Value};
 use crate::agent::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
 };
-use crate::agent::providers::{drop_nulls, openai_strict};
+use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
 
 /// How much of an error body a [`ModelError::Status`] keeps.
 const BODY_EXCERPT: usize = 512;
@@ -256,14 +256,6 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-fn without_dialect(schema: &Value) -> Value {
-    let mut out = schema.clone();
-    if let Some(obj) = out.as_object_mut() {
-        obj.shift_remove("$schema");
-    }
-    out
 }
 
 fn wire_message(message: &Message) -> Value {

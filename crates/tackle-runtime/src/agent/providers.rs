@@ -213,7 +213,8 @@ pub fn definition(provider: Provider, tool: &Tool, name: &str) -> Value {
     }
 }
 
-fn without_dialect(schema: &Value) -> Value {
+/// `schema` without its `$schema` dialect line.
+pub(crate) fn without_dialect(schema: &Value) -> Value {
     let mut out = schema.clone();
     if let Some(obj) = out.as_object_mut() {
         obj.shift_remove("$schema");

@@ -137,12 +137,11 @@ impl Default for RuleBasedScorer {
     }
 }
 
-/// The lowercase words of a text (letters and digits; shorter than 2 dropped).
+/// The lowercase words of a text, as tool search splits them; shorter than 2 dropped.
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 2)
-        .map(str::to_lowercase)
-        .collect()
+    let mut words = crate::agent::search::words(text);
+    words.retain(|w| w.chars().count() >= 2);
+    words
 }
 
 impl RuleBasedScorer {

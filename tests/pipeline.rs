@@ -320,3 +320,43 @@ async fn capabilities_are_checked_per_node() {
         .unwrap();
     assert_eq!(state["booking"], "booked Oslo");
 }
+
+#[tokio::test]
+async fn a_recorded_run_replays_without_calling_the_broker() {
+    use tackle::replay::Mode;
+    use tackle::{Cassette, CassetteConfig};
+
+    let dir = std::env::temp_dir().join(format!("tackle-pipeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("handoff.json");
+    let pipeline = Pipeline::from_yaml(DOC).unwrap();
+    let run = |mode: Mode, broker: Arc<EchoBroker>| {
+        let path = path.clone();
+        let pipeline = pipeline.clone();
+        async move {
+            let cassette =
+                Cassette::open(&path, CassetteConfig::new().mode(mode).ignore_env()).unwrap();
+            let mut rt = runtime();
+            rt.set_cassette(Some(cassette.clone()));
+            let ctx = ToolContext::new()
+                .grant("agents:travel")
+                .grant("broker:send")
+                .with_resource(BrokerHandle(broker));
+            let state = pipeline.run(&rt, start(), &ctx).await;
+            cassette.finish().unwrap();
+            state
+        }
+    };
+    let live = Arc::new(EchoBroker::default());
+    let recorded = run(Mode::Rewrite, live.clone()).await.unwrap();
+    assert_eq!(live.sent.lock().unwrap().len(), 1);
+
+    let offline = Arc::new(EchoBroker::default());
+    let replayed = run(Mode::Replay, offline.clone()).await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(replayed, recorded);
+    assert!(
+        offline.sent.lock().unwrap().is_empty(),
+        "the broker was not called"
+    );
+}

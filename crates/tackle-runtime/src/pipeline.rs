@@ -31,7 +31,10 @@
 //!   [`Broker`] the caller put in the context
 //!   ([`ToolContext::with_resource`]`(`[`BrokerHandle`]`)`), and writes the reply in a
 //!   provenance envelope: `{"response": ..., "provenance": {"origin": "tool", "source":
-//!   ..., "external_id": ...}}`. It needs the capability `broker:send`.
+//!   ..., "external_id": ...}}`. It needs the capability `broker:send`. With a
+//!   cassette on the runtime, the send goes through the replay layer as the operation
+//!   [`BROKER_OPERATION`] (must-stub, like model calls): recorded once, replayed
+//!   offline without calling the broker.
 //!
 //! Every node may list `requires`; the caller must hold each before the node runs.
 //! Parsing is strict: an unknown field, a wrong type or bad YAML is an error with its
@@ -52,6 +55,11 @@ use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::Registry;
+use crate::replay::Cassette;
+use crate::spec::ReplayPolicy;
+
+/// The replay operation of a broker send (input: the agent id and the intent).
+pub const BROKER_OPERATION: &str = "broker.send";
 
 /// The capability a broker node needs.
 pub const BROKER_CAPABILITY: &str = "broker:send";
@@ -351,7 +359,7 @@ impl Pipeline {
             }
             let result = match node.kind {
                 NodeKind::Tool => self.run_tool(node, runtime, &state, ctx).await,
-                NodeKind::Broker => run_broker(node, &state, ctx).await,
+                NodeKind::Broker => run_broker(node, &state, ctx, runtime.cassette()).await,
             };
             match result {
                 Ok(value) => {
@@ -405,6 +413,7 @@ async fn run_broker(
     node: &Node,
     state: &Map<String, Value>,
     ctx: &ToolContext,
+    cassette: Option<&Cassette>,
 ) -> Result<Value, Failure> {
     let agent_path = node
         .agent
@@ -424,11 +433,32 @@ async fn run_broker(
     let broker = ctx
         .resource::<BrokerHandle>()
         .map_err(|_| Failure::NoBroker)?;
-    let reply = broker
-        .0
-        .send(&agent, intent)
-        .await
-        .map_err(Failure::Broker)?;
+    let reply = match cassette {
+        None => broker
+            .0
+            .send(&agent, intent)
+            .await
+            .map_err(Failure::Broker)?,
+        Some(cassette) => {
+            let input = json!({ "agent_id": agent, "intent": intent });
+            let recorded = cassette
+                .operation(BROKER_OPERATION, ReplayPolicy::MustStub, input, |_| async {
+                    let failed = |message: String| ToolError::Execution {
+                        key: BROKER_OPERATION.to_owned(),
+                        message,
+                    };
+                    let reply = broker.0.send(&agent, intent).await.map_err(failed)?;
+                    serde_json::to_value(&reply).map_err(|e| failed(e.to_string()))
+                })
+                .await
+                .map_err(|e| match e {
+                    ToolError::Execution { message, .. } => Failure::Broker(message),
+                    other => Failure::Broker(other.to_string()),
+                })?;
+            serde_json::from_value(recorded)
+                .map_err(|e| Failure::Broker(format!("the recorded reply does not fit: {e}")))?
+        }
+    };
     Ok(json!({
         "response": reply.response,
         "provenance": {

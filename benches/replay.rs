@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 use support::ready;
-use tackle::replay::cassette::{
+use tackle::replay::file::{
     save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
 };
 use tackle::replay::Mode;
@@ -49,6 +49,7 @@ fn interaction(call: u64, input: Value, output: Value) -> Interaction {
         policy: ReplayPolicy::RecordedResult,
         input,
         outcome: Outcome::Ok(output),
+        shaped: false,
     }
 }
 

@@ -33,7 +33,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::{ReactSkill, ReactState, TrajectoryStep};
-use tackle::replay::{cassette, InteractionKind, Mode};
+use tackle::replay::{load, InteractionKind, Mode};
 use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext};
 
 /// A place on Earth.
@@ -214,7 +214,7 @@ impl ChatModel for NotCalled {
 
 /// The recorded model's identity, from the first completion in a cassette.
 fn recorded_model(path: &Path) -> Result<NotCalled, String> {
-    let file = cassette::load(path).map_err(|e| e.to_string())?;
+    let file = load(path).map_err(|e| e.to_string())?;
     let key = file
         .interactions
         .iter()
@@ -403,8 +403,11 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
             "You answer questions about places with the tools you are given. \
              Look places up rather than guessing, and answer in one sentence.",
         );
+    // Deny by default: this caller may call models (`llm:<provider>`); the example's
+    // tools require nothing.
+    let ctx = ToolContext::new().grant("llm:*");
     let state = skill
-        .run(&args.task, &ToolContext::new())
+        .run(&args.task, &ctx)
         .await
         .map_err(|e| match &args.plan {
             Plan::Replay(_) => format!(

@@ -54,6 +54,10 @@
 
 #![warn(missing_docs)]
 
+// `#[tool]` names this crate `::tackle` in its expansions; inside the crate itself
+// (its doctests and its own `#[tool]`s) that path needs this.
+extern crate self as tackle;
+
 pub use tackle_macros::tool;
 pub use tackle_macros::SkillState;
 pub use tackle_runtime::agent::skill::SkillState;
@@ -77,8 +81,8 @@ pub use tackle_runtime::{cassette, replay, SchemaSide};
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;
 
-/// Paths used by `#[tool]`'s expansion. Not a public API.
+/// Paths used by `#[tool]`'s expansion (the runtime's macro ABI). Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use tackle_runtime::private::*;
+    pub use tackle_runtime::abi::*;
 }

@@ -1,14 +1,14 @@
-//! Chat models for tests, and model calls through the replay layer.
+//! Chat models for tests, and model calls through the door (and its replay stage).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use tackle::agent::model::{
-    complete, ChatModel, ChatRequest, ChatResponse, FunctionModel, Message, ModelError, Role,
-    ScriptedModel, TestModel, ToolCallRequest, ToolDefinition,
+    complete, completion, ChatModel, ChatRequest, ChatResponse, FunctionModel, Message, ModelError,
+    Role, ScriptedModel, TestModel, ToolCallRequest, ToolDefinition,
 };
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolErrorKind};
+use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext, ToolErrorKind};
 
 /// Look up a word in the dictionary.
 #[tool(namespace = "dict", side_effects = read)]
@@ -131,15 +131,18 @@ async fn model_calls_record_then_replay_without_the_model() {
             r.messages.len()
         )))
     });
+    let ctx = ToolContext::new().grant("llm:function");
+    let op = completion(&live);
     let cassette = Cassette::open(
         &path,
         CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
     )
     .unwrap();
-    let one = complete(&live, &ask("a"), Some(&cassette)).await.unwrap();
+    let rt = Runtime::default().with_cassette(cassette.clone());
+    let one = complete(&rt, &op, &live, &ask("a"), &ctx).await.unwrap();
     let mut two_messages = ask("a");
     two_messages.messages.push(Message::user("b"));
-    let two = complete(&live, &two_messages, Some(&cassette))
+    let two = complete(&rt, &op, &live, &two_messages, &ctx)
         .await
         .unwrap();
     cassette.finish().unwrap();
@@ -153,14 +156,13 @@ async fn model_calls_record_then_replay_without_the_model() {
     });
     let cassette =
         Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env()).unwrap();
+    let rt = Runtime::default().with_cassette(cassette);
     assert_eq!(
-        complete(&offline, &ask("a"), Some(&cassette))
-            .await
-            .unwrap(),
+        complete(&rt, &op, &offline, &ask("a"), &ctx).await.unwrap(),
         one
     );
     assert_eq!(
-        complete(&offline, &two_messages, Some(&cassette))
+        complete(&rt, &op, &offline, &two_messages, &ctx)
             .await
             .unwrap(),
         two
@@ -171,11 +173,11 @@ async fn model_calls_record_then_replay_without_the_model() {
         "replay never calls the model"
     );
     // A third completion was never recorded.
-    let err = complete(&offline, &ask("c"), Some(&cassette))
+    let err = complete(&rt, &op, &offline, &ask("c"), &ctx)
         .await
         .unwrap_err();
     match err {
-        ModelError::Replay(e) => assert_eq!(e.kind(), ToolErrorKind::CassetteMiss, "{e}"),
+        ModelError::Door(e) => assert_eq!(e.kind(), ToolErrorKind::CassetteMiss, "{e}"),
         other => panic!("expected a replay error, got {other}"),
     }
     std::fs::remove_dir_all(&dir).ok();

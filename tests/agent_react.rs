@@ -93,7 +93,10 @@ async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
         ["geo_distance", "weather_tomorrow"]
     );
     let state = skill
-        .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+        .run(
+            "Should I drive to Bergen tomorrow?",
+            &ToolContext::new().grant("llm:*"),
+        )
         .await
         .unwrap();
     assert!(state.done);
@@ -146,7 +149,10 @@ async fn a_recorded_run_replays_identically_without_the_model() {
         TOOLS,
     )
     .unwrap()
-    .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+    .run(
+        "Should I drive to Bergen tomorrow?",
+        &ToolContext::new().grant("llm:*"),
+    )
     .await
     .unwrap();
     executor_live
@@ -169,7 +175,10 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     let executor_replay = executor(Some(replay));
     let replayed = ReactSkill::new(Arc::new(unreachable), executor_replay.clone(), TOOLS)
         .unwrap()
-        .run("Should I drive to Bergen tomorrow?", &ToolContext::new())
+        .run(
+            "Should I drive to Bergen tomorrow?",
+            &ToolContext::new().grant("llm:*"),
+        )
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0, "the model is never called");
@@ -210,7 +219,10 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         TOOLS,
     )
     .unwrap();
-    let state = skill.run("distance?", &ToolContext::new()).await.unwrap();
+    let state = skill
+        .run("distance?", &ToolContext::new().grant("llm:*"))
+        .await
+        .unwrap();
     assert!(!state.done);
     assert_eq!(state.error_budget, 0);
     assert_eq!(
@@ -245,7 +257,7 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     });
     let state = ReactSkill::new(Arc::new(confused), executor(None), TOOLS)
         .unwrap()
-        .run("?", &ToolContext::new())
+        .run("?", &ToolContext::new().grant("llm:*"))
         .await
         .unwrap();
     assert!(state.done);
@@ -266,7 +278,7 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     .unwrap()
     .repair_with(UseBergen)
     .max_steps(2)
-    .run("distance?", &ToolContext::new())
+    .run("distance?", &ToolContext::new().grant("llm:*"))
     .await
     .unwrap();
     assert_eq!(repaired.error_budget, 3);
@@ -308,7 +320,7 @@ async fn deferred_tools_are_offered_once_found() {
         .deferred(&["weather.tomorrow"])
         .unwrap();
     let state = skill
-        .run("weather in Bergen?", &ToolContext::new())
+        .run("weather in Bergen?", &ToolContext::new().grant("llm:*"))
         .await
         .unwrap();
     assert!(state.done, "{state:?}");

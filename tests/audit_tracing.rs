@@ -138,12 +138,17 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         .iter()
         .filter(|s| s.starts_with("tool.call"))
         .collect();
-    assert_eq!(calls.len(), 3, "one span per resolved call: {spans:?}");
+    assert_eq!(calls.len(), 4, "one span per call: {spans:?}");
     assert_eq!(
         calls[0].as_str(),
-        "tool.call tool.key=bank.pay@1 tool.side_effects=external tool.trust=first-party call.id=0 call.outcome=ok"
+        "tool.call call.id=0 tool.key=bank.pay@1 tool.side_effects=external tool.trust=first-party call.outcome=ok"
     );
     assert!(calls[1].ends_with("call.outcome=Execution"), "{}", calls[1]);
+    // A key that resolves to no tool still leaves a span, without the tool's fields.
+    assert_eq!(
+        calls[3].as_str(),
+        "tool.call call.id=3 call.outcome=NotFound"
+    );
     let all = spans.join("\n") + &serde_json::to_string(&events).unwrap();
     assert!(
         !all.contains("tok-abcdef"),

@@ -408,7 +408,10 @@ async fn a_react_run_over_the_wire() {
     )
     .unwrap();
     let state = skill
-        .run("Weather in Oslo and Bergen?", &ToolContext::new())
+        .run(
+            "Weather in Oslo and Bergen?",
+            &ToolContext::new().grant("llm:*"),
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tackle::replay::{CassetteError, Mode};
+use tackle::call::Operation;
+use tackle::replay::{CassetteError, CassetteWarning, Mode};
 use tackle::{
-    tool, Cassette, CassetteConfig, DynamicTool, ReplayPolicy, Resource, Runtime, SideEffects,
-    ToolContext, ToolError, ToolErrorKind, ToolSpec,
+    tool, Cassette, CassetteConfig, DynamicTool, Resource, Runtime, SideEffects, ToolContext,
+    ToolError, ToolErrorKind, ToolSpec,
 };
 
 #[derive(Default)]
@@ -289,10 +290,9 @@ async fn changed_versions_and_schemas_are_reported_by_name() {
     assert_eq!(err.kind(), ToolErrorKind::InvalidOutput, "{err}");
     let report = rt.cassette().unwrap().finish().unwrap();
     assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("the schema of `dyn.lookup@1` changed")),
+        report.warnings.iter().any(
+            |w| matches!(w, CassetteWarning::SchemaChanged { key, .. } if key == "dyn.lookup@1")
+        ),
         "{report:?}"
     );
 }
@@ -300,52 +300,62 @@ async fn changed_versions_and_schemas_are_reported_by_name() {
 #[tokio::test]
 async fn model_calls_record_and_replay_in_order() {
     let path = temp("operations");
-    let key = "llm.scripted.complete@model-1";
-    let cassette = open(&path, Mode::Rewrite);
+    let mut spec = ToolSpec::new(
+        "llm.scripted",
+        "complete",
+        "model-1",
+        SideEffects::External,
+        "A scripted model.",
+    );
+    spec.input_schema = json!(true);
+    spec.output_schema = json!(true);
+    let model = Operation::new(spec);
+    let ctx = ToolContext::new();
+    let rt = Runtime::default().with_cassette(open(&path, Mode::Rewrite));
     for (turn, reply) in [(1, "thinking"), (2, "done")] {
-        let out = cassette
-            .operation(
-                key,
-                ReplayPolicy::MustStub,
-                json!({"messages": [turn]}),
-                |_| async move { Ok(json!({"text": reply})) },
+        let out = rt
+            .perform(
+                &model,
+                || json!({"messages": [turn]}),
+                &ctx,
+                || async move { Ok(json!({"text": reply})) },
             )
             .await
             .unwrap();
         assert_eq!(out["text"], reply);
     }
-    cassette.finish().unwrap();
+    rt.cassette().unwrap().finish().unwrap();
 
-    let never = |_: Value| async move {
+    let never = || async move {
         Err::<Value, _>(ToolError::Execution {
             key: "model".into(),
             message: "the model must not be called".into(),
         })
     };
-    let replay = open(&path, Mode::Replay);
-    let first = replay
-        .operation(key, ReplayPolicy::MustStub, json!({"messages": [1]}), never)
+    let rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
+    let first = rt
+        .perform(&model, || json!({"messages": [1]}), &ctx, never)
         .await
         .unwrap();
     assert_eq!(first, json!({"text": "thinking"}));
-    let second = replay
-        .operation(key, ReplayPolicy::MustStub, json!({"messages": [2]}), never)
+    let second = rt
+        .perform(&model, || json!({"messages": [2]}), &ctx, never)
         .await
         .unwrap();
     assert_eq!(second, json!({"text": "done"}));
-    replay.finish().unwrap();
+    rt.cassette().unwrap().finish().unwrap();
 
     // Out of position: turn 2 asked for first is a divergence, with the expected call.
-    let replay = open(&path, Mode::Replay);
-    let err = replay
-        .operation(key, ReplayPolicy::MustStub, json!({"messages": [2]}), never)
+    let rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
+    let err = rt
+        .perform(&model, || json!({"messages": [2]}), &ctx, never)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Divergence, "{err}");
     assert!(err.to_string().contains("call #0 comes first"), "{err}");
     // A changed prompt is a divergence with a diff against what was expected.
-    let err = replay
-        .operation(key, ReplayPolicy::MustStub, json!({"messages": [7]}), never)
+    let err = rt
+        .perform(&model, || json!({"messages": [7]}), &ctx, never)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("/messages/0: 1 -> 7"), "{err}");

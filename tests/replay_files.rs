@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::json;
-use tackle::replay::cassette::load;
-use tackle::replay::{CassetteError, Mode};
+use serde_json::{json, Value};
+use tackle::call::Operation;
+use tackle::replay::{load, CassetteError, Mode};
 use tackle::{
-    Cassette, CassetteConfig, DynamicTool, Registry, ReplayPolicy, Runtime, SideEffects, ToolSpec,
+    Cassette, CassetteConfig, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolError,
+    ToolSpec,
 };
 
 fn temp(name: &str) -> PathBuf {
@@ -24,17 +25,46 @@ fn open(path: &Path, mode: Mode) -> Cassette {
     Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).unwrap()
 }
 
+/// A model-like operation, `llm.test.complete@m`, performed through the door.
+fn model() -> Operation {
+    let mut spec = ToolSpec::new(
+        "llm.test",
+        "complete",
+        "m",
+        SideEffects::External,
+        "A model.",
+    );
+    spec.input_schema = json!(true);
+    spec.output_schema = json!(true);
+    Operation::new(spec)
+}
+
+/// Performs `op` with `input` through `rt`'s door; `output` is what it gives when it runs.
+async fn perform(
+    rt: &Runtime,
+    op: &Operation,
+    input: Value,
+    output: Value,
+) -> Result<Value, ToolError> {
+    rt.perform(
+        op,
+        move || input,
+        &ToolContext::new(),
+        move || async move { Ok(output) },
+    )
+    .await
+}
+
 /// Records `count` model calls into a fresh cassette at `path`.
 async fn record(path: &Path, count: usize, tag: &str) {
     let cassette = open(path, Mode::Rewrite);
+    let rt = Runtime::default().with_cassette(cassette.clone());
+    let op = model();
     for i in 0..count {
-        let input = json!({"z": i, "a": {"y": tag, "b": [i, "x"]}});
-        cassette
-            .operation("llm.test.complete@m", ReplayPolicy::MustStub, input, |input| async move {
-                Ok(json!({"zeta": 1, "alpha": input["a"].clone(), "text": format!("reply {i} {tag}")}))
-            })
-            .await
-            .unwrap();
+        let a = json!({"y": tag, "b": [i, "x"]});
+        let input = json!({"z": i, "a": a});
+        let output = json!({"zeta": 1, "alpha": a, "text": format!("reply {i} {tag}")});
+        perform(&rt, &op, input, output).await.unwrap();
     }
     cassette.finish().unwrap();
 }
@@ -52,15 +82,10 @@ async fn record_in_order(path: &Path, order: &[i64]) {
     let mut runtime = Runtime::new(registry);
     let cassette = open(path, Mode::Rewrite);
     runtime.set_cassette(Some(cassette.clone()));
-    let model = |tag: &'static str| {
-        cassette.operation(
-            "llm.test.complete@m",
-            ReplayPolicy::MustStub,
-            json!(tag),
-            |_| async { Ok(json!("ok")) },
-        )
-    };
-    model("before").await.unwrap();
+    let op = model();
+    perform(&runtime, &op, json!("before"), json!("ok"))
+        .await
+        .unwrap();
     for n in order {
         let ctx = tackle::ToolContext::new();
         runtime
@@ -68,7 +93,9 @@ async fn record_in_order(path: &Path, order: &[i64]) {
             .await
             .unwrap();
     }
-    model("after").await.unwrap();
+    perform(&runtime, &op, json!("after"), json!("ok"))
+        .await
+        .unwrap();
     cassette.finish().unwrap();
 }
 
@@ -157,13 +184,8 @@ async fn a_panicking_test_never_overwrites_a_good_cassette() {
     let p = path.clone();
     let outcome = tokio::spawn(async move {
         let cassette = open(&p, Mode::Rewrite);
-        cassette
-            .operation(
-                "llm.test.complete@m",
-                ReplayPolicy::MustStub,
-                json!({}),
-                |_| async { Ok(json!("new")) },
-            )
+        let rt = Runtime::default().with_cassette(cassette);
+        perform(&rt, &model(), json!({}), json!("new"))
             .await
             .unwrap();
         panic!("the test fails before finish()");

@@ -172,7 +172,7 @@ async fn requires_is_checked_before_the_model_is_called() {
             model.clone(),
             Arc::new(Executor::new(rt)),
             "Oslo to Bergen",
-            &ToolContext::new().grant("trips:book"),
+            &ToolContext::new().grant("trips:book").grant("llm:*"),
         )
         .await
         .unwrap_err();
@@ -192,7 +192,10 @@ async fn a_run_ends_in_the_typed_state_and_events_bubble() {
     let skill = trip_planner().unwrap();
     let model = Arc::new(ScriptedModel::new(answer_turns()));
     let (sink, mut events) = event_queue(64);
-    let ctx = ToolContext::new().grant("trips:*").with_events(sink);
+    let ctx = ToolContext::new()
+        .grant("trips:*")
+        .grant("llm:*")
+        .with_events(sink);
     let done = skill
         .run::<TripPlan>(
             model.clone(),
@@ -235,7 +238,7 @@ async fn without_bubbling_the_callers_sink_hears_nothing() {
             Arc::new(ScriptedModel::new(answer_turns())),
             Arc::new(Executor::new(rt)),
             "Oslo to Bergen",
-            &ToolContext::new().with_events(sink),
+            &ToolContext::new().grant("llm:*").with_events(sink),
         )
         .await
         .unwrap();
@@ -255,7 +258,7 @@ async fn an_answer_that_is_not_the_state_is_an_error_with_the_run() {
             Arc::new(model),
             Arc::new(Executor::new(rt)),
             "?",
-            &ToolContext::new(),
+            &ToolContext::new().grant("llm:*"),
         )
         .await
     {

@@ -12,39 +12,19 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, MetaNameValue, Token};
 
+use tackle_contract::{
+    attr, ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, Trust, Words,
+};
+
 use crate::json;
 
-/// Every attribute `#[tool]` accepts.
-pub const KNOWN: &[&str] = &[
-    "name",
-    "namespace",
-    "version",
-    "side_effects",
-    "replay_policy",
-    "requires_capability",
-    "description",
-    "idempotency_key",
-    "cost_estimate",
-    "tags",
-    "examples",
-    "deprecated",
-    "input_schema",
-    "output_schema",
-    "execution_mode",
-    "needs_approval",
-    "timeout_ms",
-    "max_result_tokens",
-    "result_shaping",
-    "secrets",
-    "trust",
-    "blocking",
-    "params",
-];
+/// Every attribute `#[tool]` accepts (defined by the contract the runtime shares).
+pub const KNOWN: &[&str] = attr::ALL;
 
-/// A word-valued attribute: the word as written (with `-` read as `_`) and its span.
-#[derive(Clone, Debug)]
-pub struct Word {
-    pub value: String,
+/// A word-valued attribute: its value and where it was written.
+#[derive(Clone, Copy, Debug)]
+pub struct Word<T> {
+    pub value: T,
     pub span: Span,
 }
 
@@ -54,8 +34,8 @@ pub struct ToolAttrs {
     pub name: Option<LitStr>,
     pub namespace: Option<LitStr>,
     pub version: Option<LitStr>,
-    pub side_effects: Option<Word>,
-    pub replay_policy: Option<Word>,
+    pub side_effects: Option<Word<SideEffects>>,
+    pub replay_policy: Option<Word<ReplayPolicy>>,
     pub requires_capability: Vec<LitStr>,
     pub description: Option<LitStr>,
     pub idempotency_key: Option<LitStr>,
@@ -66,17 +46,19 @@ pub struct ToolAttrs {
     pub deprecation_note: Option<LitStr>,
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
-    pub execution_mode: Option<Word>,
+    pub execution_mode: Option<Word<ExecutionMode>>,
     pub needs_approval: bool,
     /// `needs_approval = predicate`: a function deciding per validated input.
     pub approval_when: Option<syn::Path>,
     pub timeout_ms: Option<u64>,
     pub max_result_tokens: Option<u32>,
-    pub result_shaping: Option<Word>,
+    pub result_shaping: Option<Word<ResultShaping>>,
     pub secrets: Vec<LitStr>,
-    pub trust: Option<Word>,
+    pub trust: Option<Word<Trust>>,
     pub blocking: bool,
     pub params: Vec<(Ident, LitStr)>,
+    /// `crate = "path"`: where the `tackle` crate is.
+    pub krate: Option<syn::Path>,
     /// Every known attribute that was written, valid or not.
     pub given: Vec<String>,
 }
@@ -157,62 +139,31 @@ fn unknown(key: &str, span: Span) -> syn::Error {
 impl ToolAttrs {
     fn set(&mut self, key: &str, span: Span, raw: Raw) -> syn::Result<()> {
         match key {
-            "name" => self.name = Some(lit_str(key, span, raw)?),
-            "namespace" => self.namespace = Some(lit_str(key, span, raw)?),
-            "version" => self.version = Some(lit_str(key, span, raw)?),
-            "description" => self.description = Some(lit_str(key, span, raw)?),
-            "idempotency_key" => self.idempotency_key = Some(lit_str(key, span, raw)?),
-            "side_effects" => {
-                self.side_effects = Some(word(
-                    key,
-                    span,
-                    raw,
-                    &["none", "read", "write", "external"],
-                )?)
-            }
-            "replay_policy" => {
-                self.replay_policy = Some(word(
-                    key,
-                    span,
-                    raw,
-                    &["must_stub", "fail_loud", "recorded_result"],
-                )?)
-            }
-            "execution_mode" => {
-                self.execution_mode =
-                    Some(word(key, span, raw, &["auto", "parallel", "sequential"])?)
-            }
-            "trust" => {
-                self.trust = Some(word(
-                    key,
-                    span,
-                    raw,
-                    &["first_party", "trusted", "untrusted", "mcp"],
-                )?)
-            }
-            "requires_capability" => self.requires_capability = str_list(key, span, raw)?,
-            "tags" => self.tags = str_list(key, span, raw)?,
-            "result_shaping" => {
-                self.result_shaping = Some(word(
-                    key,
-                    span,
-                    raw,
-                    &["middle", "tail", "spill_to_file", "summarize"],
-                )?)
-            }
-            "secrets" => self.secrets = str_list(key, span, raw)?,
-            "needs_approval" => match raw {
+            attr::NAME => self.name = Some(lit_str(key, span, raw)?),
+            attr::NAMESPACE => self.namespace = Some(lit_str(key, span, raw)?),
+            attr::VERSION => self.version = Some(lit_str(key, span, raw)?),
+            attr::DESCRIPTION => self.description = Some(lit_str(key, span, raw)?),
+            attr::IDEMPOTENCY_KEY => self.idempotency_key = Some(lit_str(key, span, raw)?),
+            attr::SIDE_EFFECTS => self.side_effects = Some(word(key, span, raw)?),
+            attr::REPLAY_POLICY => self.replay_policy = Some(word(key, span, raw)?),
+            attr::EXECUTION_MODE => self.execution_mode = Some(word(key, span, raw)?),
+            attr::TRUST => self.trust = Some(word(key, span, raw)?),
+            attr::RESULT_SHAPING => self.result_shaping = Some(word(key, span, raw)?),
+            attr::REQUIRES_CAPABILITY => self.requires_capability = str_list(key, span, raw)?,
+            attr::TAGS => self.tags = str_list(key, span, raw)?,
+            attr::SECRETS => self.secrets = str_list(key, span, raw)?,
+            attr::NEEDS_APPROVAL => match raw {
                 Raw::Expr(Expr::Path(p)) => {
                     self.needs_approval = false;
                     self.approval_when = Some(p.path);
                 }
                 other => self.needs_approval = flag(key, span, other)?,
             },
-            "blocking" => self.blocking = flag(key, span, raw)?,
-            "timeout_ms" => self.timeout_ms = Some(int(key, span, raw)?),
-            "max_result_tokens" => self.max_result_tokens = Some(int(key, span, raw)?),
-            "cost_estimate" => self.cost_estimate = Some(decimal(span, raw)?),
-            "deprecated" => match raw {
+            attr::BLOCKING => self.blocking = flag(key, span, raw)?,
+            attr::TIMEOUT_MS => self.timeout_ms = Some(int(key, span, raw)?),
+            attr::MAX_RESULT_TOKENS => self.max_result_tokens = Some(int(key, span, raw)?),
+            attr::COST_ESTIMATE => self.cost_estimate = Some(decimal(span, raw)?),
+            attr::DEPRECATED => match raw {
                 Raw::Expr(Expr::Lit(ExprLit {
                     lit: Lit::Str(s), ..
                 })) => {
@@ -221,7 +172,7 @@ impl ToolAttrs {
                 }
                 other => self.deprecated = flag(key, span, other)?,
             },
-            "input_schema" | "output_schema" => {
+            attr::INPUT_SCHEMA | attr::OUTPUT_SCHEMA => {
                 let lit = lit_str(key, span, raw)?;
                 let value = json::parse(&lit, &format!("`{key}`"))?;
                 if !value.is_object() && !value.is_boolean() {
@@ -230,14 +181,23 @@ impl ToolAttrs {
                         format!("`{key}` must be a JSON Schema object"),
                     ));
                 }
-                if key == "input_schema" {
+                if key == attr::INPUT_SCHEMA {
                     self.input_schema = Some(value);
                 } else {
                     self.output_schema = Some(value);
                 }
             }
-            "examples" => self.examples = examples(span, raw)?,
-            "params" => self.params = params(span, raw)?,
+            attr::EXAMPLES => self.examples = examples(span, raw)?,
+            attr::PARAMS => self.params = params(span, raw)?,
+            attr::CRATE => {
+                let lit = lit_str(key, span, raw)?;
+                self.krate = Some(lit.parse().map_err(|_| {
+                    syn::Error::new(
+                        lit.span(),
+                        "`crate` takes the path of the tackle crate: crate = \"::my_reexport::tackle\"",
+                    )
+                })?);
+            }
             _ => return Err(unknown(key, span)),
         }
         Ok(())
@@ -265,25 +225,27 @@ fn lit_str(key: &str, span: Span, raw: Raw) -> syn::Result<LitStr> {
     }
 }
 
-fn word(key: &str, span: Span, raw: Raw, allowed: &[&str]) -> syn::Result<Word> {
-    let (value, span) = match raw {
+fn word<T: Words>(key: &str, span: Span, raw: Raw) -> syn::Result<Word<T>> {
+    let (spelling, span) = match raw {
         Raw::Expr(Expr::Path(p)) if p.path.get_ident().is_some() => (
             p.path.get_ident().map(Ident::to_string).unwrap_or_default(),
             p.span(),
         ),
         Raw::Expr(Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
-        })) => (s.value().replace('-', "_"), s.span()),
+        })) => (s.value(), s.span()),
         Raw::Expr(e) => (String::new(), e.span()),
         _ => (String::new(), span),
     };
-    if allowed.contains(&value.as_str()) {
-        Ok(Word { value, span })
-    } else {
-        Err(syn::Error::new(
-            span,
-            format!("`{key}` must be one of: {}", allowed.join(", ")),
-        ))
+    match T::from_attribute(&spelling) {
+        Some(value) => Ok(Word { value, span }),
+        None => {
+            let allowed: Vec<String> = T::ALL.iter().map(|v| v.attribute_spelling()).collect();
+            Err(syn::Error::new(
+                span,
+                format!("`{key}` must be one of: {}", allowed.join(", ")),
+            ))
+        }
     }
 }
 

@@ -4,9 +4,15 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::ItemFn;
 
-use crate::attrs::{self, ToolAttrs, Word};
+use tackle_contract::{
+    attr, is_name, is_namespace, is_version, ExecutionMode, ResultShaping, SideEffects, Trust,
+    Words, NAME_CHARACTERS, VERSION_CHARACTERS,
+};
+
+use crate::attrs::{self, ToolAttrs};
 use crate::docs;
 use crate::json;
+use crate::krate;
 use crate::sig::{self, Analysed, Output, Param};
 
 /// The checked identity and texts of the tool.
@@ -51,20 +57,22 @@ fn check(
     let fn_name = fn_ident.to_string().trim_start_matches("r#").to_owned();
 
     let side_effects = attrs.side_effects.as_ref();
-    if !attrs.given.iter().any(|g| g == "side_effects") {
+    if !attrs.given.iter().any(|g| g == attr::SIDE_EFFECTS) {
         errors.push(syn::Error::new(
             Span::call_site(),
-            "missing `side_effects`: say what calling this tool does to the world, e.g. #[tool(side_effects = none)] (one of: none, read, write, external)",
+            format!(
+                "missing `side_effects`: say what calling this tool does to the world, e.g. #[tool(side_effects = none)] (one of: {})",
+                SideEffects::WORDS.join(", ")
+            ),
         ));
     }
     if let (Some(policy), Some(effects)) = (&attrs.replay_policy, side_effects) {
-        if policy.value == "recorded_result"
-            && matches!(effects.value.as_str(), "write" | "external")
-        {
+        if !policy.value.allowed_for(effects.value) {
             errors.push(syn::Error::new(
                 policy.span,
                 format!(
-                    "`replay_policy = recorded_result` is not allowed on a `{}` tool: replay would run it again on a miss; use `must_stub` (the default) or `fail_loud`",
+                    "`replay_policy = {}` is not allowed on a `{}` tool: replay would run it again on a miss; use `must_stub` (the default) or `fail_loud`",
+                    policy.value.attribute_spelling(),
                     effects.value
                 ),
             ));
@@ -82,14 +90,12 @@ fn check(
     let version = match &attrs.version {
         Some(lit) => {
             let v = lit.value();
-            if v.is_empty()
-                || !v
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
-            {
+            if !is_version(&v) {
                 errors.push(syn::Error::new(
                     lit.span(),
-                    "`version` may hold only ASCII letters, digits, `.`, `_`, `-` and `+`, e.g. \"1\" or \"2.1.0\"",
+                    format!(
+                        "`version` may hold only {VERSION_CHARACTERS}, e.g. \"1\" or \"2.1.0\""
+                    ),
                 ));
             }
             v
@@ -206,21 +212,16 @@ fn checked_text(
     dotted: bool,
     errors: &mut Vec<syn::Error>,
 ) -> String {
-    let segment_ok = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    };
     let ok = if dotted {
-        value.split('.').all(segment_ok)
+        is_namespace(&value)
     } else {
-        segment_ok(&value)
+        is_name(&value)
     };
     if !ok {
         let rule = if dotted {
-            "dot-separated segments of ASCII letters, digits, `_` and `-`, e.g. \"math\" or \"llm.openai\""
+            format!("dot-separated segments of {NAME_CHARACTERS}, e.g. \"math\" or \"llm.openai\"")
         } else {
-            "ASCII letters, digits, `_` and `-`, e.g. \"add\" or \"read-file\""
+            format!("{NAME_CHARACTERS}, e.g. \"add\" or \"read-file\"")
         };
         errors.push(syn::Error::new(
             span,
@@ -230,21 +231,13 @@ fn checked_text(
     value
 }
 
-fn word_tokens(word: Option<&Word>, ty: TokenStream, default: &str) -> TokenStream {
-    let value = word.map_or(default, |w| w.value.as_str());
-    let variant = format_ident!(
-        "{}",
-        value
-            .split('_')
-            .map(|part| {
-                let mut c = part.chars();
-                c.next()
-                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                    .unwrap_or_default()
-            })
-            .collect::<String>()
-    );
-    quote!(#ty::#variant)
+/// An enum value in the expansion: its word, turned back into the value at compile
+/// time by the contract's table (see `tackle_contract`), so no variant name crosses
+/// from the macro to the runtime.
+fn word_tokens<T: Words>(p: &TokenStream, value: T) -> TokenStream {
+    let ty = format_ident!("{}", T::TYPE_NAME);
+    let word = value.word();
+    quote!(#p::#ty::expect(#word))
 }
 
 fn opt<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
@@ -260,7 +253,10 @@ fn generate(
     checked: &Checked,
     func: &ItemFn,
 ) -> TokenStream {
-    let p = quote!(::tackle::__private);
+    let krate = krate::path(attrs.krate.as_ref());
+    let p = quote!(#krate::__private);
+    let serde_path = format!("{}::serde", tokens_text(&p));
+    let schemars_path = format!("{}::schemars", tokens_text(&p));
     let fn_ident = &func.sig.ident;
     let vis = &func.vis;
     let Checked {
@@ -291,8 +287,8 @@ fn generate(
         });
     let args_struct = quote! {
         #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
-        #[serde(crate = "::tackle::__private::serde", deny_unknown_fields)]
-        #[schemars(crate = "::tackle::__private::schemars")]
+        #[serde(crate = #serde_path, deny_unknown_fields)]
+        #[schemars(crate = #schemars_path)]
         #[allow(non_camel_case_types, dead_code)]
         struct __TackleArgs { #(#fields,)* }
     };
@@ -303,19 +299,19 @@ fn generate(
 
     let input_schema = match &attrs.input_schema {
         Some(v) => {
-            let v = json::to_tokens(v);
+            let v = json::to_tokens(&p, v);
             quote!(#p::Schema::Written(#v))
         }
         None => quote!(#p::Schema::Derived(#p::input_schema::<#input_type>())),
     };
     let output_schema = match (&attrs.output_schema, &analysed.output) {
-        (Some(v), _) => json::to_tokens(v),
+        (Some(v), _) => json::to_tokens(&p, v),
         (None, Output::Unit) => quote!(#p::output_schema::<()>()),
         (None, Output::Plain(t) | Output::Fallible(t)) => quote!(#p::output_schema::<#t>()),
     };
     let examples = attrs.examples.iter().map(|(input, output)| {
-        let input = json::to_tokens(input);
-        let output = opt(output.as_ref().map(json::to_tokens));
+        let input = json::to_tokens(&p, input);
+        let output = opt(output.as_ref().map(|o| json::to_tokens(&p, o)));
         quote!(#p::example(#input, #output))
     });
 
@@ -334,19 +330,19 @@ fn generate(
                 prelude.push(quote!(let #var = #p::resource::<#inner>(KEY, &__ctx)?;));
                 call_args.push(quote!(#var));
             }
-            Param::Whole { .. } => call_args.push(quote!(::tackle::Args(__args))),
+            Param::Whole { .. } => call_args.push(quote!(#p::Args(__args))),
         }
     }
     // In the call, `__ctx` is always a `&ToolContext`.
     let invoke = quote!(#fn_ident(#(#call_args),*));
     let call = if attrs.blocking {
         quote!(#p::run_blocking(KEY, move || {
-            let __ctx: &::tackle::ToolContext = &__ctx;
+            let __ctx: &#p::ToolContext = &__ctx;
             #invoke
         }).await?)
     } else if analysed.is_async {
         quote!({
-            let __ctx: &::tackle::ToolContext = &__ctx;
+            let __ctx: &#p::ToolContext = &__ctx;
             #invoke.await
         })
     } else {
@@ -364,24 +360,23 @@ fn generate(
         Output::Fallible(_) => quote!(#p::encode_result(KEY, #call)),
     };
 
+    // `check` made sure it is there.
     let side_effects = word_tokens(
-        attrs.side_effects.as_ref(),
-        quote!(::tackle::SideEffects),
-        "none",
+        &p,
+        attrs.side_effects.map_or(SideEffects::None, |w| w.value),
     );
-    let replay_policy = opt(attrs
-        .replay_policy
-        .as_ref()
-        .map(|w| word_tokens(Some(w), quote!(::tackle::ReplayPolicy), "")));
+    let replay_policy = opt(attrs.replay_policy.map(|w| word_tokens(&p, w.value)));
     let execution_mode = word_tokens(
-        attrs.execution_mode.as_ref(),
-        quote!(::tackle::ExecutionMode),
-        "auto",
+        &p,
+        attrs
+            .execution_mode
+            .map_or(ExecutionMode::default(), |w| w.value),
     );
     let result_shaping = word_tokens(
-        attrs.result_shaping.as_ref(),
-        quote!(::tackle::ResultShaping),
-        "middle",
+        &p,
+        attrs
+            .result_shaping
+            .map_or(ResultShaping::default(), |w| w.value),
     );
     let secrets = &attrs.secrets;
     let approval_when = match &attrs.approval_when {
@@ -393,7 +388,7 @@ fn generate(
         },
         None => quote!(::core::option::Option::None),
     };
-    let trust = word_tokens(attrs.trust.as_ref(), quote!(::tackle::Trust), "first_party");
+    let trust = word_tokens(&p, attrs.trust.map_or(Trust::default(), |w| w.value));
     let capabilities = &attrs.requires_capability;
     let tags = &attrs.tags;
     let idempotency_key = opt(attrs.idempotency_key.as_ref());
@@ -419,9 +414,9 @@ fn generate(
         let handler = quote! {
             #[allow(unused_variables, clippy::unit_arg)]
             fn __tackle_handler(
-                __ctx: &::tackle::ToolContext,
+                __ctx: &#p::ToolContext,
                 __input: #p::serde_json::Value,
-            ) -> ::core::result::Result<#p::serde_json::Value, ::tackle::ToolError> {
+            ) -> ::core::result::Result<#p::serde_json::Value, #p::ToolError> {
                 let __args: #input_type = #p::decode_args(KEY, __input)?;
                 #(#prelude)*
                 #finish
@@ -435,7 +430,7 @@ fn generate(
         let handler = quote! {
             #[allow(unused_variables, clippy::unit_arg)]
             fn __tackle_handler(
-                __ctx: ::tackle::ToolContext,
+                __ctx: #p::ToolContext,
                 __input: #p::serde_json::Value,
             ) -> #p::ToolFuture {
                 ::std::boxed::Box::pin(async move {
@@ -499,7 +494,7 @@ fn generate(
                 pub const KEY: &'static str = KEY;
 
                 /// The tool's specification.
-                pub fn spec() -> ::tackle::ToolSpec {
+                pub fn spec() -> #p::ToolSpec {
                     SPEC.build(#input_schema, #output_schema, ::std::vec![#(#examples),*])
                 }
             }
@@ -520,4 +515,9 @@ fn generate(
             }
         };
     }
+}
+
+/// The text of a path, for attributes that take it as a string (`serde(crate = "...")`).
+fn tokens_text(tokens: &TokenStream) -> String {
+    tokens.to_string().replace(' ', "")
 }

@@ -14,8 +14,7 @@ pub fn parse(lit: &LitStr, what: &str) -> syn::Result<Value> {
 }
 
 /// Code that builds `value`.
-pub fn to_tokens(value: &Value) -> TokenStream {
-    let p = quote!(::tackle::__private);
+pub fn to_tokens(p: &TokenStream, value: &Value) -> TokenStream {
     match value {
         Value::Null => quote!(#p::serde_json::Value::Null),
         Value::Bool(b) => quote!(#p::serde_json::Value::Bool(#b)),
@@ -31,12 +30,12 @@ pub fn to_tokens(value: &Value) -> TokenStream {
         }
         Value::String(s) => quote!(#p::serde_json::Value::String(::std::string::String::from(#s))),
         Value::Array(items) => {
-            let items = items.iter().map(to_tokens);
+            let items = items.iter().map(|item| to_tokens(p, item));
             quote!(#p::serde_json::Value::Array(::std::vec![#(#items),*]))
         }
         Value::Object(map) => {
             let entries = map.iter().map(|(k, v)| {
-                let v = to_tokens(v);
+                let v = to_tokens(p, v);
                 quote!((#k, #v))
             });
             quote!(#p::object([#(#entries),*]))

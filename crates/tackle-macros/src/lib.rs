@@ -13,6 +13,7 @@ mod attrs;
 mod docs;
 mod expand;
 mod json;
+mod krate;
 mod sig;
 mod state;
 

@@ -70,7 +70,8 @@ pub fn expand(input: DeriveInput) -> TokenStream {
         return errors;
     }
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let krate = crate::krate::path(None);
     quote! {
-        impl #impl_generics ::tackle::agent::skill::SkillState for #name #ty_generics #where_clause {}
+        impl #impl_generics #krate::__private::SkillState for #name #ty_generics #where_clause {}
     }
 }

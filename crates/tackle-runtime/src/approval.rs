@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use std::hash::Hasher;
 
-use crate::replay::canonical::{canonical_into, Fnv};
+use crate::canonical::{canonical_into, Fnv};
 
 /// What an approval is bound to: a tool key and the exact validated arguments.
 #[derive(Clone, PartialEq, Eq, Hash)]

@@ -47,6 +47,9 @@ struct ContextInner {
     events: Option<EventSink>,
     default_timeout: Option<Duration>,
     grace: Option<Duration>,
+    /// What the door keeps across the calls of one run (an executor run's
+    /// idempotency memory).
+    run_memory: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 /// What the door adds to the context for one call.
@@ -251,6 +254,17 @@ impl ToolContext {
     pub fn without_events(mut self) -> ToolContext {
         Arc::make_mut(&mut self.inner).events = None;
         self
+    }
+
+    /// This context for the calls of one run, whose memory the door keeps across them.
+    pub(crate) fn with_run_memory(mut self, memory: Arc<dyn Any + Send + Sync>) -> ToolContext {
+        Arc::make_mut(&mut self.inner).run_memory = Some(memory);
+        self
+    }
+
+    /// The run's memory, when the context belongs to a run.
+    pub(crate) fn run_memory(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.inner.run_memory.as_deref()
     }
 
     /// The id of the running call; `None` outside a call.

@@ -429,6 +429,23 @@ pub enum RegistryError {
         /// The key asked for.
         key: String,
     },
+    /// Registering a tool would change what a key or `namespace.name` resolves to,
+    /// away from a gated tool, and the newcomer does not require all of its
+    /// permissions (see `DynamicTool::with_gated_takeover`).
+    #[error(
+        "registering `{key}` would make `{name}` resolve to it instead of `{displaced}`, which requires {} that `{key}` does not; require them too, or opt in with DynamicTool::with_gated_takeover(true)",
+        Quoted(missing)
+    )]
+    GatedTakeover {
+        /// The key of the tool being registered.
+        key: String,
+        /// The key or `namespace.name` whose resolution would change.
+        name: String,
+        /// The gated tool it resolves to now.
+        displaced: String,
+        /// The permissions of the displaced tool that the newcomer does not require.
+        missing: Vec<String>,
+    },
 }
 
 /// Displays validation issues as `at /a: ...; at /b: ...`.
@@ -470,5 +487,16 @@ impl fmt::Display for Quoted<'_> {
             write!(f, "`{s}`")?;
         }
         Ok(())
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "the panic carried no message".to_owned()
     }
 }

@@ -19,23 +19,24 @@
 //! `timeout_ms`. And it remembers idempotency keys: a `write` or `external` tool whose
 //! spec names an `idempotency_key` input field executes once per tool and value of
 //! that field within the run; later calls get the first call's outcome (marked
-//! `deduplicated`) without running the tool.
+//! `deduplicated`) without running the tool, after passing their own capability and
+//! input stages (the door's deduplicate stage; the executor gives it the run's memory).
 
-use std::collections::{HashMap, VecDeque};
+use std::any::Any;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::Execution;
+use crate::call::dedupe::Idempotency;
 use crate::call::{CallReport, Runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::events::EventSink;
-use crate::replay::canonical::canonical;
 use crate::spec::{ExecutionMode, ToolSpec};
 
 /// One call a model asked for.
@@ -102,7 +103,8 @@ pub struct Executor {
     grace: Option<Duration>,
     cancel: CancellationToken,
     events: Option<EventSink>,
-    seen: Arc<Mutex<HashMap<String, Arc<OnceCell<CallReport>>>>>,
+    /// The run's idempotency memory, which the door's deduplicate stage keeps.
+    memory: Arc<dyn Any + Send + Sync>,
 }
 
 /// How many calls run at once unless set with [`Executor::max_parallel`].
@@ -119,7 +121,7 @@ impl Executor {
             grace: None,
             cancel: CancellationToken::new(),
             events: None,
-            seen: Arc::default(),
+            memory: Idempotency::new_shared(),
         }
     }
 
@@ -165,7 +167,10 @@ impl Executor {
 
     /// The caller's context with this run's settings.
     fn run_context(&self, ctx: &ToolContext) -> ToolContext {
-        let mut ctx = ctx.clone().with_cancellation(self.cancel.clone());
+        let mut ctx = ctx
+            .clone()
+            .with_cancellation(self.cancel.clone())
+            .with_run_memory(Arc::clone(&self.memory));
         if let Some(limit) = self.default_timeout {
             ctx = ctx.with_default_timeout(limit);
         }
@@ -181,7 +186,7 @@ impl Executor {
     /// Runs one call through the door (see [`Executor::execute_batch`] for batches).
     pub async fn execute(&self, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
         let ctx = self.run_context(ctx);
-        run_one(&self.runtime, &self.seen, call, &ctx).await
+        run_one(&self.runtime, call, &ctx).await
     }
 
     /// Runs a batch and returns one outcome per call, in call order. See the
@@ -204,7 +209,7 @@ impl Executor {
                     // Everything before it finishes first; it runs alone.
                     self.run_segment(std::mem::take(&mut segment), &ctx, &mut slots)
                         .await;
-                    let outcome = run_one(&self.runtime, &self.seen, call, &ctx).await;
+                    let outcome = run_one(&self.runtime, call, &ctx).await;
                     slots[index] = Some(outcome);
                 }
                 Lane::Serial => segment.serial.push_back((index, call)),
@@ -250,11 +255,25 @@ impl Executor {
                 queues.push((Arc::new(Mutex::new(serial)), 1));
             }
         }
+        if let [(queue, 1)] = queues.as_slice() {
+            // One worker: it runs here, with no task to spawn.
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop_front();
+                let Some((index, call)) = next else { break };
+                let outcome = run_one(&self.runtime, call, ctx).await;
+                if let Some(slot) = slots.get_mut(index) {
+                    *slot = Some(outcome);
+                }
+            }
+            return;
+        }
         let mut tasks = JoinSet::new();
         for (queue, workers) in queues {
             for _ in 0..workers {
                 let runtime = Arc::clone(&self.runtime);
-                let seen = Arc::clone(&self.seen);
                 let queue = Arc::clone(&queue);
                 let ctx = ctx.clone();
                 tasks.spawn(async move {
@@ -265,7 +284,7 @@ impl Executor {
                             .unwrap_or_else(PoisonError::into_inner)
                             .pop_front();
                         let Some((index, call)) = next else { break };
-                        done.push((index, run_one(&runtime, &seen, call, &ctx).await));
+                        done.push((index, run_one(&runtime, call, &ctx).await));
                     }
                     done
                 });
@@ -310,45 +329,9 @@ fn lost(id: String, key: String) -> CallOutcome {
     }
 }
 
-/// One call through the door, answered from the run's idempotency memory when an
-/// earlier call had the same idempotency key.
-async fn run_one(
-    runtime: &Runtime,
-    seen: &Mutex<HashMap<String, Arc<OnceCell<CallReport>>>>,
-    call: ToolCall,
-    ctx: &ToolContext,
-) -> CallOutcome {
+/// One call through the door.
+async fn run_one(runtime: &Runtime, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
     let ToolCall { id, key, input } = call;
-    let dedupe_key = runtime.registry().resolve(&key).ok().and_then(|tool| {
-        let spec = tool.spec();
-        let field = spec.idempotency_key.as_deref()?;
-        if !spec.side_effects.mutates() {
-            return None;
-        }
-        let value = input.get(field)?;
-        Some(format!("{}\n{}", tool.key(), canonical(value)))
-    });
-    let Some(dedupe_key) = dedupe_key else {
-        let report = runtime.call_report(&key, input, ctx).await;
-        return CallOutcome { id, report };
-    };
-    let cell = Arc::clone(
-        seen.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(dedupe_key)
-            .or_default(),
-    );
-    let mut first = false;
-    let report = cell
-        .get_or_init(|| {
-            first = true;
-            runtime.call_report(&key, input, ctx)
-        })
-        .await
-        .clone();
-    if first {
-        return CallOutcome { id, report };
-    }
-    let report = runtime.record_duplicate(report);
+    let report = runtime.call_report(&key, input, ctx).await;
     CallOutcome { id, report }
 }

@@ -18,10 +18,14 @@
 
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod abi;
 pub mod agent;
 pub mod approval;
 pub mod audit;
 pub mod call;
+pub mod canonical;
 pub mod capability;
 pub mod chain;
 pub mod context;
@@ -38,15 +42,12 @@ pub mod spec;
 pub mod validate;
 pub mod version;
 
-#[doc(hidden)]
-#[allow(missing_docs)]
-pub mod private;
-
+pub use abi::{Args, ToolFuture};
 pub use approval::{
     Approval, ApprovalBinding, ApprovalDecision, ApprovalRequest, ApproveWith, Approver,
 };
 pub use audit::{AuditEvent, AuditSink, CounterSnapshot, Counters, MemoryAudit};
-pub use call::{CallReport, Runtime};
+pub use call::{CallReport, Operation, Runtime};
 pub use capability::Capabilities;
 pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};
 pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
@@ -54,7 +55,7 @@ pub use events::{event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind
 pub use executor::{CallOutcome, Executor, ToolCall};
 pub use registry::{
     registrations, ApprovalPredicate, CollisionNote, CollisionStrategy, DynamicTool, Registry,
-    Tool, ToolFuture, ToolHandler, ToolQuery, ToolRegistration,
+    Tool, ToolHandler, ToolQuery, ToolRegistration,
 };
 pub use sanitize::{Sanitization, SanitizePolicy};
 pub use shape::{Shaping, Summarizer};
@@ -63,8 +64,3 @@ pub use spec::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};
-
-/// Makes a whole value the tool's input: a parameter `Args(q): Args<Q>` gives the tool
-/// the input schema of `Q` itself, rather than one property per parameter.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Args<T>(pub T);

@@ -31,10 +31,11 @@
 //!   [`Broker`] the caller put in the context
 //!   ([`ToolContext::with_resource`]`(`[`BrokerHandle`]`)`), and writes the reply in a
 //!   provenance envelope: `{"response": ..., "provenance": {"origin": "tool", "source":
-//!   ..., "external_id": ...}}`. It needs the capability `broker:send`. With a
-//!   cassette on the runtime, the send goes through the replay layer as the operation
-//!   [`BROKER_OPERATION`] (must-stub, like model calls): recorded once, replayed
-//!   offline without calling the broker.
+//!   ..., "external_id": ...}}`. The send is an operation of the door,
+//!   [`broker_send`] (`broker.send@1`): it requires the capability `broker:send`
+//!   (deny by default), is audited like any call, and with a cassette on the runtime
+//!   it is recorded once and replayed offline without calling the broker (must-stub,
+//!   in order, like model calls).
 //!
 //! Every node may list `requires`; the caller must hold each before the node runs.
 //! Parsing is strict: an unknown field, a wrong type or bad YAML is an error with its
@@ -45,24 +46,39 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::call::Runtime;
+use crate::call::{Operation, Runtime};
 use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::Registry;
-use crate::replay::Cassette;
-use crate::spec::ReplayPolicy;
+use crate::spec::{SideEffects, ToolSpec};
 
-/// The replay operation of a broker send (input: the agent id and the intent).
-pub const BROKER_OPERATION: &str = "broker.send";
-
-/// The capability a broker node needs.
+/// The capability a broker send requires.
 pub const BROKER_CAPABILITY: &str = "broker:send";
+
+/// The operation of a broker send, `broker.send@1` (input: the agent id and the
+/// intent): `external`, must-stub, requiring [`BROKER_CAPABILITY`].
+pub fn broker_send() -> &'static Operation {
+    static SEND: LazyLock<Operation> = LazyLock::new(|| {
+        let mut spec = ToolSpec::new(
+            "broker",
+            "send",
+            "1",
+            SideEffects::External,
+            "Hands an intent to another agent through the broker.",
+        );
+        spec.requires_capability = vec![BROKER_CAPABILITY.to_owned()];
+        spec.input_schema = Value::Bool(true);
+        spec.output_schema = Value::Bool(true);
+        Operation::new(spec)
+    });
+    &SEND
+}
 
 /// What kind of node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,15 +357,12 @@ impl Pipeline {
         };
         for node in &self.nodes {
             let snapshot = |s: &Map<String, Value>| Box::new(Value::Object(s.clone()));
-            let mut missing: Vec<String> = node
+            let missing: Vec<String> = node
                 .requires
                 .iter()
                 .filter(|c| !ctx.capabilities().allows(c))
                 .cloned()
                 .collect();
-            if node.kind == NodeKind::Broker && !ctx.capabilities().allows(BROKER_CAPABILITY) {
-                missing.push(BROKER_CAPABILITY.to_owned());
-            }
             if !missing.is_empty() {
                 return Err(PipelineError::Denied {
                     node: node.id.clone(),
@@ -359,7 +372,7 @@ impl Pipeline {
             }
             let result = match node.kind {
                 NodeKind::Tool => self.run_tool(node, runtime, &state, ctx).await,
-                NodeKind::Broker => run_broker(node, &state, ctx, runtime.cassette()).await,
+                NodeKind::Broker => run_broker(node, &state, ctx, runtime).await,
             };
             match result {
                 Ok(value) => {
@@ -387,6 +400,7 @@ impl Pipeline {
 
 /// A node's failure before the node and state are attached.
 enum Failure {
+    Denied(Vec<String>),
     Missing(String),
     NoBroker,
     Tool(ToolError),
@@ -397,6 +411,11 @@ impl Failure {
     fn into_error(self, node: &Node, state: Box<Value>) -> PipelineError {
         let node = node.id.clone();
         match self {
+            Failure::Denied(missing) => PipelineError::Denied {
+                node,
+                missing,
+                state,
+            },
             Failure::Missing(path) => PipelineError::MissingState { node, path, state },
             Failure::NoBroker => PipelineError::MissingBroker { node, state },
             Failure::Tool(error) => PipelineError::Tool { node, error, state },
@@ -413,7 +432,7 @@ async fn run_broker(
     node: &Node,
     state: &Map<String, Value>,
     ctx: &ToolContext,
-    cassette: Option<&Cassette>,
+    runtime: &Runtime,
 ) -> Result<Value, Failure> {
     let agent_path = node
         .agent
@@ -433,32 +452,29 @@ async fn run_broker(
     let broker = ctx
         .resource::<BrokerHandle>()
         .map_err(|_| Failure::NoBroker)?;
-    let reply = match cassette {
-        None => broker
-            .0
-            .send(&agent, intent)
-            .await
-            .map_err(Failure::Broker)?,
-        Some(cassette) => {
-            let input = json!({ "agent_id": agent, "intent": intent });
-            let recorded = cassette
-                .operation(BROKER_OPERATION, ReplayPolicy::MustStub, input, |_| async {
-                    let failed = |message: String| ToolError::Execution {
-                        key: BROKER_OPERATION.to_owned(),
-                        message,
-                    };
-                    let reply = broker.0.send(&agent, intent).await.map_err(failed)?;
-                    serde_json::to_value(&reply).map_err(|e| failed(e.to_string()))
-                })
-                .await
-                .map_err(|e| match e {
-                    ToolError::Execution { message, .. } => Failure::Broker(message),
-                    other => Failure::Broker(other.to_string()),
-                })?;
-            serde_json::from_value(recorded)
-                .map_err(|e| Failure::Broker(format!("the recorded reply does not fit: {e}")))?
-        }
-    };
+    let send = broker_send();
+    let sent = runtime
+        .perform(
+            send,
+            || json!({ "agent_id": agent, "intent": intent }),
+            ctx,
+            || async {
+                let failed = |message: String| ToolError::Execution {
+                    key: send.key().to_owned(),
+                    message,
+                };
+                let reply = broker.0.send(&agent, intent).await.map_err(failed)?;
+                serde_json::to_value(&reply).map_err(|e| failed(e.to_string()))
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            ToolError::CapabilityDenied { missing, .. } => Failure::Denied(missing),
+            ToolError::Execution { message, .. } => Failure::Broker(message),
+            other => Failure::Broker(other.to_string()),
+        })?;
+    let reply: BrokerReply = serde_json::from_value(sent)
+        .map_err(|e| Failure::Broker(format!("the recorded reply does not fit: {e}")))?;
     Ok(json!({
         "response": reply.response,
         "provenance": {

@@ -14,169 +14,14 @@
 //!   policy is derived from its side effects by [`ReplayPolicy::default_for`], the one
 //!   place that mapping lives.
 
-use std::fmt;
-
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// What calling a tool does to the world outside the process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SideEffects {
-    /// A pure computation: same input, same output, nothing touched.
-    None,
-    /// Reads outside state (files, databases, the network) but changes nothing.
-    Read,
-    /// Changes state this system owns (files, rows, caches).
-    Write,
-    /// Acts on a system outside this one (sends mail, pays, calls a model).
-    External,
-}
-
-impl SideEffects {
-    /// The lowercase word used in specs, attributes and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SideEffects::None => "none",
-            SideEffects::Read => "read",
-            SideEffects::Write => "write",
-            SideEffects::External => "external",
-        }
-    }
-
-    /// Whether the tool changes anything (`write` or `external`).
-    pub fn mutates(self) -> bool {
-        matches!(self, SideEffects::Write | SideEffects::External)
-    }
-}
-
-impl fmt::Display for SideEffects {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What replay does with a tool's calls (see the replay table in the design notes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplayPolicy {
-    /// Replay must serve a recorded result; a miss is an error and the tool never runs.
-    MustStub,
-    /// Replaying this tool is an error before any lookup; it never runs under replay.
-    FailLoud,
-    /// Replay serves a recorded result when there is one, else runs the tool.
-    RecordedResult,
-}
-
-impl ReplayPolicy {
-    /// The policy a tool gets when it does not choose one: the one place this mapping
-    /// lives. Pure and read-only tools may run again on a miss (`recorded-result`);
-    /// anything that changes the world must be stubbed (`must-stub`).
-    pub fn default_for(side_effects: SideEffects) -> ReplayPolicy {
-        if side_effects.mutates() {
-            ReplayPolicy::MustStub
-        } else {
-            ReplayPolicy::RecordedResult
-        }
-    }
-
-    /// Whether a tool with these side effects may use this policy. `recorded-result`
-    /// would re-run a write or external tool on a replay miss, so it is refused there.
-    pub fn allowed_for(self, side_effects: SideEffects) -> bool {
-        !(self == ReplayPolicy::RecordedResult && side_effects.mutates())
-    }
-
-    /// The kebab-case word used in specs and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayPolicy::MustStub => "must-stub",
-            ReplayPolicy::FailLoud => "fail-loud",
-            ReplayPolicy::RecordedResult => "recorded-result",
-        }
-    }
-}
-
-impl fmt::Display for ReplayPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How the executor may schedule a tool relative to other calls of the same batch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExecutionMode {
-    /// Decided by the side effects: `none` and `read` tools run in parallel, `write`
-    /// and `external` tools one at a time, in call order.
-    #[default]
-    Auto,
-    /// Runs alongside other calls whatever its side effects (the tool opts in).
-    Parallel,
-    /// Runs alone: no other call of the batch runs at the same time.
-    Sequential,
-}
-
-/// What the door does with a result longer than the tool's `max_result_tokens`.
-///
-/// Lengths are estimated at four characters a token. Every strategy but `spill-to-file`
-/// leaves a marker saying how much was left out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResultShaping {
-    /// Keeps the beginning and the end and drops the middle.
-    #[default]
-    Middle,
-    /// Keeps the beginning and drops the tail.
-    Tail,
-    /// Writes the whole result to a file (mode 0600) in a per-run directory; the
-    /// result becomes a handle to it with a short preview.
-    SpillToFile,
-    /// Asks the runtime's summarizer hook for a summary within the limit.
-    Summarize,
-}
-
-impl ResultShaping {
-    /// The kebab-case word used in specs and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultShaping::Middle => "middle",
-            ResultShaping::Tail => "tail",
-            ResultShaping::SpillToFile => "spill-to-file",
-            ResultShaping::Summarize => "summarize",
-        }
-    }
-}
-
-/// Where a tool comes from, in decreasing order of trust. Used by the `priority`
-/// collision strategy and by result sanitization.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Trust {
-    /// Imported from an MCP server.
-    Mcp,
-    /// Third-party code or data that is not vetted.
-    Untrusted,
-    /// Third-party code the operator vouches for.
-    Trusted,
-    /// Written in this program.
-    #[default]
-    FirstParty,
-}
-
-impl Trust {
-    /// The kebab-case word used in specs and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Mcp => "mcp",
-            Trust::Untrusted => "untrusted",
-            Trust::Trusted => "trusted",
-            Trust::FirstParty => "first-party",
-        }
-    }
-}
+pub use tackle_contract::{
+    check_name, check_version, ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, Trust,
+    UnknownWord,
+};
 
 /// One example call of a tool: an input and, optionally, the output it gives.
 /// Examples are validated against the tool's schemas when the registry is built.
@@ -344,38 +189,6 @@ impl ToolSpec {
             ));
         }
         Ok(())
-    }
-}
-
-/// Checks one name or namespace segment: non-empty, ASCII letters, digits, `_` and `-`.
-pub fn check_name(what: &str, s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err(format!("the {what} is empty"));
-    }
-    match s
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        Some(c) => Err(format!(
-            "the {what} `{s}` has the character {c:?}; use ASCII letters, digits, `_` and `-`"
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Checks a version: non-empty, ASCII letters, digits, `.`, `_`, `-` and `+`.
-pub fn check_version(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("the version is empty".into());
-    }
-    match s
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')))
-    {
-        Some(c) => Err(format!(
-            "the version `{s}` has the character {c:?}; use ASCII letters, digits, `.`, `_`, `-` and `+`"
-        )),
-        None => Ok(()),
     }
 }
 

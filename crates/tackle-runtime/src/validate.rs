@@ -97,15 +97,27 @@ impl ValidationResult {
 #[derive(Debug)]
 pub struct SchemaValidator {
     inner: jsonschema::Validator,
+    /// The schema is `true` or `{}`: every value is valid.
+    anything: bool,
 }
 
 impl SchemaValidator {
     /// Compiles a schema. The draft comes from its `$schema`, 2020-12 when absent.
     /// Fails with a sentence when the schema itself is not valid.
     pub fn compile(schema: &Value) -> Result<SchemaValidator, String> {
+        let anything = match schema {
+            Value::Bool(true) => true,
+            Value::Object(map) => map.is_empty(),
+            _ => false,
+        };
         jsonschema::validator_for(schema)
-            .map(|inner| SchemaValidator { inner })
+            .map(|inner| SchemaValidator { inner, anything })
             .map_err(|e| e.to_string())
+    }
+
+    /// Whether the schema accepts every value (`true` or `{}`), so checking is moot.
+    pub fn accepts_anything(&self) -> bool {
+        self.anything
     }
 
     /// Validates an instance, listing every problem.

@@ -13,9 +13,11 @@
 //! * [`TestModel`] calls every offered tool once, with arguments made from its input
 //!   schema, then answers with text: a smoke test of a whole toolset.
 //!
-//! [`complete`] is how an agent calls a model: through the replay layer when a
-//! cassette is attached, as the operation `llm.<provider>.complete@<model>`, so agent
-//! runs replay offline.
+//! [`complete`] is how an agent calls a model: through the door, as the operation
+//! `llm.<provider>.complete@<model>` ([`completion`]), like any effect. So a model call
+//! needs its permissions (by default `llm:<provider>`, see
+//! [`ChatModel::permissions`]: deny by default), replays from a cassette when one is
+//! attached (agent runs replay offline), and leaves an audit event, counters and a span.
 
 use std::fmt;
 use std::future::Future;
@@ -25,9 +27,10 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::call::{Operation, Runtime};
+use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::replay::Cassette;
-use crate::spec::ReplayPolicy;
+use crate::spec::{SideEffects, ToolSpec};
 
 /// Who said a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,9 +203,11 @@ pub enum ModelError {
         /// Why.
         message: String,
     },
-    /// The replay layer had no recorded answer, or the run diverged from the recording.
+    /// The door stopped the call: the caller lacks the model's permissions, the
+    /// replay layer had no recorded answer or the run diverged from the recording, the
+    /// call ran out of time or was cancelled.
     #[error("{0}")]
-    Replay(ToolError),
+    Door(ToolError),
 }
 
 /// The future a [`ChatModel`] returns.
@@ -211,51 +216,96 @@ pub type ModelFuture<'a> =
 
 /// A chat model. See the [module docs](self).
 pub trait ChatModel: Send + Sync {
-    /// The provider, as in the replay key `llm.<provider>.complete@<model>`.
+    /// The provider, as in the key `llm.<provider>.complete@<model>`.
     fn provider(&self) -> &str;
     /// The model's name.
     fn model(&self) -> &str;
     /// Answers one request.
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a>;
+    /// The permissions a caller needs to call this model, checked at the door: by
+    /// default `llm:<provider>`. A caller grants them with
+    /// [`ToolContext::grant`](crate::ToolContext::grant) (`llm:*` for every model).
+    fn permissions(&self) -> Vec<String> {
+        vec![format!("llm:{}", self.provider())]
+    }
 }
 
-/// Calls `model` through the replay layer: with a cassette, the completion is the
-/// operation `llm.<provider>.complete@<model>` (must-stub: a replay never calls the
-/// model, and a miss or an out-of-order call is an error); without one, the model is
-/// called directly.
+/// The operation of a model's completions: key `llm.<provider>.complete@<model>`,
+/// side effects `external`, replay policy `must-stub` (a replay never calls the model;
+/// a miss or a call out of order is an error), the model's
+/// [`permissions`](ChatModel::permissions). Make it once per model and pass it to
+/// [`complete`].
+pub fn completion(model: &dyn ChatModel) -> Operation {
+    let mut spec = ToolSpec::new(
+        format!("llm.{}", model.provider()),
+        "complete",
+        model.model(),
+        SideEffects::External,
+        format!(
+            "A completion of the chat model `{}` of `{}`.",
+            model.model(),
+            model.provider()
+        ),
+    );
+    spec.requires_capability = model.permissions();
+    // The request and the answer are typed on both sides; the door has nothing to check.
+    spec.input_schema = Value::Bool(true);
+    spec.output_schema = Value::Bool(true);
+    Operation::new(spec)
+}
+
+/// Calls `model` through the door of `runtime`, as the operation `completion` (made
+/// by [`completion`] for this model), with the caller's `ctx`: every stage applies
+/// (permissions, replay, time limits, audit). The request is serialized only when a
+/// stage needs it (a cassette is attached).
+///
+/// A model's own failure keeps its kind on a live call; recorded, it replays as
+/// [`ModelError::Failed`] with the same message. What the door stops is
+/// [`ModelError::Door`].
 pub async fn complete(
+    runtime: &Runtime,
+    completion: &Operation,
     model: &dyn ChatModel,
     request: &ChatRequest,
-    cassette: Option<&Cassette>,
+    ctx: &ToolContext,
 ) -> Result<ChatResponse, ModelError> {
-    let Some(cassette) = cassette else {
-        return model.complete(request).await;
-    };
-    let key = format!("llm.{}.complete@{}", model.provider(), model.model());
-    let input = serde_json::to_value(request).map_err(|e| ModelError::Malformed {
-        message: e.to_string(),
-    })?;
-    // A model's own failure is recorded as an Execution error and comes back as one.
-    let outcome = cassette
-        .operation(&key, ReplayPolicy::MustStub, input, |_| async {
-            match model.complete(request).await {
-                Ok(response) => serde_json::to_value(&response).map_err(|e| ToolError::Execution {
-                    key: key.clone(),
-                    message: e.to_string(),
-                }),
-                Err(e) => Err(ToolError::Execution {
-                    key: key.clone(),
-                    message: e.to_string(),
-                }),
-            }
-        })
+    let key = completion.key();
+    // The model's own error, kept typed for the caller; the door sees its text.
+    let failure: Mutex<Option<ModelError>> = Mutex::new(None);
+    let outcome = runtime
+        .perform(
+            completion,
+            || serde_json::to_value(request).unwrap_or(Value::Null),
+            ctx,
+            || async {
+                match model.complete(request).await {
+                    Ok(response) => {
+                        serde_json::to_value(&response).map_err(|e| ToolError::Execution {
+                            key: key.to_owned(),
+                            message: e.to_string(),
+                        })
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                        Err(ToolError::Execution {
+                            key: key.to_owned(),
+                            message,
+                        })
+                    }
+                }
+            },
+        )
         .await;
     match outcome {
         Ok(value) => serde_json::from_value(value).map_err(|e| ModelError::Malformed {
             message: format!("the recorded answer does not fit: {e}"),
         }),
-        Err(ToolError::Execution { message, .. }) => Err(ModelError::Failed { message }),
-        Err(other) => Err(ModelError::Replay(other)),
+        Err(ToolError::Execution { message, .. }) => Err(failure
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or(ModelError::Failed { message })),
+        Err(other) => Err(ModelError::Door(other)),
     }
 }
 

@@ -15,9 +15,15 @@
 //! and may try again. For invalid arguments there is one optional repair round through
 //! a [`RepairHook`] before the failure counts.
 //!
-//! Model calls go through the replay layer of the executor's runtime
-//! ([`complete`]), as tool calls do, so a recorded run replays offline with a model
-//! that is never called, step for step.
+//! Model calls go through the door of the executor's runtime ([`complete`]), as tool
+//! calls do: the caller needs the model's permissions (`llm:<provider>` by default),
+//! each call is audited, and a recorded run replays offline with a model that is never
+//! called, step for step.
+//!
+//! A run calls only the tools it offers. A tool call names an offered tool by the name
+//! the model was given (or by that tool's key, `namespace.name` or bare name); any
+//! other name, even one that resolves in the registry and that the caller may call, is
+//! a `NotFound` observation, and nothing runs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,9 +32,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::{
-    complete, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition,
+    complete, completion, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest,
+    ToolDefinition,
 };
 use crate::agent::search::ToolIndex;
+use crate::call::Operation;
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
@@ -130,6 +138,7 @@ pub enum AgentError {
 /// A ReAct agent over some tools. See the [module docs](self).
 pub struct ReactSkill {
     model: Arc<dyn ChatModel>,
+    completion: Operation,
     executor: Arc<Executor>,
     tools: Vec<ToolDefinition>,
     names: HashMap<String, String>,
@@ -192,6 +201,7 @@ impl ReactSkill {
             });
         }
         Ok(ReactSkill {
+            completion: completion(model.as_ref()),
             model,
             executor,
             tools,
@@ -283,12 +293,18 @@ impl ReactSkill {
             messages: vec![Message::system(&self.system_prompt), Message::user(task)],
             tools: self.tools(),
         };
-        let cassette = self.executor.runtime().cassette();
+        let runtime = self.executor.runtime();
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
-            let response = complete(self.model.as_ref(), &request, cassette)
-                .await
-                .map_err(|error| AgentError::Model { step, error })?;
+            let response = complete(
+                runtime,
+                &self.completion,
+                self.model.as_ref(),
+                &request,
+                ctx,
+            )
+            .await
+            .map_err(|error| AgentError::Model { step, error })?;
             state.step_index += 1;
             if response.tool_calls.is_empty() {
                 state.trajectory.push(TrajectoryStep::Answer {
@@ -347,11 +363,8 @@ impl ReactSkill {
         let mut keys = Vec::with_capacity(calls.len());
         let mut batch = Vec::new();
         for (i, c) in calls.iter().enumerate() {
-            let key = self
-                .names
-                .get(&c.name)
-                .cloned()
-                .unwrap_or_else(|| c.name.clone());
+            let offered_key = self.offered_key(&c.name);
+            let key = offered_key.clone().unwrap_or_else(|| c.name.clone());
             state.trajectory.push(TrajectoryStep::Action {
                 call_id: c.id.clone(),
                 tool: key.clone(),
@@ -359,7 +372,17 @@ impl ReactSkill {
             });
             if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
                 outcomes[i] = Some(Ok(self.search(&c.arguments, offered)));
-            } else if self.deferred.contains_key(&key) && !offered.iter().any(|t| t.name == c.name)
+            } else if offered_key.is_none() {
+                // Not a tool of this run: whatever it names in the registry, it is not
+                // the model's to call.
+                outcomes[i] = Some(Err(ToolError::NotFound {
+                    query: c.name.clone(),
+                    suggestions: self.closest_offered(&c.name),
+                }));
+            } else if self.deferred.contains_key(&key)
+                && !offered
+                    .iter()
+                    .any(|t| self.names.get(&t.name) == Some(&key))
             {
                 outcomes[i] = Some(Err(ToolError::NotFound {
                     query: c.name.clone(),
@@ -423,6 +446,36 @@ impl ReactSkill {
             texts.push(content);
         }
         texts
+    }
+
+    /// The key of the run's tool that `name` calls: the name the model was given, or
+    /// the tool's key, `namespace.name` or bare name. `None` for anything else.
+    fn offered_key(&self, name: &str) -> Option<String> {
+        if let Some(key) = self.names.get(name) {
+            return Some(key.clone());
+        }
+        let tool = self.executor.runtime().registry().resolve(name).ok()?;
+        self.names
+            .values()
+            .find(|key| key.as_str() == tool.key())
+            .cloned()
+    }
+
+    /// Up to three names of the run's tools close to `name`, closest first.
+    fn closest_offered(&self, name: &str) -> Vec<String> {
+        let mut scored: Vec<(f64, &String)> = self
+            .names
+            .keys()
+            .map(|offered| {
+                (
+                    strsim::normalized_damerau_levenshtein(name, offered),
+                    offered,
+                )
+            })
+            .filter(|(score, _)| *score >= 0.5)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        scored.into_iter().take(3).map(|(_, n)| n.clone()).collect()
     }
 
     /// Runs `tool_search` over the deferred tools and offers what it finds.

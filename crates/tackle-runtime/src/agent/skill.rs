@@ -30,8 +30,6 @@ use std::any::type_name;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -43,10 +41,7 @@ use crate::registry::Registry;
 use crate::schema::output_schema;
 use crate::validate::SchemaValidator;
 
-/// A type that can be a skill's state: its fields are the skill's output keys.
-///
-/// Implement it with `#[derive(SkillState)]`, which refuses hash-ordered fields.
-pub trait SkillState: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
+pub use crate::abi::SkillState;
 
 /// What a skill is, for catalogues and routing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -561,7 +556,7 @@ inventory::collect!(SkillRegistration);
 #[macro_export]
 macro_rules! register_skill {
     ($build:path) => {
-        $crate::private::inventory::submit! {
+        $crate::abi::inventory::submit! {
             $crate::agent::skill::SkillRegistration::new($build, ::core::file!(), ::core::line!())
         }
     };

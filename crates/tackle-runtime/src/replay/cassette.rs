@@ -1,284 +1,319 @@
-//! The cassette file: one pretty, stable JSON document per test.
+//! The cassette of one run: what was recorded, what this run uses and records, and
+//! writing it back when the run finishes.
 //!
-//! ```json
-//! {
-//!   "format": "tackle-cassette",
-//!   "version": 1,
-//!   "complete": true,
-//!   "name": "replay.records_and_replays",
-//!   "tools": { "math.add@1": "5f1c0d2e9a3b4c77" },
-//!   "interactions": [
-//!     { "call": 0, "key": "math.add@1", "kind": "tool", "policy": "recorded-result",
-//!       "input": { "a": 2, "b": 3 }, "outcome": { "ok": 5 } }
-//!   ]
-//! }
-//! ```
-//!
-//! Metadata comes first in a fixed order; `tools` (schema fingerprints) is sorted by
-//! key; interactions are in call order and keep their payloads' key order. Files are
-//! written to a temporary file beside the target, fsynced, then renamed over it, so a
-//! reader sees the old file or the new one, never half of one.
+//! A [`Cassette`] is opened once per run (per test) and shared by every call of it.
+//! Loading indexes the recorded interactions by key and canonical input; the door's
+//! replay stage asks it what to do with each call (see [`super::router`]); and
+//! [`Cassette::finish`] checks that nothing recorded went unused and writes the file in
+//! recording modes. Nothing is written before `finish`, so a test that panics never
+//! overwrites a good cassette.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
+use super::diagnose::CassetteWarning;
+use super::file::{self, CassetteError, CassetteFile, Interaction, InteractionKind};
+use super::mode::{CassetteConfig, Mode};
+use super::redact::Redactor;
+use crate::canonical::{self, FnvMap, FnvSet};
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
 
-/// The `format` field of every cassette.
-pub const FORMAT: &str = "tackle-cassette";
-/// The format version this build reads and writes.
-pub const VERSION: u32 = 1;
-
-/// A whole cassette file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CassetteFile {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// The format version, [`VERSION`].
-    pub version: u32,
-    /// Set when the file was written to the end by a finished run.
-    pub complete: bool,
-    /// The cassette's name (from the test's module path and name).
-    pub name: String,
-    /// Fingerprint of each recorded tool's schemas, by key.
-    #[serde(default)]
-    pub tools: BTreeMap<String, String>,
-    /// The recorded calls, in call order.
-    pub interactions: Vec<Interaction>,
+/// A recording of calls, shared by every call of one run. Cheap to clone.
+#[derive(Clone)]
+pub struct Cassette {
+    pub(super) inner: Arc<Inner>,
 }
 
-/// Whether an interaction is a tool call or another operation (a model completion).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InteractionKind {
-    /// A tool call through the door.
-    Tool,
-    /// Any other recorded operation, such as a model completion.
-    Operation,
+pub(super) struct Inner {
+    pub(super) path: PathBuf,
+    name: String,
+    mode: Mode,
+    pub(super) effective: Effective,
+    pub(super) strict: bool,
+    pub(super) redactor: Redactor,
+    state: Mutex<State>,
 }
 
-/// One recorded call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Interaction {
-    /// The call's position in the recorded run, from 0.
-    pub call: u64,
-    /// The tool or operation key.
-    pub key: String,
-    /// Tool or operation.
-    pub kind: InteractionKind,
-    /// The replay policy the call had when recorded.
-    pub policy: ReplayPolicy,
-    /// The input, redacted.
-    pub input: Value,
-    /// What happened.
-    pub outcome: Outcome,
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) recorded: Vec<Interaction>,
+    pub(super) used: Vec<bool>,
+    /// `(key, canonical input)` -> recorded indices, in recorded order.
+    pub(super) queues: FnvMap<String, FnvMap<String, Queue>>,
+    /// Reused buffer for the canonical form of each call's input.
+    pub(super) scratch: String,
+    /// Indices of recorded operations, in call order.
+    pub(super) operations: Vec<usize>,
+    pub(super) next_operation: usize,
+    /// Schema fingerprints at recording, by key.
+    pub(super) recorded_tools: BTreeMap<String, String>,
+    /// What this run records.
+    pub(super) fresh: Vec<Interaction>,
+    pub(super) tools: BTreeMap<String, String>,
+    pub(super) next_call: u64,
+    pub(super) warnings: Vec<CassetteWarning>,
+    /// Keys whose schemas were checked against the recording.
+    pub(super) checked_schemas: FnvSet<String>,
 }
 
-/// What a recorded call gave.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The output, redacted.
-    Ok(Value),
-    /// The error, which replays as the same error.
-    Error(ToolError),
-    /// A `fail-loud` call happened here; nothing can stand in for it.
-    Tombstone,
-}
-
-impl Outcome {
-    /// The outcome as a call result (a tombstone is a `ReplayGap`).
-    pub fn into_result(self, key: &str, call: u64) -> Result<Value, ToolError> {
-        match self {
-            Outcome::Ok(value) => Ok(value),
-            Outcome::Error(error) => Err(error),
-            Outcome::Tombstone => Err(ToolError::ReplayGap {
-                key: key.to_owned(),
-                call,
-            }),
-        }
+impl fmt::Debug for Cassette {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cassette")
+            .field("path", &self.inner.path)
+            .field("mode", &self.inner.mode)
+            .finish()
     }
 }
 
-/// Why a cassette could not be opened, read, written or finished.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CassetteError {
-    /// The file could not be read.
-    #[error("cannot read cassette {}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file could not be written.
-    #[error("cannot write cassette {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not a valid cassette (truncated, edited by hand, another format).
-    #[error("corrupt cassette {} at line {line}, column {column}: {message}", path.display())]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// Line of the problem, from 1.
-        line: usize,
-        /// Column of the problem, from 1.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The file was written by another format version.
-    #[error("cassette {} has format version {found}; this build reads version {supported}: re-record it with TACKLE_CASSETTE=rewrite", path.display())]
-    UnsupportedVersion {
-        /// The file.
-        path: PathBuf,
-        /// The version in the file.
-        found: u64,
-        /// The version this build reads.
-        supported: u32,
-    },
-    /// The file was not written to the end.
-    #[error("cassette {} is marked incomplete: re-record it with TACKLE_CASSETTE=rewrite", path.display())]
-    Incomplete {
-        /// The file.
-        path: PathBuf,
-    },
-    /// Replay mode, and there is no cassette to replay.
-    #[error("no cassette at {}: record one with TACKLE_CASSETTE=once", path.display())]
-    Missing {
-        /// The file.
-        path: PathBuf,
-    },
-    /// `TACKLE_CASSETTE` holds an unknown mode.
-    #[error("unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live")]
-    UnknownMode {
-        /// The value given.
-        value: String,
-    },
-    /// A writing mode was asked for under CI.
-    #[error("cassette mode `{mode}` writes cassettes, and CI is set: commit recorded cassettes and replay them in CI, or set TACKLE_CASSETTE_ALLOW_CI=1")]
-    WritingInCi {
-        /// The mode asked for.
-        mode: String,
-    },
-    /// Recorded must-stub calls were never replayed: the run took another path.
-    #[error("{} recorded must-stub call(s) in {} were never replayed: {}", calls.len(), path.display(), calls.join("; "))]
-    Unused {
-        /// The file.
-        path: PathBuf,
-        /// Each unused call, described.
-        calls: Vec<String>,
-    },
+/// The recorded indices of one (key, input), in recorded order. Most inputs are
+/// recorded once, so the first index is kept inline.
+#[derive(Debug, Default)]
+pub(super) struct Queue {
+    first: Option<usize>,
+    rest: VecDeque<usize>,
 }
 
-/// Reads and checks a cassette file.
-pub fn load(path: &Path) -> Result<CassetteFile, CassetteError> {
-    let bytes = fs::read(path).map_err(|source| CassetteError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let file: CassetteFile = match serde_json::from_slice(&bytes) {
-        Ok(file) => file,
-        Err(e) => {
-            // A cassette of another version may fail to parse as this one: say so.
-            if let Some(found) = version_of(&bytes).filter(|v| *v != u64::from(VERSION)) {
-                return Err(CassetteError::UnsupportedVersion {
-                    path: path.to_owned(),
-                    found,
-                    supported: VERSION,
-                });
+impl Queue {
+    pub(super) fn push_back(&mut self, i: usize) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(i);
+        } else {
+            self.rest.push_back(i);
+        }
+    }
+
+    pub(super) fn push_front(&mut self, i: usize) {
+        if let Some(old) = self.first.replace(i) {
+            self.rest.push_front(old);
+        }
+    }
+
+    pub(super) fn pop_front(&mut self) -> Option<usize> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+}
+
+/// What [`Cassette::finish`] reports when all went well.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FinishReport {
+    /// Whether the file was written.
+    pub written: bool,
+    /// Recorded calls served from the cassette.
+    pub replayed: usize,
+    /// Calls recorded by this run.
+    pub recorded: usize,
+    /// Things worth knowing that did not fail the run (changed schemas, recorded-result
+    /// misses that ran live).
+    pub warnings: Vec<CassetteWarning>,
+}
+
+/// What the mode means for this cassette, once the file is known to exist or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Effective {
+    Replay,
+    /// `once` with no file yet.
+    OnceRecording,
+    New,
+    Rewrite,
+    Live,
+}
+
+impl Cassette {
+    /// Opens the cassette at `path` with `config` (the mode resolved against the
+    /// environment unless the config says otherwise).
+    pub fn open(
+        path: impl Into<PathBuf>,
+        config: CassetteConfig,
+    ) -> Result<Cassette, CassetteError> {
+        let path = path.into();
+        let mode = if config.use_env {
+            Mode::resolve(config.mode, |k| std::env::var(k).ok())?
+        } else {
+            config.mode
+        };
+        let exists = path.exists();
+        let effective = match mode {
+            Mode::Replay if !exists => return Err(CassetteError::Missing { path }),
+            Mode::Replay => Effective::Replay,
+            Mode::Once if exists => Effective::Replay,
+            Mode::Once => Effective::OnceRecording,
+            Mode::New => Effective::New,
+            Mode::Rewrite => Effective::Rewrite,
+            Mode::Live => Effective::Live,
+        };
+        let mut state = State::default();
+        let mut name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if matches!(effective, Effective::Replay | Effective::New) && exists {
+            let file = file::load(&path)?;
+            name = file.name;
+            state.recorded_tools = file.tools;
+            state.used = vec![false; file.interactions.len()];
+            for (i, interaction) in file.interactions.iter().enumerate() {
+                let canon = canonical::canonical(&interaction.input);
+                state
+                    .queues
+                    .entry(interaction.key.clone())
+                    .or_default()
+                    .entry(canon)
+                    .or_default()
+                    .push_back(i);
+                if interaction.kind == InteractionKind::Operation {
+                    state.operations.push(i);
+                }
             }
-            return Err(CassetteError::Corrupt {
-                path: path.to_owned(),
-                line: e.line(),
-                column: e.column(),
-                message: e.to_string(),
+            state.recorded = file.interactions;
+        }
+        Ok(Cassette {
+            inner: Arc::new(Inner {
+                path,
+                name,
+                mode,
+                effective,
+                strict: config.strict,
+                redactor: config.redactor,
+                state: Mutex::new(state),
+            }),
+        })
+    }
+
+    /// The cassette of a test: `<manifest_dir>/tests/cassettes/<module path>.<test>.json`.
+    /// Use the [`cassette!`](crate::cassette) macro, which fills in both names.
+    pub fn for_test(
+        manifest_dir: &str,
+        fn_type_name: &str,
+        config: CassetteConfig,
+    ) -> Result<Cassette, CassetteError> {
+        let name = test_name(fn_type_name);
+        let path = Path::new(manifest_dir)
+            .join("tests")
+            .join("cassettes")
+            .join(format!("{name}.json"));
+        Cassette::open(path, config)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
+    }
+
+    /// The redactor, for code that must redact something itself.
+    pub fn redactor(&self) -> &Redactor {
+        &self.inner.redactor
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held cannot leave the state half-changed in a way
+        // that matters more than losing the run's recording; carry on with it.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Ends the run: fails when recorded must-stub calls were never replayed (replay
+    /// modes), and writes the cassette in recording modes.
+    pub fn finish(&self) -> Result<FinishReport, CassetteError> {
+        let state = self.state();
+        let replaying = matches!(self.inner.effective, Effective::Replay);
+        let unused: Vec<String> = state
+            .recorded
+            .iter()
+            .zip(&state.used)
+            .filter(|(r, used)| !**used && r.policy == ReplayPolicy::MustStub)
+            .map(|(r, _)| {
+                format!(
+                    "call #{} `{}` with {}",
+                    r.call,
+                    r.key,
+                    canonical::canonical(&r.input)
+                )
+            })
+            .collect();
+        if replaying && !unused.is_empty() {
+            return Err(CassetteError::Unused {
+                path: self.inner.path.clone(),
+                calls: unused,
             });
         }
-    };
-    if file.format != FORMAT {
-        return Err(CassetteError::Corrupt {
-            path: path.to_owned(),
-            line: 1,
-            column: 1,
-            message: format!("`format` is {:?}, not {FORMAT:?}", file.format),
-        });
+        let replayed = state.used.iter().filter(|u| **u).count();
+        let mut report = FinishReport {
+            written: false,
+            replayed,
+            recorded: state.fresh.len(),
+            warnings: state.warnings.clone(),
+        };
+        if matches!(
+            self.inner.effective,
+            Effective::OnceRecording | Effective::New | Effective::Rewrite
+        ) {
+            let mut fresh = state.fresh.clone();
+            stable_order(&mut fresh);
+            let (mut interactions, mut tools) = if self.inner.effective == Effective::New {
+                (state.recorded.clone(), state.recorded_tools.clone())
+            } else {
+                (Vec::new(), BTreeMap::new())
+            };
+            interactions.extend(fresh);
+            tools.extend(state.tools.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let file = CassetteFile {
+                format: file::FORMAT.to_owned(),
+                version: file::VERSION,
+                complete: true,
+                name: self.inner.name.clone(),
+                tools,
+                interactions,
+            };
+            file::save(&self.inner.path, &file)?;
+            report.written = true;
+        }
+        Ok(report)
     }
-    if file.version != VERSION {
-        return Err(CassetteError::UnsupportedVersion {
-            path: path.to_owned(),
-            found: u64::from(file.version),
-            supported: VERSION,
-        });
-    }
-    if !file.complete {
-        return Err(CassetteError::Incomplete {
-            path: path.to_owned(),
-        });
-    }
-    Ok(file)
 }
 
-fn version_of(bytes: &[u8]) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct Header {
-        version: u64,
+/// Puts freshly recorded interactions in an order that does not depend on timing, so
+/// re-recording an identical run gives identical bytes: by call number (taken when a
+/// call starts), then, within each stretch of tool calls between two operations
+/// (calls that may have started concurrently, like one batch of an agent's step), by
+/// key and canonical input. The sort is stable, so identical calls keep their order
+/// (they replay first in, first out), and each stretch keeps its set of call numbers.
+fn stable_order(fresh: &mut [Interaction]) {
+    fresh.sort_by_key(|i| i.call);
+    for stretch in fresh.split_mut(|i| i.kind == InteractionKind::Operation) {
+        if stretch.len() < 2 {
+            continue;
+        }
+        let numbers: Vec<u64> = stretch.iter().map(|i| i.call).collect();
+        stretch.sort_by_cached_key(|i| (i.key.clone(), canonical::canonical(&i.input)));
+        for (interaction, number) in stretch.iter_mut().zip(numbers) {
+            interaction.call = number;
+        }
     }
-    serde_json::from_slice::<Header>(bytes)
+}
+
+/// Redacts an error's texts through its serialized form.
+pub(super) fn redact_error(redactor: &Redactor, error: &ToolError) -> ToolError {
+    serde_json::to_value(error)
         .ok()
-        .map(|h| h.version)
+        .and_then(|v| serde_json::from_value(redactor.redact(&v)).ok())
+        .unwrap_or_else(|| error.clone())
 }
 
-/// Writes a cassette atomically: temporary file, fsync, rename, fsync of the folder.
-pub fn save(path: &Path, file: &CassetteFile) -> Result<(), CassetteError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let fail = |source| CassetteError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| fail(std::io::Error::other(e)))?;
-    bytes.push(b'\n');
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).map_err(fail)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    // Make the rename itself durable; not every platform can open a folder.
-    if let Ok(d) = fs::File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+/// `crate::module::test::{{closure}}::__tackle_here` -> `crate.module.test`.
+pub(super) fn test_name(fn_type_name: &str) -> String {
+    fn_type_name
+        .split("::")
+        .filter(|s| !s.starts_with('{') && *s != "__tackle_here")
+        .collect::<Vec<_>>()
+        .join(".")
 }

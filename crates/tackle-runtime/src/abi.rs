@@ -1,28 +1,127 @@
-//! Support for the code `#[tool]` generates. Not a public API: names and signatures
-//! here change without notice.
+//! The macro ABI: what `#[tool]` expansions register and call.
+//!
+//! Everything the macro's output refers to is here, and the facade re-exports this
+//! module as `tackle::__private`: the registration types ([`ToolRegistration`],
+//! [`StaticSpec`], [`RegisteredHandler`]), the helpers the generated handlers call
+//! (decoding arguments, encoding outputs, resources, blocking work), and the types and
+//! crates they name (`serde`, `schemars`, `serde_json`, `inventory`, the spec's enums).
+//! Enum values reach an expansion as words from the contract crate's tables (see
+//! `tackle_contract`), never as variant names. Not a public API: names and
+//! signatures here change without notice.
 
 use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use crate::registry::{RegisteredHandler, ToolFuture, ToolRegistration};
+pub use crate::context::ToolContext;
+pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
+pub use crate::spec::{ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolSpec, Trust};
 pub use inventory;
 pub use rust_decimal;
 pub use schemars;
 pub use serde;
 pub use serde_json;
 
-use crate::call::panic_message;
-use crate::context::{Resource, ToolContext};
-use crate::error::ToolError;
+use crate::context::Resource;
+use crate::error::panic_message;
 use crate::schema::normalize_input_schema;
-use crate::spec::{
-    ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
-};
+use crate::spec::ToolExample;
 use crate::validate::ValidationIssue;
+
+/// Makes a whole value the tool's input: a parameter `Args(q): Args<Q>` gives the tool
+/// the input schema of `Q` itself, rather than one property per parameter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Args<T>(pub T);
+
+/// A type that can be a skill's state: its fields are the skill's output keys.
+///
+/// Implement it with `#[derive(SkillState)]`, which refuses hash-ordered fields.
+pub trait SkillState: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
+
+/// The future a tool handler returns: the tool's output as JSON, or why it failed.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'static>>;
+
+/// A `#[tool]` function's link-time registration. Made by the macro; not built by hand.
+#[derive(Debug)]
+pub struct ToolRegistration {
+    pub(crate) key: &'static str,
+    pub(crate) meta: &'static StaticSpec,
+    pub(crate) spec: fn() -> ToolSpec,
+    pub(crate) check_at_build: bool,
+    pub(crate) handler: RegisteredHandler,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+    pub(crate) module: &'static str,
+}
+
+impl ToolRegistration {
+    /// Used by `#[tool]`'s expansion.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        key: &'static str,
+        meta: &'static StaticSpec,
+        spec: fn() -> ToolSpec,
+        check_at_build: bool,
+        handler: RegisteredHandler,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+    ) -> ToolRegistration {
+        ToolRegistration {
+            key,
+            meta,
+            spec,
+            check_at_build,
+            handler,
+            file,
+            line,
+            module,
+        }
+    }
+
+    /// The key the tool registers under.
+    pub fn key(&self) -> &'static str {
+        self.key
+    }
+
+    /// Builds the tool's spec (schemas included).
+    pub fn spec(&self) -> ToolSpec {
+        (self.spec)()
+    }
+}
+
+inventory::collect!(ToolRegistration);
+
+/// Every `#[tool]` linked into the program, in a stable order (by key, then source
+/// location). Filter it and pass it to [`Registry::from_registrations`] to build a
+/// registry of a subset, for example the tools of one agent.
+///
+/// [`Registry::from_registrations`]: crate::Registry::from_registrations
+pub fn registrations() -> impl Iterator<Item = &'static ToolRegistration> {
+    let mut all: Vec<&'static ToolRegistration> =
+        inventory::iter::<ToolRegistration>.into_iter().collect();
+    // Link order is not stable across builds; sort so collisions resolve the same way.
+    all.sort_by(|a, b| (a.key, a.file, a.line).cmp(&(b.key, b.file, b.line)));
+    all.into_iter()
+}
+
+/// A `#[tool]` function's generated code, as the macro registers it.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum RegisteredHandler {
+    /// A synchronous tool that does not block: runs to completion where it is called,
+    /// with no future to allocate.
+    Sync(fn(&ToolContext, Value) -> Result<Value, ToolError>),
+    /// An async (or blocking) tool.
+    Async(fn(ToolContext, Value) -> ToolFuture),
+}
 
 /// The parts of a spec the macro knows at compile time.
 #[derive(Debug)]

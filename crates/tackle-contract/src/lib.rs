@@ -1,0 +1,513 @@
+//! The contract between the `#[tool]` macro and the tackle runtime.
+//!
+//! The macro reads a tool's attributes when the program compiles; the runtime reads
+//! its spec when the program runs. The two must agree on what the attributes are
+//! called, which words each enum attribute takes, which characters a name may hold and
+//! which replay policy a tool's side effects allow. Each of those rules is defined
+//! here, once, and both sides use it:
+//!
+//! * the macro checks attributes with these rules, and writes an enum value into its
+//!   expansion as its word, turned back into the value at compile time by the same
+//!   table (`SideEffects::expect("write")` in a `static`): no variant name crosses from
+//!   one crate to the other, so renaming a variant changes this crate alone;
+//! * the runtime serializes and parses the same words, and checks hand-written specs
+//!   with the same functions.
+//!
+//! Most programs never name this crate: `tackle` re-exports the enums.
+
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The name of every `#[tool(...)]` attribute: the macro's parser matches on these.
+pub mod attr {
+    /// `name = "..."`: the tool's name (default: the function's).
+    pub const NAME: &str = "name";
+    /// `namespace = "..."`: dot-separated namespace segments.
+    pub const NAMESPACE: &str = "namespace";
+    /// `version = "..."`: the version (default `"1"`).
+    pub const VERSION: &str = "version";
+    /// `side_effects = none | read | write | external` (required).
+    pub const SIDE_EFFECTS: &str = "side_effects";
+    /// `replay_policy = must_stub | fail_loud | recorded_result`.
+    pub const REPLAY_POLICY: &str = "replay_policy";
+    /// `requires_capability = "..."` or a list: permissions a caller needs.
+    pub const REQUIRES_CAPABILITY: &str = "requires_capability";
+    /// `description = "..."` (default: the doc comment's first paragraph).
+    pub const DESCRIPTION: &str = "description";
+    /// `idempotency_key = "field"`.
+    pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
+    /// `cost_estimate = "0.25"`: a decimal string.
+    pub const COST_ESTIMATE: &str = "cost_estimate";
+    /// `tags = ["..."]`.
+    pub const TAGS: &str = "tags";
+    /// `examples = [...]`: JSON inputs or (input, output) pairs.
+    pub const EXAMPLES: &str = "examples";
+    /// `deprecated` or `deprecated = "note"`.
+    pub const DEPRECATED: &str = "deprecated";
+    /// `input_schema = "{...}"`: a hand-written input schema.
+    pub const INPUT_SCHEMA: &str = "input_schema";
+    /// `output_schema = "{...}"`: a hand-written output schema.
+    pub const OUTPUT_SCHEMA: &str = "output_schema";
+    /// `execution_mode = auto | parallel | sequential`.
+    pub const EXECUTION_MODE: &str = "execution_mode";
+    /// `needs_approval` or `needs_approval = predicate`.
+    pub const NEEDS_APPROVAL: &str = "needs_approval";
+    /// `timeout_ms = 500`.
+    pub const TIMEOUT_MS: &str = "timeout_ms";
+    /// `max_result_tokens = 2000`.
+    pub const MAX_RESULT_TOKENS: &str = "max_result_tokens";
+    /// `result_shaping = middle | tail | spill_to_file | summarize`.
+    pub const RESULT_SHAPING: &str = "result_shaping";
+    /// `secrets = ["..."]`: the secrets the tool may read.
+    pub const SECRETS: &str = "secrets";
+    /// `trust = first_party | trusted | untrusted | mcp`.
+    pub const TRUST: &str = "trust";
+    /// `blocking`: a synchronous tool that blocks.
+    pub const BLOCKING: &str = "blocking";
+    /// `params(a = "...")`: parameter descriptions.
+    pub const PARAMS: &str = "params";
+    /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it
+    /// (it is re-exported by another crate).
+    pub const CRATE: &str = "crate";
+
+    /// Every attribute, in the order the reference lists them.
+    pub const ALL: &[&str] = &[
+        NAME,
+        NAMESPACE,
+        VERSION,
+        SIDE_EFFECTS,
+        REPLAY_POLICY,
+        REQUIRES_CAPABILITY,
+        DESCRIPTION,
+        IDEMPOTENCY_KEY,
+        COST_ESTIMATE,
+        TAGS,
+        EXAMPLES,
+        DEPRECATED,
+        INPUT_SCHEMA,
+        OUTPUT_SCHEMA,
+        EXECUTION_MODE,
+        NEEDS_APPROVAL,
+        TIMEOUT_MS,
+        MAX_RESULT_TOKENS,
+        RESULT_SHAPING,
+        SECRETS,
+        TRUST,
+        BLOCKING,
+        PARAMS,
+        CRATE,
+    ];
+}
+
+/// Whether two strings are equal, in a `const` context.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A word that names no value of an enum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownWord {
+    /// What the word should have named, e.g. `side effects`.
+    pub what: &'static str,
+    /// The word as given.
+    pub word: String,
+    /// The words that are known.
+    pub expected: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown {} `{}`; expected one of: {}",
+            self.what,
+            self.word,
+            self.expected.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownWord {}
+
+/// An enum whose values are words: what the macro needs to check an attribute and
+/// write its value into an expansion.
+pub trait Words: Copy + Sized + 'static {
+    /// The type's name, as the runtime re-exports it.
+    const TYPE_NAME: &'static str;
+    /// Every value, in declaration order.
+    const ALL: &'static [Self];
+    /// The value's word.
+    fn word(self) -> &'static str;
+    /// The value an attribute spelling names (`_` allowed for `-`).
+    fn from_attribute(spelling: &str) -> Option<Self>;
+    /// How an attribute spells the value.
+    fn attribute_spelling(self) -> String;
+}
+
+/// Defines an enum whose values are words: the one table of its words, the
+/// conversions both ways (one usable at compile time), and serde by word.
+macro_rules! words {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident ($what:literal) {
+            $( $(#[$vmeta:meta])* $variant:ident = $word:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// Every value's word, in declaration order.
+            pub const WORDS: &'static [&'static str] = &[$($word),+];
+
+            /// The word for this value, as in specs, cassettes and logs.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $word, )+
+                }
+            }
+
+            /// The value a word names, if any.
+            pub const fn parse(word: &str) -> Option<$name> {
+                $( if same(word, $word) { return Some($name::$variant); } )+
+                None
+            }
+
+            /// The value a word names. Used in `#[tool]` expansions inside `static`s,
+            /// where it runs at compile time: an unknown word (a macro and runtime of
+            /// different versions) stops the build instead of reaching run time.
+            pub const fn expect(word: &str) -> $name {
+                match $name::parse(word) {
+                    Some(value) => value,
+                    None => panic!(concat!("not a word of ", stringify!($name))),
+                }
+            }
+
+            /// The value an attribute names: the word, with `_` allowed for `-`
+            /// (`must_stub` for `must-stub`), as Rust identifiers cannot hold `-`.
+            pub fn from_attribute(spelling: &str) -> Option<$name> {
+                $name::parse(&spelling.replace('_', "-"))
+            }
+
+            /// How an attribute spells this value: the word with `_` for `-`.
+            pub fn attribute_spelling(self) -> String {
+                self.as_str().replace('-', "_")
+            }
+        }
+
+        impl Words for $name {
+            const TYPE_NAME: &'static str = stringify!($name);
+            const ALL: &'static [$name] = $name::ALL;
+            fn word(self) -> &'static str {
+                self.as_str()
+            }
+            fn from_attribute(spelling: &str) -> Option<$name> {
+                $name::from_attribute(spelling)
+            }
+            fn attribute_spelling(self) -> String {
+                $name::attribute_spelling(self)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownWord;
+            fn from_str(s: &str) -> Result<$name, UnknownWord> {
+                $name::parse(s).ok_or_else(|| UnknownWord {
+                    what: $what,
+                    word: s.to_owned(),
+                    expected: $name::WORDS,
+                })
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        write!(f, "one of: {}", $name::WORDS.join(", "))
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
+                        $name::parse(v).ok_or_else(|| E::unknown_variant(v, $name::WORDS))
+                    }
+                }
+                deserializer.deserialize_str(Visitor)
+            }
+        }
+    };
+}
+
+words! {
+    /// What calling a tool does to the world outside the process.
+    #[derive(PartialOrd, Ord)]
+    pub enum SideEffects ("side effects") {
+        /// A pure computation: same input, same output, nothing touched.
+        None = "none",
+        /// Reads outside state (files, databases, the network) but changes nothing.
+        Read = "read",
+        /// Changes state this system owns (files, rows, caches).
+        Write = "write",
+        /// Acts on a system outside this one (sends mail, pays, calls a model).
+        External = "external",
+    }
+}
+
+impl SideEffects {
+    /// Whether the tool changes anything (`write` or `external`).
+    pub const fn mutates(self) -> bool {
+        matches!(self, SideEffects::Write | SideEffects::External)
+    }
+}
+
+words! {
+    /// What replay does with a tool's calls (see the replay table in the design notes).
+    pub enum ReplayPolicy ("replay policy") {
+        /// Replay must serve a recorded result; a miss is an error and the tool never runs.
+        MustStub = "must-stub",
+        /// Replaying this tool is an error before any lookup; it never runs under replay.
+        FailLoud = "fail-loud",
+        /// Replay serves a recorded result when there is one, else runs the tool.
+        RecordedResult = "recorded-result",
+    }
+}
+
+impl ReplayPolicy {
+    /// The policy a tool gets when it does not choose one: the one place this mapping
+    /// lives. Pure and read-only tools may run again on a miss (`recorded-result`);
+    /// anything that changes the world must be stubbed (`must-stub`).
+    pub const fn default_for(side_effects: SideEffects) -> ReplayPolicy {
+        if side_effects.mutates() {
+            ReplayPolicy::MustStub
+        } else {
+            ReplayPolicy::RecordedResult
+        }
+    }
+
+    /// Whether a tool with these side effects may use this policy. `recorded-result`
+    /// would re-run a write or external tool on a replay miss, so it is refused there.
+    pub const fn allowed_for(self, side_effects: SideEffects) -> bool {
+        !(matches!(self, ReplayPolicy::RecordedResult) && side_effects.mutates())
+    }
+}
+
+words! {
+    /// How the executor may schedule a tool relative to other calls of the same batch.
+    #[derive(Default)]
+    pub enum ExecutionMode ("execution mode") {
+        /// Decided by the side effects: `none` and `read` tools run in parallel, `write`
+        /// and `external` tools one at a time, in call order.
+        #[default]
+        Auto = "auto",
+        /// Runs alongside other calls whatever its side effects (the tool opts in).
+        Parallel = "parallel",
+        /// Runs alone: no other call of the batch runs at the same time.
+        Sequential = "sequential",
+    }
+}
+
+words! {
+    /// What the door does with a result longer than the tool's `max_result_tokens`.
+    ///
+    /// Lengths are estimated at four characters a token. Every strategy but
+    /// `spill-to-file` leaves a marker saying how much was left out.
+    #[derive(Default)]
+    pub enum ResultShaping ("result shaping") {
+        /// Keeps the beginning and the end and drops the middle.
+        #[default]
+        Middle = "middle",
+        /// Keeps the beginning and drops the tail.
+        Tail = "tail",
+        /// Writes the whole result to a file (mode 0600) in a per-run directory; the
+        /// result becomes a handle to it with a short preview.
+        SpillToFile = "spill-to-file",
+        /// Asks the runtime's summarizer hook for a summary within the limit.
+        Summarize = "summarize",
+    }
+}
+
+words! {
+    /// Where a tool comes from, in increasing order of trust. Used by the `priority`
+    /// collision strategy and by result sanitization.
+    #[derive(Default, PartialOrd, Ord)]
+    pub enum Trust ("trust") {
+        /// Imported from an MCP server.
+        Mcp = "mcp",
+        /// Third-party code or data that is not vetted.
+        Untrusted = "untrusted",
+        /// Third-party code the operator vouches for.
+        Trusted = "trusted",
+        /// Written in this program.
+        #[default]
+        FirstParty = "first-party",
+    }
+}
+
+/// The characters a name or a namespace segment may hold, in words.
+pub const NAME_CHARACTERS: &str = "ASCII letters, digits, `_` and `-`";
+
+/// The characters a version may hold, in words.
+pub const VERSION_CHARACTERS: &str = "ASCII letters, digits, `.`, `_`, `-` and `+`";
+
+fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+fn version_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')
+}
+
+/// Whether `s` is a valid tool name or namespace segment: non-empty,
+/// [`NAME_CHARACTERS`] only.
+pub fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(name_char)
+}
+
+/// Whether `s` is a valid namespace: dot-separated valid segments.
+pub fn is_namespace(s: &str) -> bool {
+    s.split('.').all(is_name)
+}
+
+/// Whether `s` is a valid version: non-empty, [`VERSION_CHARACTERS`] only.
+pub fn is_version(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(version_char)
+}
+
+/// Checks one name or namespace segment; the error says which character is wrong.
+pub fn check_name(what: &str, s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("the {what} is empty"));
+    }
+    match s.chars().find(|c| !name_char(*c)) {
+        Some(c) => Err(format!(
+            "the {what} `{s}` has the character {c:?}; use {NAME_CHARACTERS}"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a version; the error says which character is wrong.
+pub fn check_version(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("the version is empty".into());
+    }
+    match s.chars().find(|c| !version_char(*c)) {
+        Some(c) => Err(format!(
+            "the version `{s}` has the character {c:?}; use {VERSION_CHARACTERS}"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_every_way() {
+        for value in ReplayPolicy::ALL {
+            assert_eq!(ReplayPolicy::parse(value.as_str()), Some(*value));
+            assert_eq!(
+                ReplayPolicy::from_attribute(&value.attribute_spelling()),
+                Some(*value)
+            );
+            let json = serde_json::to_value(value).unwrap();
+            assert_eq!(json, value.as_str());
+            assert_eq!(
+                serde_json::from_value::<ReplayPolicy>(json).unwrap(),
+                *value
+            );
+        }
+        assert_eq!(
+            ResultShaping::SpillToFile.attribute_spelling(),
+            "spill_to_file"
+        );
+        assert_eq!(
+            Trust::from_attribute("first_party"),
+            Some(Trust::FirstParty)
+        );
+        assert_eq!(SideEffects::WORDS, ["none", "read", "write", "external"]);
+    }
+
+    #[test]
+    fn words_are_usable_at_compile_time() {
+        const WRITE: SideEffects = SideEffects::expect("write");
+        assert_eq!(WRITE, SideEffects::Write);
+        assert_eq!(SideEffects::parse("writes"), None);
+    }
+
+    #[test]
+    fn unknown_words_name_the_known_ones() {
+        let err = "stub".parse::<ReplayPolicy>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown replay policy `stub`; expected one of: must-stub, fail-loud, recorded-result"
+        );
+        let err = serde_json::from_value::<SideEffects>(serde_json::json!("writes"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown variant `writes`"), "{err}");
+    }
+
+    #[test]
+    fn policy_follows_side_effects() {
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::Read),
+            ReplayPolicy::RecordedResult
+        );
+        assert_eq!(
+            ReplayPolicy::default_for(SideEffects::External),
+            ReplayPolicy::MustStub
+        );
+        assert!(!ReplayPolicy::RecordedResult.allowed_for(SideEffects::Write));
+        assert!(ReplayPolicy::FailLoud.allowed_for(SideEffects::Write));
+    }
+
+    #[test]
+    fn names_and_versions() {
+        assert!(is_name("add_2-x") && !is_name("a.b") && !is_name(""));
+        assert!(is_namespace("llm.openai") && !is_namespace("llm..openai"));
+        assert!(is_version("2.1.0-rc.1+build") && !is_version("1 0"));
+        assert!(check_name("name", "a.b").unwrap_err().contains("'.'"));
+        assert!(check_version("1 0").unwrap_err().contains("' '"));
+    }
+
+    #[test]
+    fn every_attribute_is_listed_once() {
+        let mut names = attr::ALL.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), attr::ALL.len());
+    }
+}

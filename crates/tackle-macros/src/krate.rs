@@ -1,0 +1,27 @@
+//! Where the `tackle` crate is, as the crate being compiled names it.
+//!
+//! Expansions refer to the runtime through one path, found here: the `crate = "..."`
+//! attribute when given (for a crate that re-exports tackle), else the name the
+//! caller's `Cargo.toml` gives the `tackle` dependency, so a renamed dependency
+//! (`tackle2 = { package = "tackle", ... }`) works.
+
+use proc_macro2::TokenStream;
+use proc_macro_crate::{crate_name, FoundCrate};
+use quote::{format_ident, quote};
+
+/// The path to the `tackle` crate in the expansion.
+pub fn path(explicit: Option<&syn::Path>) -> TokenStream {
+    if let Some(path) = explicit {
+        return quote!(#path);
+    }
+    match crate_name("tackle") {
+        Ok(FoundCrate::Name(name)) => {
+            let ident = format_ident!("{}", name);
+            quote!(::#ident)
+        }
+        // The tackle package itself (its library declares `extern crate self as
+        // tackle`; its tests, examples and benches depend on it by that name), or a
+        // manifest that cannot be read: the usual name.
+        Ok(FoundCrate::Itself) | Err(_) => quote!(::tackle),
+    }
+}

@@ -1,0 +1,90 @@
+//! Stage 6, approval: a yes before a call that needs one runs.
+//!
+//! A call needs approval when its tool says so for every call or its approval
+//! predicate says so for the validated input. The runtime's [`Approver`] is asked,
+//! with the call bound to its exact arguments; with no approver, the call is refused.
+//! An approval the approver asked to remember lets later calls with the same key and
+//! arguments through without asking. A replayed call never reaches an approver, nor
+//! does a call of a run already cancelled (execution then ends it).
+//!
+//! [`Approver`]: crate::approval::Approver
+
+use std::ops::ControlFlow;
+use std::sync::PoisonError;
+
+use serde_json::Value;
+
+use super::{Call, Flow, Runtime};
+use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
+use crate::audit::GateDecision;
+use crate::error::ToolError;
+use crate::registry::Tool;
+
+pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+    if call.outcome.is_some() || call.ctx.is_cancelled() {
+        return ControlFlow::Continue(());
+    }
+    let tool = call.tool();
+    if !tool.may_need_approval() || !tool.needs_approval(call.input.get()) {
+        call.trail.gates.approval = GateDecision::NotRequired;
+        return ControlFlow::Continue(());
+    }
+    // Boxed, like the other rare stages, to keep the common call's future small.
+    let decision = Box::pin(ask(door, tool, call.input.get(), call.id)).await;
+    call.trail.gates.approval = decision.clone();
+    match decision {
+        GateDecision::Refused(reason) => ControlFlow::Break(Err(ToolError::ApprovalDenied {
+            key: tool.key().to_owned(),
+            reason,
+        })),
+        _ => ControlFlow::Continue(()),
+    }
+}
+
+/// Asks for approval of a call of `tool` with the validated `input`.
+async fn ask(door: &Runtime, tool: &Tool, input: &Value, call_id: u64) -> GateDecision {
+    let binding = ApprovalBinding::new(tool.key(), input);
+    let remembered = door
+        .remembered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(&binding);
+    if remembered {
+        door.counters.approval(false, true);
+        return GateDecision::RememberedApproval;
+    }
+    let Some(approver) = &door.approver else {
+        door.counters.approval(false, false);
+        return GateDecision::Refused(
+            "the tool needs approval and no approver is configured".to_owned(),
+        );
+    };
+    let request = ApprovalRequest {
+        key: tool.key().to_owned(),
+        call_id,
+        input: input.clone(),
+        binding,
+    };
+    let decision = match approver.review(&request).await {
+        ApprovalDecision::Approve(approval) if *approval.binding() == request.binding => {
+            if approval.remember() {
+                door.remembered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(request.binding);
+            }
+            GateDecision::Approved
+        }
+        ApprovalDecision::Approve(approval) => GateDecision::Refused(format!(
+            "the approval was given for another call ({} {}), not this one ({} {})",
+            approval.binding().key(),
+            approval.binding(),
+            request.key,
+            request.binding
+        )),
+        ApprovalDecision::Deny(reason) => GateDecision::Refused(reason),
+    };
+    door.counters
+        .approval(true, matches!(decision, GateDecision::Approved));
+    decision
+}

@@ -1,0 +1,31 @@
+//! Stage 2, capability: the caller holds every permission the tool requires.
+//!
+//! Deny by default: a tool (or operation) that lists permissions is refused unless
+//! the caller's [`Capabilities`](crate::Capabilities) grant each one. A refusal ends the
+//! call before its input is looked at, so a denied caller learns nothing about it.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow};
+use crate::audit::GateDecision;
+use crate::error::ToolError;
+
+pub(super) fn stage(call: &mut Call<'_>) -> Flow {
+    let tool = call.tool();
+    let required = &tool.spec().requires_capability;
+    if required.is_empty() {
+        call.trail.gates.capability = GateDecision::NotRequired;
+        return ControlFlow::Continue(());
+    }
+    let missing = call.ctx.capabilities().missing(required);
+    if missing.is_empty() {
+        call.trail.gates.capability = GateDecision::Passed;
+        return ControlFlow::Continue(());
+    }
+    let error = ToolError::CapabilityDenied {
+        key: tool.key().to_owned(),
+        missing,
+    };
+    call.trail.gates.capability = GateDecision::Refused(error.to_string());
+    ControlFlow::Break(Err(error))
+}

@@ -1,0 +1,165 @@
+//! Stage 4, deduplicate: one execution per idempotency key within a run.
+//!
+//! A `write` or `external` tool whose spec names an `idempotency_key` input field runs
+//! once per tool and value of that field within an executor run (the run's memory
+//! travels in the context the executor gives its calls). A later call with the same
+//! key, having passed its own capability and input stages, gets the first call's
+//! outcome (marked `deduplicated`) without running the tool; while the first call is
+//! still running, it waits for it. If the first call is dropped before it ends, a
+//! waiting call runs in its place.
+
+use std::any::Any;
+use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::{Call, Flow};
+use crate::audit::Execution;
+use crate::canonical::{canonical, FnvMap};
+use crate::error::ToolError;
+use crate::sanitize::Finding;
+use crate::shape::ShapeReport;
+
+/// The idempotency memory of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Idempotency {
+    slots: Mutex<FnvMap<String, Arc<Slot>>>,
+}
+
+impl Idempotency {
+    /// A new memory, as the context's per-run state.
+    pub(crate) fn new_shared() -> Arc<dyn Any + Send + Sync> {
+        Arc::new(Idempotency::default())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+    changed: Notify,
+}
+
+#[derive(Debug, Default)]
+enum SlotState {
+    #[default]
+    Running,
+    Settled(Settled),
+    Abandoned,
+}
+
+/// What the first call of a key ended with: what later calls receive.
+#[derive(Clone, Debug)]
+struct Settled {
+    result: Result<Value, ToolError>,
+    shaped: Option<ShapeReport>,
+    findings: Vec<Finding>,
+}
+
+/// A call's hold on its idempotency key: the call that holds it runs, and settles it
+/// when it ends. Dropped unsettled (the call was dropped), it lets a waiter run.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    slot: Arc<Slot>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut state = self
+            .slot
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if matches!(*state, SlotState::Running) {
+            *state = SlotState::Abandoned;
+            drop(state);
+            self.slot.changed.notify_waiters();
+        }
+    }
+}
+
+pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
+    let Some((memory, key)) = idempotency_key(call) else {
+        return ControlFlow::Continue(());
+    };
+    // Boxed: rare, and it keeps the common call's future small.
+    match Box::pin(claim_or_wait(memory, key)).await {
+        Ok(claim) => {
+            call.claim = Some(claim);
+            ControlFlow::Continue(())
+        }
+        Err(first) => {
+            call.trail.execution = Execution::Deduplicated;
+            call.trail.shaped = first.shaped;
+            call.trail.findings = first.findings;
+            ControlFlow::Break(first.result)
+        }
+    }
+}
+
+/// Hands a finished call's outcome to the calls waiting on its key.
+pub(super) fn settle(call: &mut Call<'_>, result: &Result<Value, ToolError>) {
+    let Some(claim) = call.claim.take() else {
+        return;
+    };
+    let settled = Settled {
+        result: result.clone(),
+        shaped: call.trail.shaped.clone(),
+        findings: call.trail.findings.clone(),
+    };
+    *claim
+        .slot
+        .state
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = SlotState::Settled(settled);
+    claim.slot.changed.notify_waiters();
+}
+
+/// The run's memory and this call's key in it, when the call is one to deduplicate.
+fn idempotency_key<'a>(call: &mut Call<'a>) -> Option<(&'a Idempotency, String)> {
+    let ctx = call.ctx;
+    let tool = call.tool();
+    let spec = tool.spec();
+    let field = spec.idempotency_key.as_deref()?;
+    if !spec.side_effects.mutates() {
+        return None;
+    }
+    let memory = ctx.run_memory()?.downcast_ref::<Idempotency>()?;
+    let value = call.input.get().get(field)?;
+    Some((memory, format!("{}\n{}", tool.key(), canonical(value))))
+}
+
+/// The key's claim when no call holds it, else the outcome of the call that did.
+async fn claim_or_wait(memory: &Idempotency, key: String) -> Result<Claim, Settled> {
+    let slot = {
+        let mut slots = memory.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        match slots.get(&key) {
+            Some(slot) => Arc::clone(slot),
+            None => {
+                let slot = Arc::new(Slot::default());
+                slots.insert(key, Arc::clone(&slot));
+                return Ok(Claim { slot });
+            }
+        }
+    };
+    loop {
+        let changed = slot.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        {
+            let mut state = slot.state.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*state {
+                SlotState::Settled(first) => return Err(first.clone()),
+                SlotState::Abandoned => {
+                    *state = SlotState::Running;
+                    return Ok(Claim {
+                        slot: Arc::clone(&slot),
+                    });
+                }
+                SlotState::Running => {}
+            }
+        }
+        changed.await;
+    }
+}

@@ -1,0 +1,269 @@
+//! Stage 7, execute: the tool runs, within its limits.
+//!
+//! * a run already cancelled ends the call with `Cancelled`: the tool never starts;
+//! * the time limit is the tool's `timeout_ms`, else the context's default; past it,
+//!   the call ends with `Timeout`;
+//! * when the run is cancelled while the tool runs, the tool is asked to stop (it sees
+//!   it through its context) and stopped after the grace window with `Aborted`.
+//!   Stopping means dropping the tool's future;
+//! * a panic, while starting or while running, becomes `Panicked`: the process goes on;
+//! * a tool that sees its context gets one of its own for the call (its id, its
+//!   declared secrets, its stream); a `()` tool that streamed returns its stream;
+//! * error texts are scrubbed of the caller's secrets before anyone sees them.
+//!
+//! An operation runs the code its caller handed the door, under the same rules.
+
+use std::any::Any;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Call, Flow};
+use crate::audit::Execution;
+use crate::context::{CallScope, ToolContext};
+use crate::error::{panic_message, ToolError};
+use crate::events::ToolEventKind;
+use crate::registry::{HandlerKind, Tool};
+
+pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
+    if call.outcome.is_some() {
+        // Replayed: nothing runs.
+        return ControlFlow::Continue(());
+    }
+    let tool = call.tool();
+    let ctx = call.ctx;
+    if ctx.is_cancelled() {
+        return ControlFlow::Break(Err(ToolError::Cancelled {
+            key: tool.key().to_owned(),
+        }));
+    }
+    call.trail.execution = Execution::Live;
+    let limit = tool
+        .spec()
+        .timeout_ms
+        .map(Duration::from_millis)
+        .or(ctx.default_timeout());
+    let limited = limit.is_some() || ctx.cancellation().is_some();
+    let mut result = if let Some(run) = call.run.take() {
+        let work = guard_future(tool, run());
+        if limited {
+            Box::pin(limit_call(work, tool.key(), limit, ctx)).await
+        } else {
+            work.await
+        }
+    } else if !tool.takes_context() {
+        // The tool never sees its context: no scope, no stream, no events.
+        let input = call.input.take();
+        if limited {
+            Box::pin(limit_call(
+                guarded(tool, ctx, input),
+                tool.key(),
+                limit,
+                ctx,
+            ))
+            .await
+        } else {
+            guarded(tool, ctx, input).await
+        }
+    } else {
+        let input = call.input.take();
+        Box::pin(scoped(tool, ctx, call.id, input, limit, limited)).await
+    };
+    scrub(&mut result, ctx);
+    call.outcome = Some(result);
+    ControlFlow::Continue(())
+}
+
+/// Runs a tool that sees its context in a scope of its own for the call.
+async fn scoped(
+    tool: &Tool,
+    ctx: &ToolContext,
+    call_id: u64,
+    input: Value,
+    limit: Option<Duration>,
+    limited: bool,
+) -> Result<Value, ToolError> {
+    let info = tool.call_info();
+    let scoped = ctx.for_call(CallScope::new(
+        call_id,
+        Arc::clone(&info.key),
+        Arc::clone(&info.secrets),
+    ));
+    scoped.emit(ToolEventKind::Started);
+    let mut result = if limited {
+        limit_call(guarded(tool, &scoped, input), tool.key(), limit, &scoped).await
+    } else {
+        guarded(tool, &scoped, input).await
+    };
+    if let (Ok(Value::Null), Some(stream)) = (
+        &result,
+        scoped.call_scope().and_then(CallScope::take_stream),
+    ) {
+        result = Ok(Value::String(stream));
+    }
+    scoped.emit(ToolEventKind::Finished { ok: result.is_ok() });
+    result
+}
+
+/// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when
+/// the limit passes, `Aborted` when the run was cancelled and the tool did not finish
+/// within the grace window.
+async fn limit_call(
+    work: impl Future<Output = Result<Value, ToolError>>,
+    key: &str,
+    limit: Option<Duration>,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    let grace = ctx.grace();
+    let timer = async {
+        match limit {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let abort = async {
+        match ctx.cancellation() {
+            Some(token) => {
+                token.cancelled().await;
+                tokio::time::sleep(grace).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        result = work => result,
+        () = timer => Err(ToolError::Timeout {
+            key: key.to_owned(),
+            after_ms: limit.map_or(0, |l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
+        }),
+        () = abort => Err(ToolError::Aborted {
+            key: key.to_owned(),
+            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+        }),
+    }
+}
+
+/// Runs the tool's handler, turning a panic (while starting or while running) into
+/// `Panicked`, and naming the tool by its registered key in every error.
+async fn guarded(tool: &Tool, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
+    let outcome = match &tool.handler().0 {
+        HandlerKind::Sync(run) => catch_unwind(AssertUnwindSafe(|| run(ctx, input))),
+        HandlerKind::Async(start) => {
+            match catch_unwind(AssertUnwindSafe(|| start(ctx.clone(), input))) {
+                Ok(future) => CatchUnwind(future).await,
+                Err(payload) => Err(payload),
+            }
+        }
+        HandlerKind::Given => Ok(Err(ToolError::Execution {
+            key: tool.key().to_owned(),
+            message: "this operation was called without its code".to_owned(),
+        })),
+    };
+    settle(tool, outcome)
+}
+
+/// An operation's code, with the same panic guard.
+async fn guard_future<'f>(
+    tool: &Tool,
+    work: Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'f>>,
+) -> Result<Value, ToolError> {
+    settle(tool, CatchUnwind(work).await)
+}
+
+fn settle(
+    tool: &Tool,
+    outcome: Result<Result<Value, ToolError>, Box<dyn Any + Send>>,
+) -> Result<Value, ToolError> {
+    let key = tool.key();
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(rekey(e, key)),
+        Err(payload) => Err(ToolError::Panicked {
+            key: key.to_owned(),
+            message: panic_message(payload.as_ref()),
+        }),
+    }
+}
+
+/// Errors made inside a handler carry the key the tool was defined with; a tool moved
+/// by a collision strategy answers to its registered key.
+fn rekey(mut error: ToolError, registered: &str) -> ToolError {
+    if let Some(key) = error.key_mut() {
+        if key != registered {
+            *key = registered.to_owned();
+        }
+    }
+    error
+}
+
+/// Polls a future, catching a panic in any poll.
+struct CatchUnwind<F>(F);
+
+impl<F> Future for CatchUnwind<Pin<Box<F>>>
+where
+    F: Future<Output = Result<Value, ToolError>> + ?Sized,
+{
+    type Output = Result<Result<Value, ToolError>, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
+    }
+}
+
+/// Removes the caller's secret values from an error's text.
+pub(super) fn scrub(result: &mut Result<Value, ToolError>, ctx: &ToolContext) {
+    let Err(error) = result else { return };
+    if !ctx.has_secrets() {
+        return;
+    }
+    let Ok(mut value) = serde_json::to_value(&*error) else {
+        return;
+    };
+    if scrub_value(&mut value, ctx) {
+        if let Ok(scrubbed) = serde_json::from_value(value) {
+            *error = scrubbed;
+        }
+    }
+}
+
+/// `result`, scrubbed (see [`scrub`]).
+pub(super) fn scrubbed(
+    mut result: Result<Value, ToolError>,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    scrub(&mut result, ctx);
+    result
+}
+
+fn scrub_value(value: &mut Value, ctx: &ToolContext) -> bool {
+    match value {
+        Value::String(text) => {
+            let mut changed = false;
+            for secret in ctx.secret_values().filter(|s| !s.is_empty()) {
+                if text.contains(secret) {
+                    *text = text.replace(secret, "<redacted>");
+                    changed = true;
+                }
+            }
+            changed
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+        _ => false,
+    }
+}

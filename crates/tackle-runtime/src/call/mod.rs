@@ -1,0 +1,482 @@
+//! The call pipeline: the one door every effect goes through.
+//!
+//! ```text
+//! resolve -> capability -> validate input -> deduplicate -> replay router -> approval
+//!   -> execute (time limit, cancellation + grace, panic guard)
+//!   -> validate output -> shape -> sanitize -> record -> audit
+//! ```
+//!
+//! [`Runtime::call`] is that door for tools, and [`Runtime::perform`] the same door for
+//! [operations](Operation): model completions (`llm.<provider>.complete@<model>`),
+//! broker sends, anything else with an effect. Whoever makes a call (user code, the
+//! executor, a chain, an agent loop, a pipeline, the MCP server) makes it here, so no
+//! caller can skip a stage. Each stage is a small unit in its own file, with one job,
+//! run in this order:
+//!
+//! 1. **resolve** ([`resolve`]): the key names a registered tool (an operation brings
+//!    its own);
+//! 2. **capability** ([`capability`]): the caller holds every permission the tool or
+//!    operation requires (deny by default). A denied caller learns nothing about its
+//!    input's validity, and nothing runs;
+//! 3. **validate input** ([`validate`]): an invalid input never reaches the tool, nor
+//!    an approver;
+//! 4. **deduplicate** ([`dedupe`]): inside an executor run, a `write`/`external` call
+//!    whose idempotency key was seen before gets the first call's outcome, after
+//!    passing its own capability and input stages;
+//! 5. **replay router** ([`replay`]): with a [`Cassette`], a recorded outcome may stand
+//!    in for the call (see [`crate::replay`]);
+//! 6. **approval** ([`approval`]): asked only for calls that will really run, bound to
+//!    the validated arguments (see [`crate::approval`]);
+//! 7. **execute** ([`execute`]): under the time limit and the run's cancellation, with a
+//!    grace window and a panic guard, with a per-call context (its id, its declared
+//!    secrets, its stream); error texts are scrubbed of the caller's secrets;
+//! 8. **validate output** ([`validate`]): output that breaks the tool's own schema is an
+//!    error (replayed outputs are checked too);
+//! 9. **shape** ([`shape`]): a long result is cut to the tool's `max_result_tokens`
+//!    ([`crate::shape`]);
+//! 10. **sanitize** ([`sanitize`]): instruction-like text is handled by the tool's trust
+//!     class ([`crate::sanitize`]);
+//! 11. **record** ([`record`]): the outcome the caller gets is recorded to the cassette,
+//!     when the router asked for it and the call really ran;
+//! 12. **audit** ([`audit`]): every call, however it ended, leaves an audit event,
+//!     counters and a tracing span ([`crate::audit`]).
+//!
+//! A stage either lets the call go on or ends it with its outcome: denied, invalid,
+//! answered by an earlier call, refused by the router, not approved, cancelled. The
+//! audit stage runs after all the others, whatever they did. Adding a stage is one
+//! new unit and one line in [`Runtime::stages`].
+//!
+//! Time limits and the grace window use Tokio's timer: a runtime whose tools set
+//! `timeout_ms`, or whose callers set a default timeout or a cancellation token, must
+//! be driven by a Tokio runtime with time enabled (`#[tokio::main]` is).
+
+mod approval;
+mod audit;
+mod capability;
+pub(crate) mod dedupe;
+mod execute;
+mod operation;
+mod record;
+mod replay;
+mod resolve;
+mod sanitize;
+mod shape;
+mod validate;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::Instrument;
+
+pub use operation::Operation;
+
+use crate::approval::{ApprovalBinding, Approver};
+use crate::audit::{AuditSink, Counters, Execution, Gates};
+use crate::context::ToolContext;
+use crate::error::{RegistryError, ToolError};
+use crate::registry::{Registry, Tool};
+use crate::replay::router::Pending;
+use crate::replay::Cassette;
+use crate::sanitize::{Finding, Sanitization};
+use crate::shape::{ShapeReport, Shaping};
+
+/// The tools of a program and the door to call them, with the door's settings:
+/// cassette, approver, shaping, sanitization and audit.
+///
+/// ```
+/// use serde_json::json;
+/// use tackle::{tool, Runtime, ToolContext, ToolErrorKind};
+///
+/// /// Adds two integers.
+/// #[tool(namespace = "math", side_effects = none)]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let rt = Runtime::from_inventory()?;
+/// let ctx = ToolContext::new();
+/// assert_eq!(rt.call("math.add", json!({"a": 2, "b": 3}), &ctx).await?, json!(5));
+/// let err = rt.call("math.add", json!({"a": "two"}), &ctx).await.unwrap_err();
+/// assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Default)]
+pub struct Runtime {
+    registry: Registry,
+    cassette: Option<Cassette>,
+    approver: Option<Arc<dyn Approver>>,
+    remembered: Mutex<HashSet<ApprovalBinding>>,
+    shaping: Shaping,
+    sanitization: Sanitization,
+    audit: Option<Arc<dyn AuditSink>>,
+    counters: Counters,
+    next_call: AtomicU64,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("registry", &self.registry)
+            .field("cassette", &self.cassette)
+            .field("approver", &self.approver.is_some())
+            .field("shaping", &self.shaping)
+            .field("sanitization", &self.sanitization)
+            .field("audit", &self.audit.is_some())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+/// Everything known about one finished call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallReport {
+    /// The call's id, unique within the runtime (as in audit and progress events).
+    pub call_id: u64,
+    /// The tool's registered key, or the key asked for when it did not resolve.
+    pub key: String,
+    /// The (shaped and sanitized) output, or why there is none.
+    pub result: Result<Value, ToolError>,
+    /// How the result was obtained.
+    pub execution: Execution,
+    /// Time spent in the door.
+    pub duration: Duration,
+    /// What shaping did, when the result was too long.
+    pub shaped: Option<ShapeReport>,
+    /// Instruction-like text found in the result.
+    pub findings: Vec<Finding>,
+}
+
+/// What a stage does with the call: let it go on, or end it with this outcome.
+pub(crate) type Flow = ControlFlow<Result<Value, ToolError>>;
+
+/// The code of an operation's call, given by its caller.
+type OperationRun<'a> = Box<
+    dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>> + Send + 'a,
+>;
+
+/// One call on its way through the door: what the stages read and write.
+pub(crate) struct Call<'a> {
+    /// Unique within the runtime.
+    pub(crate) id: u64,
+    /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
+    pub(crate) asked: &'a str,
+    /// The tool or operation, once resolved.
+    pub(crate) tool: Option<&'a Tool>,
+    /// The code an operation runs (tools run their registered handler).
+    pub(crate) run: Option<OperationRun<'a>>,
+    pub(crate) input: Input<'a>,
+    pub(crate) ctx: &'a ToolContext,
+    /// The outcome so far: set by the router (replayed) or by execution, then shaped.
+    pub(crate) outcome: Option<Result<Value, ToolError>>,
+    /// Whether a replayed output was recorded shaped.
+    pub(crate) served_shaped: bool,
+    /// What the router asked to record once the outcome is final.
+    pub(crate) pending: Option<Pending>,
+    /// This call's hold on its idempotency key, settled when the call ends.
+    pub(crate) claim: Option<dedupe::Claim>,
+    pub(crate) trail: Trail,
+    pub(crate) span: tracing::Span,
+}
+
+/// A call's input: a value, or (for operations) a function that makes one, called
+/// only when a stage needs the value, so a model call outside a recording never
+/// serializes its request.
+pub(crate) enum Input<'a> {
+    Value(Value),
+    Lazy(Box<dyn FnOnce() -> Value + Send + 'a>),
+    Taken,
+}
+
+impl Input<'_> {
+    /// The value, made now if it was lazy.
+    pub(crate) fn get(&mut self) -> &Value {
+        if let Input::Lazy(_) = self {
+            if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
+                *self = Input::Value(make());
+            }
+        }
+        match self {
+            Input::Value(value) => value,
+            // Taken only by execution, after every stage that reads the input.
+            _ => &Value::Null,
+        }
+    }
+
+    /// The value, for the tool to own.
+    pub(crate) fn take(&mut self) -> Value {
+        self.get();
+        match std::mem::replace(self, Input::Taken) {
+            Input::Value(value) => value,
+            _ => Value::Null,
+        }
+    }
+}
+
+impl<'a> Call<'a> {
+    /// The resolved tool. Stages after `resolve` only run when there is one.
+    pub(crate) fn tool(&self) -> &'a Tool {
+        match self.tool {
+            Some(tool) => tool,
+            None => unreachable!("a stage after resolve ran for a call that did not resolve"),
+        }
+    }
+
+    /// The key the call answers to: the tool's, or the one asked for.
+    pub(crate) fn key(&self) -> &'a str {
+        self.tool.map_or(self.asked, Tool::key)
+    }
+}
+
+/// What the door learns about a call while it passes.
+#[derive(Default)]
+pub(crate) struct Trail {
+    pub(crate) gates: Gates,
+    pub(crate) execution: Execution,
+    pub(crate) shaped: Option<ShapeReport>,
+    pub(crate) findings: Vec<Finding>,
+}
+
+impl Runtime {
+    /// A runtime over every `#[tool]` linked into the program.
+    pub fn from_inventory() -> Result<Runtime, RegistryError> {
+        Ok(Runtime::new(Registry::from_inventory()?))
+    }
+
+    /// A runtime over the given registry.
+    pub fn new(registry: Registry) -> Runtime {
+        Runtime {
+            registry,
+            ..Runtime::default()
+        }
+    }
+
+    /// Routes every call through this cassette (record or replay, by its mode).
+    pub fn with_cassette(mut self, cassette: Cassette) -> Runtime {
+        self.cassette = Some(cassette);
+        self
+    }
+
+    /// Attaches or removes the cassette, returning the one attached before.
+    pub fn set_cassette(&mut self, cassette: Option<Cassette>) -> Option<Cassette> {
+        std::mem::replace(&mut self.cassette, cassette)
+    }
+
+    /// The attached cassette, if any.
+    pub fn cassette(&self) -> Option<&Cassette> {
+        self.cassette.as_ref()
+    }
+
+    /// Asks `approver` about calls that need approval. Without one, they are denied.
+    pub fn with_approver(mut self, approver: impl Approver + 'static) -> Runtime {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Sets where spilled results go and the summarizer hook.
+    pub fn with_shaping(mut self, shaping: Shaping) -> Runtime {
+        self.shaping = shaping;
+        self
+    }
+
+    /// The shaping settings (and the spill directory, once used).
+    pub fn shaping(&self) -> &Shaping {
+        &self.shaping
+    }
+
+    /// Sets the sanitization policies.
+    pub fn with_sanitization(mut self, sanitization: Sanitization) -> Runtime {
+        self.sanitization = sanitization;
+        self
+    }
+
+    /// Sends an audit event for every call to `sink`.
+    pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Runtime {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// The call counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The tools.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The tools, to register or unregister run-time tools.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Calls a tool through the door (see the [module docs](self)): resolves `key`
+    /// (full key, `namespace.name` or a unique bare name), then every stage.
+    pub async fn call(
+        &self,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        let mut call = self.start(key, None, Input::Value(input), ctx);
+        self.pass(&mut call).await
+    }
+
+    /// Like [`Runtime::call`], with everything the door learned about the call.
+    pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
+        let start = Instant::now();
+        let mut call = self.start(key, None, Input::Value(input), ctx);
+        let result = self.pass_timed(&mut call, Some(start)).await;
+        CallReport {
+            call_id: call.id,
+            key: call.key().to_owned(),
+            result,
+            execution: call.trail.execution,
+            duration: start.elapsed(),
+            shaped: call.trail.shaped,
+            findings: call.trail.findings,
+        }
+    }
+
+    /// Performs an [`Operation`] through the door: every stage a tool call passes,
+    /// with `run` as the code the execute stage runs. `input` makes the call's input
+    /// (what replay keys and records it by); it is called only when a stage needs it,
+    /// for example when a cassette is attached.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tackle::call::Operation;
+    /// use tackle::{Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Sends mail.");
+    /// spec.requires_capability = vec!["mail:send".into()];
+    /// let send = Operation::new(spec);
+    /// let rt = Runtime::default();
+    /// let to = "ada@example.com";
+    ///
+    /// let denied = rt
+    ///     .perform(&send, || json!({ "to": to }), &ToolContext::new(), || async {
+    ///         Ok(Value::Null)
+    ///     })
+    ///     .await;
+    /// assert_eq!(denied.unwrap_err().kind(), ToolErrorKind::CapabilityDenied);
+    ///
+    /// let sent = rt
+    ///     .perform(&send, || json!({ "to": to }), &ToolContext::new().grant("mail:send"), || async {
+    ///         Ok(json!("queued"))
+    ///     })
+    ///     .await;
+    /// assert_eq!(sent.unwrap(), json!("queued"));
+    /// # }
+    /// ```
+    pub async fn perform<'a, I, F, Fut>(
+        &'a self,
+        operation: &'a Operation,
+        input: I,
+        ctx: &'a ToolContext,
+        run: F,
+    ) -> Result<Value, ToolError>
+    where
+        I: FnOnce() -> Value + Send + 'a,
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+    {
+        let run: OperationRun<'a> = Box::new(move || Box::pin(run()));
+        let mut call = self.start(
+            operation.key(),
+            Some((operation.tool(), run)),
+            Input::Lazy(Box::new(input)),
+            ctx,
+        );
+        self.pass(&mut call).await
+    }
+
+    /// A call, before the first stage.
+    fn start<'a>(
+        &'a self,
+        asked: &'a str,
+        operation: Option<(&'a Tool, OperationRun<'a>)>,
+        input: Input<'a>,
+        ctx: &'a ToolContext,
+    ) -> Call<'a> {
+        let (tool, run) = match operation {
+            Some((tool, run)) => (Some(tool), Some(run)),
+            None => (None, None),
+        };
+        Call {
+            id: self.next_call.fetch_add(1, Ordering::Relaxed),
+            asked,
+            tool,
+            run,
+            input,
+            ctx,
+            outcome: None,
+            served_shaped: false,
+            pending: None,
+            claim: None,
+            trail: Trail::default(),
+            span: tracing::Span::none(),
+        }
+    }
+
+    /// The door's stages, in order (see the [module docs](self)). A stage that ends
+    /// the call breaks with the call's outcome; the audit stage runs after them all,
+    /// in [`Runtime::pass`], however they ended.
+    async fn stages<'a>(&'a self, call: &mut Call<'a>) -> Flow {
+        resolve::stage(self, call)?;
+        capability::stage(call)?;
+        validate::input(call)?;
+        dedupe::stage(call).await?;
+        replay::stage(self, call)?;
+        approval::stage(self, call).await?;
+        execute::stage(call).await?;
+        validate::output(call)?;
+        shape::stage(self, call).await?;
+        sanitize::stage(self, call)?;
+        record::stage(self, call)
+    }
+
+    /// One call through every stage, then the audit stage. Time is taken only for
+    /// someone who reads it.
+    async fn pass<'a>(&'a self, call: &mut Call<'a>) -> Result<Value, ToolError> {
+        let start = self.audit.is_some().then(Instant::now);
+        self.pass_timed(call, start).await
+    }
+
+    async fn pass_timed<'a>(
+        &'a self,
+        call: &mut Call<'a>,
+        start: Option<Instant>,
+    ) -> Result<Value, ToolError> {
+        call.span = audit::span(call);
+        let flow = if call.span.is_disabled() {
+            self.stages(call).await
+        } else {
+            let span = call.span.clone();
+            self.stages(call).instrument(span).await
+        };
+        let result = match flow {
+            ControlFlow::Break(outcome) => outcome,
+            ControlFlow::Continue(()) => call.outcome.take().unwrap_or(Ok(Value::Null)),
+        };
+        let result = execute::scrubbed(result, call.ctx);
+        dedupe::settle(call, &result);
+        audit::stage(self, call, &result, start);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

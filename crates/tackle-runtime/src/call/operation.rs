@@ -1,0 +1,43 @@
+//! Operations: effects that are not registered tools, described like tools so that
+//! they pass the same door.
+//!
+//! A model completion (`llm.<provider>.complete@<model>`), a broker send
+//! (`broker.send@1`), any future effect: each is an [`Operation`], made from a
+//! [`ToolSpec`] (key, permissions, side effects, replay policy, time limit) and
+//! performed with [`Runtime::perform`](super::Runtime::perform), which runs every
+//! stage of the door with the code the caller gives. So an operation is refused
+//! without its permissions (deny by default), replays from a cassette (in recorded
+//! order), and leaves an audit event, counters and a span, like any tool call.
+
+use crate::registry::Tool;
+use crate::spec::ToolSpec;
+
+/// An effect with a spec but no registered code. See the [module docs](self).
+#[derive(Debug)]
+pub struct Operation {
+    tool: Tool,
+}
+
+impl Operation {
+    /// An operation described by `spec`. Its key is the spec's key; the spec's
+    /// version may be any text (a model's name, for example).
+    pub fn new(spec: ToolSpec) -> Operation {
+        Operation {
+            tool: Tool::for_operation(spec),
+        }
+    }
+
+    /// The key: `namespace.name@version`.
+    pub fn key(&self) -> &str {
+        self.tool.key()
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+
+    pub(super) fn tool(&self) -> &Tool {
+        &self.tool
+    }
+}

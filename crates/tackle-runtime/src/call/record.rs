@@ -1,0 +1,26 @@
+//! Stage 11, record: the outcome the caller gets goes to the cassette.
+//!
+//! Only when the replay router asked for a record and the call really ran: a replayed
+//! call, or one refused before it ran, records nothing. What is stored is the final
+//! outcome (validated, shaped, sanitized, errors scrubbed of the caller's secrets), so
+//! a replayed run gives its caller what the recorded run gave.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow, Runtime};
+use crate::audit::Execution;
+
+pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+    let (Some(cassette), Some(pending)) = (&door.cassette, call.pending.take()) else {
+        return ControlFlow::Continue(());
+    };
+    if call.trail.execution != Execution::Live {
+        return ControlFlow::Continue(());
+    }
+    if let Some(outcome) = &mut call.outcome {
+        super::execute::scrub(outcome, call.ctx);
+        cassette.record(pending, outcome, call.trail.shaped.is_some());
+        call.trail.execution = Execution::Recorded;
+    }
+    ControlFlow::Continue(())
+}

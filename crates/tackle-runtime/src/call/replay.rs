@@ -1,0 +1,44 @@
+//! Stage 5, the replay router: with a cassette attached, whether the call runs or a
+//! recorded outcome stands in for it.
+//!
+//! The router implements the table of [`crate::replay`]. It may serve a recorded
+//! outcome (the call then skips approval and execution, and its output is checked
+//! against the tool's schema), send the call on to run with a record pending (the
+//! record stage stores it), or end the call (`CassetteMiss`, `ReplayGap`,
+//! `Divergence`). Tool calls match in any order; operations (model completions,
+//! broker sends) must come in their recorded order.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow, Runtime};
+use crate::audit::Execution;
+use crate::replay::router::Route;
+use crate::replay::InteractionKind;
+
+pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+    let Some(cassette) = &door.cassette else {
+        return ControlFlow::Continue(());
+    };
+    let tool = call.tool();
+    let schema = || tool.schema_fingerprint();
+    // Operations are ordered and have no schema of their own to check.
+    let (kind, fingerprint): (_, Option<&dyn Fn() -> String>) = if call.run.is_some() {
+        (InteractionKind::Operation, None)
+    } else {
+        (InteractionKind::Tool, Some(&schema))
+    };
+    let policy = tool.spec().replay_policy;
+    match cassette.route(kind, tool.key(), policy, call.input.get(), fingerprint) {
+        Err(error) => ControlFlow::Break(Err(error)),
+        Ok(Route::Serve { outcome, shaped }) => {
+            call.trail.execution = Execution::Replayed;
+            call.served_shaped = shaped;
+            call.outcome = Some(outcome);
+            ControlFlow::Continue(())
+        }
+        Ok(Route::Run(pending)) => {
+            call.pending = pending;
+            ControlFlow::Continue(())
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Stage 1, resolve: which tool the key names.
+//!
+//! A full key (`math.add@1`), `namespace.name` (its highest version) or a bare name
+//! that only one `namespace.name` has; anything else ends the call with `NotFound`
+//! (with close keys suggested) or `Ambiguous`. An operation brings its own tool.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow, Runtime};
+use crate::spec::ToolSpec;
+
+pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
+    let tool = match call.tool {
+        Some(tool) => tool,
+        None => match door.registry.resolve(call.asked) {
+            Ok(tool) => &**tool,
+            Err(error) => return ControlFlow::Break(Err(error)),
+        },
+    };
+    call.tool = Some(tool);
+    if !call.span.is_disabled() {
+        let spec: &ToolSpec = tool.spec();
+        call.span.record("tool.key", tool.key());
+        call.span
+            .record("tool.side_effects", spec.side_effects.as_str());
+        call.span.record("tool.trust", spec.trust.as_str());
+    }
+    ControlFlow::Continue(())
+}

@@ -1,0 +1,46 @@
+//! Stage 10, sanitize: instruction-like text in a result is handled by the policy of
+//! the tool's trust class (see [`crate::sanitize`]): passed, flagged, stripped,
+//! wrapped, or (when the runtime fails closed) the call fails with `UnsafeOutput`. A
+//! replayed result was recorded in its final form and is not sanitized again.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow, Runtime};
+use crate::audit::{Execution, GateDecision};
+use crate::error::ToolError;
+use crate::sanitize::{sanitize, SanitizePolicy};
+
+pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+    if call.trail.execution == Execution::Replayed {
+        return ControlFlow::Continue(());
+    }
+    let tool = call.tool();
+    let Some(Ok(output)) = &mut call.outcome else {
+        return ControlFlow::Continue(());
+    };
+    let trust = tool.spec().trust;
+    let policy = door.sanitization.policy_for(trust);
+    if policy == SanitizePolicy::PassThrough {
+        call.trail.gates.sanitization = GateDecision::Passed;
+        return ControlFlow::Continue(());
+    }
+    call.trail.findings = sanitize(output, policy, tool.key(), trust);
+    if call.trail.findings.is_empty() || !door.sanitization.fail_closed {
+        call.trail.gates.sanitization = GateDecision::Passed;
+        return ControlFlow::Continue(());
+    }
+    let mut patterns: Vec<String> = call
+        .trail
+        .findings
+        .iter()
+        .map(|f| f.pattern.to_owned())
+        .collect();
+    patterns.dedup();
+    let error = ToolError::UnsafeOutput {
+        key: tool.key().to_owned(),
+        patterns,
+    };
+    call.trail.gates.sanitization = GateDecision::Refused(error.to_string());
+    call.outcome = Some(Err(error));
+    ControlFlow::Continue(())
+}

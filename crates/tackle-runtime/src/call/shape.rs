@@ -1,0 +1,34 @@
+//! Stage 9, shape: a result longer than the tool's `max_result_tokens` is cut to fit,
+//! by the tool's strategy (see [`crate::shape`]). A replayed result was recorded in
+//! its final form and is not shaped again.
+
+use std::ops::ControlFlow;
+
+use super::{Call, Flow, Runtime};
+use crate::audit::Execution;
+
+pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+    if call.trail.execution == Execution::Replayed {
+        return ControlFlow::Continue(());
+    }
+    let Some(Ok(output)) = &call.outcome else {
+        return ControlFlow::Continue(());
+    };
+    let tool = call.tool();
+    let spec = tool.spec();
+    let Some(max) = spec.max_result_tokens else {
+        return ControlFlow::Continue(());
+    };
+    // Boxed: rare, and it keeps the common call's future small.
+    let shaped =
+        Box::pin(
+            door.shaping
+                .shape(tool.key(), call.id, output, max, spec.result_shaping),
+        )
+        .await;
+    if let Some((shaped, report)) = shaped {
+        call.trail.shaped = Some(report);
+        call.outcome = Some(Ok(shaped));
+    }
+    ControlFlow::Continue(())
+}

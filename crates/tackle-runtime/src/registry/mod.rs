@@ -1,0 +1,514 @@
+//! The registry: every tool the program can call, keyed `namespace.name@version`.
+//!
+//! `#[tool]` functions register themselves at link time (through `inventory`), so the
+//! registry is built at start-up by [`Registry::from_inventory`] with no list to keep
+//! in sync. Tools made at run time (a closure plus a hand-written [`ToolSpec`], or a
+//! tool imported from an MCP server) join through [`Registry::register`].
+//!
+//! **Linking.** The linker keeps only crates the binary uses. Tools that live in
+//! another crate register only if that crate is linked: when nothing else from it is
+//! used, write `use my_tools as _;` in the binary (or test) so its tools are there.
+//!
+//! **Order.** The listing is sorted by namespace, name, then version (semver-aware),
+//! the same on every run: prompts built from it stay byte-stable, which prompt caching
+//! depends on.
+//!
+//! **Resolution.** A call names its tool by full key (`math.add@1`), by
+//! `namespace.name` (the highest version), or by a bare name that only one
+//! `namespace.name` has. Anything else is `NotFound`, with the closest keys suggested.
+//!
+//! **Collisions.** Two tools with one key are an error naming both definitions
+//! ([`CollisionStrategy::Error`], the default). [`CollisionStrategy::AutoPrefix`]
+//! instead moves the later tool under a namespace prefixed with its crate or source;
+//! [`CollisionStrategy::Priority`] keeps the more trusted tool by the ladder
+//! first-party > trusted > untrusted > mcp (a tie is still an error). A tool
+//! registered at run time never takes a gated tool's key or `namespace.name` unless it
+//! requires the same permissions or opts in ([`collision`] has the rules).
+//!
+//! The parts: [`tool`] (a registered tool and its code), [`collision`] (taken names),
+//! [`query`] (search and suggestions); the link-time registrations themselves are in
+//! [`crate::abi`].
+
+pub mod collision;
+pub mod query;
+pub mod tool;
+
+use std::sync::Arc;
+
+pub use crate::abi::{registrations, ToolRegistration};
+pub use collision::{CollisionNote, CollisionStrategy};
+pub use query::ToolQuery;
+pub(crate) use tool::HandlerKind;
+pub use tool::{ApprovalPredicate, DynamicTool, Tool, ToolHandler};
+
+use crate::canonical::FnvMap;
+use crate::error::{RegistryError, ToolError, ToolOrigin};
+use crate::version::compare_versions;
+use collision::Placement;
+
+/// Every callable tool. See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct Registry {
+    strategy: CollisionStrategy,
+    tools: Vec<Arc<Tool>>,
+    // FNV rather than SipHash: lookups are of short keys into a table the program
+    // built, so crafted queries cannot make chains long; SipHash cost more than the
+    // rest of a lookup.
+    by_key: FnvMap<String, usize>,
+    /// `namespace.name` -> indices, highest version first.
+    by_path: FnvMap<String, Vec<usize>>,
+    /// bare name -> `namespace.name` paths that have it.
+    by_name: FnvMap<String, Vec<String>>,
+    collisions: Vec<CollisionNote>,
+}
+
+impl Registry {
+    /// An empty registry that refuses duplicate keys.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// An empty registry with the given collision strategy.
+    pub fn with_strategy(strategy: CollisionStrategy) -> Registry {
+        Registry {
+            strategy,
+            ..Registry::default()
+        }
+    }
+
+    /// Every `#[tool]` linked into the program, with [`CollisionStrategy::Error`].
+    pub fn from_inventory() -> Result<Registry, RegistryError> {
+        Registry::from_inventory_with(CollisionStrategy::Error)
+    }
+
+    /// Every `#[tool]` linked into the program, with the given collision strategy.
+    pub fn from_inventory_with(strategy: CollisionStrategy) -> Result<Registry, RegistryError> {
+        Registry::from_registrations(registrations(), strategy)
+    }
+
+    /// A registry of the given link-time registrations (the building block of
+    /// [`Registry::from_inventory`]).
+    pub fn from_registrations<'a>(
+        registrations: impl IntoIterator<Item = &'a ToolRegistration>,
+        strategy: CollisionStrategy,
+    ) -> Result<Registry, RegistryError> {
+        let mut registry = Registry::with_strategy(strategy);
+        for reg in registrations {
+            // The program's own tools, compiled in: they may take any name.
+            registry.insert(Tool::from_registration(reg), true)?;
+        }
+        registry.reindex();
+        Ok(registry)
+    }
+
+    /// Adds a run-time tool. Returns the key it was registered under (which differs
+    /// from its spec's key only when [`CollisionStrategy::AutoPrefix`] moved it).
+    pub fn register(&mut self, tool: DynamicTool) -> Result<String, RegistryError> {
+        let takeover = tool.gated_takeover;
+        let tool = Tool::from_written(
+            tool.spec,
+            tool.handler,
+            ToolOrigin::Dynamic {
+                source: tool.source,
+            },
+            tool.approval_when,
+        );
+        let key = self.insert(tool, takeover)?;
+        self.reindex();
+        Ok(key)
+    }
+
+    /// Removes the tool with exactly this key and returns it.
+    pub fn unregister(&mut self, key: &str) -> Result<Arc<Tool>, RegistryError> {
+        let index = *self
+            .by_key
+            .get(key)
+            .ok_or_else(|| RegistryError::NotRegistered {
+                key: key.to_owned(),
+            })?;
+        let tool = self.tools.remove(index);
+        self.reindex();
+        Ok(tool)
+    }
+
+    /// Checks a tool and adds it (unsorted; the caller reindexes). Returns its key.
+    /// `takeover` says whether it may displace a gated tool (see [`collision`]).
+    fn insert(&mut self, mut tool: Tool, takeover: bool) -> Result<String, RegistryError> {
+        tool.check()?;
+        let placement = collision::place(self, &mut tool)?;
+        if !takeover {
+            collision::check_gated_takeover(self, &tool, &placement)?;
+        }
+        let key = tool.key.clone();
+        match placement {
+            Placement::Keep(kept) => return Ok(kept),
+            Placement::Replace(index) => self.tools[index] = Arc::new(tool),
+            Placement::Add => {
+                self.by_key.insert(key.clone(), self.tools.len());
+                self.tools.push(Arc::new(tool));
+            }
+        }
+        Ok(key)
+    }
+
+    /// Sorts the tools and rebuilds the lookup tables.
+    fn reindex(&mut self) {
+        self.tools.sort_by(|a, b| {
+            let (x, y) = (&a.meta, &b.meta);
+            (&x.namespace, &x.name)
+                .cmp(&(&y.namespace, &y.name))
+                .then_with(|| compare_versions(&x.version, &y.version))
+        });
+        self.by_key.clear();
+        self.by_path.clear();
+        self.by_name.clear();
+        for (i, tool) in self.tools.iter().enumerate() {
+            self.by_key.insert(tool.key.clone(), i);
+            let path = &tool.path;
+            let versions = self.by_path.entry(path.clone()).or_default();
+            if versions.is_empty() {
+                self.by_name
+                    .entry(tool.meta.name.clone())
+                    .or_default()
+                    .push(path.clone());
+            }
+            // Sorted ascending, so each later version goes first.
+            versions.insert(0, i);
+        }
+    }
+
+    /// Finds a tool by key, `namespace.name` (highest version) or unique bare name.
+    pub fn resolve(&self, query: &str) -> Result<&Arc<Tool>, ToolError> {
+        if let Some(&i) = self.by_key.get(query) {
+            return Ok(&self.tools[i]);
+        }
+        if !query.contains('@') {
+            if let Some(&i) = self.by_path.get(query).and_then(|v| v.first()) {
+                return Ok(&self.tools[i]);
+            }
+            if let Some(paths) = self.by_name.get(query) {
+                let highest = |p: &String| {
+                    self.by_path
+                        .get(p)
+                        .and_then(|v| v.first())
+                        .map(|&i| &self.tools[i])
+                };
+                if let [path] = paths.as_slice() {
+                    if let Some(tool) = highest(path) {
+                        return Ok(tool);
+                    }
+                }
+                return Err(ToolError::Ambiguous {
+                    query: query.to_owned(),
+                    candidates: paths
+                        .iter()
+                        .filter_map(highest)
+                        .map(|t| t.key.clone())
+                        .collect(),
+                });
+            }
+        }
+        Err(ToolError::NotFound {
+            query: query.to_owned(),
+            suggestions: self.suggest(query),
+        })
+    }
+
+    /// Like [`Registry::resolve`], without the error.
+    pub fn get(&self, query: &str) -> Option<&Tool> {
+        self.resolve(query).ok().map(Arc::as_ref)
+    }
+
+    /// Every tool, sorted by namespace, name and version.
+    pub fn list(&self) -> impl ExactSizeIterator<Item = &Arc<Tool>> {
+        self.tools.iter()
+    }
+
+    /// The tools matching a query, in listing order.
+    pub fn search(&self, query: &ToolQuery) -> Vec<&Arc<Tool>> {
+        self.tools.iter().filter(|t| query.matches(t)).collect()
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The collisions resolved so far by the collision strategy.
+    pub fn collisions(&self) -> &[CollisionNote] {
+        &self.collisions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{SideEffects, ToolExample, ToolSpec, Trust};
+    use crate::ToolErrorKind;
+    use serde_json::json;
+
+    fn tool(ns: &str, name: &str, version: &str) -> DynamicTool {
+        let spec = ToolSpec::new(
+            ns,
+            name,
+            version,
+            SideEffects::None,
+            format!("{name} v{version}"),
+        );
+        DynamicTool::new(spec, |_ctx, input| async move { Ok::<_, String>(input) })
+    }
+
+    fn registry(tools: Vec<DynamicTool>) -> Registry {
+        let mut r = Registry::new();
+        for t in tools {
+            r.register(t).unwrap();
+        }
+        r
+    }
+
+    #[test]
+    fn listing_is_sorted_semver_aware() {
+        let r = registry(vec![
+            tool("math", "add", "10"),
+            tool("a", "z", "1"),
+            tool("math", "add", "2"),
+            tool("math", "abs", "1"),
+        ]);
+        let keys: Vec<_> = r.list().map(|t| t.key()).collect();
+        assert_eq!(keys, ["a.z@1", "math.abs@1", "math.add@2", "math.add@10"]);
+    }
+
+    #[test]
+    fn resolution_forms() {
+        let r = registry(vec![
+            tool("math", "add", "1.9"),
+            tool("math", "add", "1.10"),
+            tool("text", "upper", "1"),
+            tool("b", "upper", "1"),
+        ]);
+        assert_eq!(r.resolve("math.add@1.9").unwrap().key(), "math.add@1.9");
+        assert_eq!(r.resolve("math.add").unwrap().key(), "math.add@1.10");
+        assert_eq!(r.resolve("add").unwrap().key(), "math.add@1.10");
+        let err = r.resolve("upper").unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::Ambiguous);
+        assert!(
+            err.to_string().contains("b.upper@1") && err.to_string().contains("text.upper@1"),
+            "{err}"
+        );
+        let err = r.resolve("math.ad@1.9").unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::NotFound);
+        match &err {
+            ToolError::NotFound { suggestions, .. } => assert_eq!(suggestions[0], "math.add@1.9"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            err.to_string().contains("did you mean `math.add@1.9`"),
+            "{err}"
+        );
+        assert!(r.resolve("math.add@3").is_err());
+        assert!(r.get("zzz").is_none());
+    }
+
+    #[test]
+    fn duplicate_keys_name_both_origins() {
+        let mut r = Registry::new();
+        r.register(tool("m", "t", "1").source("first")).unwrap();
+        let err = r
+            .register(tool("m", "t", "1").source("second"))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("`first`") && text.contains("`second`"),
+            "{text}"
+        );
+        assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn auto_prefix_moves_the_later_tool() {
+        let mut r = Registry::with_strategy(CollisionStrategy::AutoPrefix);
+        r.register(tool("m", "t", "1")).unwrap();
+        let key = r
+            .register(tool("m", "t", "1").source("mcp:weather"))
+            .unwrap();
+        assert_eq!(key, "mcp_weather.m.t@1");
+        let key = r
+            .register(tool("m", "t", "1").source("mcp:weather"))
+            .unwrap();
+        assert_eq!(key, "mcp_weather.m_2.t@1");
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.collisions().len(), 2);
+        assert!(r.resolve("mcp_weather.m.t@1").is_ok());
+    }
+
+    #[test]
+    fn priority_keeps_the_more_trusted() {
+        let mut r = Registry::with_strategy(CollisionStrategy::Priority);
+        let with_trust = |trust, source: &str| {
+            let mut spec = ToolSpec::new("m", "t", "1", SideEffects::None, "d");
+            spec.trust = trust;
+            spec.tags = vec![source.to_owned()];
+            DynamicTool::new(spec, |_c, i| async move { Ok::<_, String>(i) }).source(source)
+        };
+        r.register(with_trust(Trust::Mcp, "mcp")).unwrap();
+        r.register(with_trust(Trust::FirstParty, "local")).unwrap();
+        r.register(with_trust(Trust::Untrusted, "other")).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r.resolve("m.t@1").unwrap().spec().tags, ["local"]);
+        assert_eq!(r.collisions().len(), 2);
+        assert!(
+            r.register(with_trust(Trust::FirstParty, "again")).is_err(),
+            "a tie is an error"
+        );
+    }
+
+    #[test]
+    fn search_by_name_and_tags() {
+        let tagged = |name: &str, tags: &[&str], deprecated: bool| {
+            let mut spec = ToolSpec::new("ns", name, "1", SideEffects::None, "d");
+            spec.tags = tags.iter().map(|t| t.to_string()).collect();
+            spec.deprecated = deprecated;
+            DynamicTool::new(spec, |_c, i| async move { Ok::<_, String>(i) })
+        };
+        let r = registry(vec![
+            tagged("ReadFile", &["fs", "read"], false),
+            tagged("write_file", &["fs", "write"], false),
+            tagged("old_read", &["fs", "read"], true),
+        ]);
+        let names = |q: &ToolQuery| {
+            r.search(q)
+                .iter()
+                .map(|t| t.spec().name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&ToolQuery::new().name_contains("readf")),
+            ["ReadFile"]
+        );
+        assert_eq!(
+            names(&ToolQuery::new().any_tag(["write", "nope"])),
+            ["write_file"]
+        );
+        assert_eq!(
+            names(&ToolQuery::new().all_tags(["fs", "read"])),
+            ["ReadFile"]
+        );
+        assert_eq!(
+            names(
+                &ToolQuery::new()
+                    .all_tags(["fs", "read"])
+                    .include_deprecated(true)
+            ),
+            ["ReadFile", "old_read"]
+        );
+        assert_eq!(
+            names(
+                &ToolQuery::new()
+                    .name_contains("READ")
+                    .include_deprecated(true)
+            ),
+            ["ReadFile", "old_read"]
+        );
+    }
+
+    #[test]
+    fn unregister_and_reregister() {
+        let mut r = registry(vec![tool("m", "a", "1"), tool("m", "b", "1")]);
+        let removed = r.unregister("m.a@1").unwrap();
+        assert_eq!(removed.key(), "m.a@1");
+        assert!(r.resolve("m.a").is_err());
+        assert_eq!(r.resolve("b").unwrap().key(), "m.b@1");
+        assert!(matches!(
+            r.unregister("m.a@1"),
+            Err(RegistryError::NotRegistered { .. })
+        ));
+        r.register(tool("m", "a", "1")).unwrap();
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn specs_and_examples_are_checked_at_registration() {
+        let mut spec = ToolSpec::new("m", "t", "1", SideEffects::None, "d");
+        spec.input_schema =
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        spec.output_schema = json!({"type": "integer"});
+        spec.examples = vec![ToolExample {
+            input: json!({"n": 1}),
+            output: Some(json!(1)),
+        }];
+        let ok = DynamicTool::new(spec.clone(), |_c, i| async move { Ok::<_, String>(i) });
+        assert!(Registry::new().register(ok).is_ok());
+
+        let mut bad_input = spec.clone();
+        bad_input.examples[0].input = json!({"n": "one"});
+        let err = Registry::new()
+            .register(DynamicTool::new(bad_input, |_c, i| async move {
+                Ok::<_, String>(i)
+            }))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                RegistryError::InvalidExample {
+                    which: "input",
+                    index: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("/n"), "{err}");
+
+        let mut bad_output = spec.clone();
+        bad_output.examples[0].output = Some(json!("x"));
+        let err = Registry::new()
+            .register(DynamicTool::new(bad_output, |_c, i| async move {
+                Ok::<_, String>(i)
+            }))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RegistryError::InvalidExample {
+                    which: "output",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+
+        let mut not_object = spec.clone();
+        not_object.input_schema = json!({"type": "array"});
+        not_object.examples.clear();
+        let err = Registry::new()
+            .register(DynamicTool::new(not_object, |_c, i| async move {
+                Ok::<_, String>(i)
+            }))
+            .unwrap_err();
+        assert!(err.to_string().contains("root must be"), "{err}");
+
+        let mut bad_schema = spec.clone();
+        bad_schema.output_schema = json!({"type": 7});
+        bad_schema.examples.clear();
+        let err = Registry::new()
+            .register(DynamicTool::new(bad_schema, |_c, i| async move {
+                Ok::<_, String>(i)
+            }))
+            .unwrap_err();
+        assert!(err.to_string().contains("output schema"), "{err}");
+
+        let mut bad_key = spec;
+        bad_key.idempotency_key = Some("order".into());
+        let err = Registry::new()
+            .register(DynamicTool::new(bad_key, |_c, i| async move {
+                Ok::<_, String>(i)
+            }))
+            .unwrap_err();
+        assert!(err.to_string().contains("idempotency_key `order`"), "{err}");
+    }
+}

@@ -1,0 +1,263 @@
+//! Saying what went wrong: the error for a call nothing recorded stands in for (with
+//! the nearest recording and a JSON-pointer diff), and the warnings a run collects.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::cassette::{Cassette, State};
+use super::file::{Interaction, InteractionKind};
+use crate::canonical;
+use crate::error::ToolError;
+
+/// Something worth knowing about a replayed run that did not fail it. Warnings are
+/// data: match on them rather than on their text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "warning", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum CassetteWarning {
+    /// A tool's schemas changed since the cassette was recorded; replayed outputs are
+    /// checked against the new schema.
+    SchemaChanged {
+        /// The tool's key.
+        key: String,
+        /// The fingerprint in the cassette.
+        recorded: String,
+        /// The fingerprint now.
+        now: String,
+    },
+    /// A `recorded-result` call had no recording and ran live.
+    RanLive {
+        /// The tool's key.
+        key: String,
+        /// The call's number in this run.
+        call: u64,
+    },
+}
+
+impl CassetteWarning {
+    /// The key of the tool the warning is about.
+    pub fn key(&self) -> &str {
+        match self {
+            CassetteWarning::SchemaChanged { key, .. } | CassetteWarning::RanLive { key, .. } => {
+                key
+            }
+        }
+    }
+}
+
+impl fmt::Display for CassetteWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CassetteWarning::SchemaChanged { key, recorded, now } => write!(
+                f,
+                "the schema of `{key}` changed since the cassette was recorded (fingerprint {recorded} -> {now}); replayed outputs are checked against the new schema"
+            ),
+            CassetteWarning::RanLive { key, call } => {
+                write!(f, "call #{call} of `{key}` was not recorded and ran live")
+            }
+        }
+    }
+}
+
+impl Cassette {
+    /// The error for a call nothing recorded stands in for, with the nearest recording.
+    pub(super) fn miss(
+        &self,
+        state: &State,
+        kind: InteractionKind,
+        key: &str,
+        input: &Value,
+        call: u64,
+    ) -> ToolError {
+        let redacted = self.inner.redactor.redact(input);
+        let mut message = format!(
+            "nothing recorded matches input {}",
+            abbreviated(canonical::canonical(&redacted))
+        );
+        if kind == InteractionKind::Operation {
+            if let Some(&e) = state.operations.get(state.next_operation) {
+                let expected = &state.recorded[e];
+                return ToolError::Divergence {
+                    key: key.to_owned(),
+                    call,
+                    message: format!(
+                        "{message}; the recording expects {}",
+                        describe(expected, Some(&redacted))
+                    ),
+                };
+            }
+        }
+        let same_key = state
+            .recorded
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.key == key);
+        let nearest = same_key
+            .map(|(i, r)| {
+                let differences = diff(&r.input, &redacted);
+                (state.used[i], differences.len(), i)
+            })
+            .min();
+        match nearest {
+            Some((used, _, i)) => {
+                let r = &state.recorded[i];
+                let status = if used { "already replayed" } else { "unused" };
+                message.push_str(&format!(
+                    "; nearest recorded ({status}): {}",
+                    describe(r, Some(&redacted))
+                ));
+            }
+            None => {
+                let path = key.split_once('@').map_or(key, |(p, _)| p);
+                let versions: Vec<&str> = state
+                    .recorded
+                    .iter()
+                    .filter_map(|r| {
+                        r.key
+                            .split_once('@')
+                            .filter(|(p, _)| *p == path)
+                            .map(|(_, v)| v)
+                    })
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
+                if versions.is_empty() {
+                    message.push_str(&format!(
+                        "; `{key}` was never recorded in {}",
+                        self.inner.path.display()
+                    ));
+                } else {
+                    let mut versions = versions;
+                    versions.sort_unstable();
+                    message.push_str(&format!(
+                        "; the tool's version changed: `{path}` was recorded at version {}, and is called at `{key}`",
+                        versions.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(warning) = state.warnings.iter().find(
+            |w| matches!(w, CassetteWarning::SchemaChanged { key: changed, .. } if changed == key),
+        ) {
+            message.push_str(&format!("; {warning}"));
+        }
+        ToolError::CassetteMiss {
+            key: key.to_owned(),
+            call,
+            message,
+        }
+    }
+}
+
+/// How much of an input a divergence message shows; the differences follow in full.
+const SHOWN_INPUT: usize = 400;
+
+/// `text`, cut after [`SHOWN_INPUT`] characters with a note of its full length.
+fn abbreviated(text: String) -> String {
+    match text.char_indices().nth(SHOWN_INPUT) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
+        None => text,
+    }
+}
+
+/// `call #N `key` with {input}`, plus the differences from `actual`.
+pub(super) fn describe(recorded: &Interaction, actual: Option<&Value>) -> String {
+    let mut s = format!(
+        "call #{} `{}` with {}",
+        recorded.call,
+        recorded.key,
+        abbreviated(canonical::canonical(&recorded.input))
+    );
+    if let Some(actual) = actual {
+        let differences = diff(&recorded.input, actual);
+        if !differences.is_empty() {
+            s.push_str(&format!(
+                " (differences, recorded -> now: {})",
+                differences.join(", ")
+            ));
+        }
+    }
+    s
+}
+
+/// The differences between two JSON values, as `pointer: recorded -> now` lines (at
+/// most eight).
+pub fn diff(recorded: &Value, now: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_at("", recorded, now, &mut out);
+    if out.len() > 8 {
+        let more = out.len() - 8;
+        out.truncate(8);
+        out.push(format!("and {more} more"));
+    }
+    out
+}
+
+fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    let at = |p: &str| {
+        if p.is_empty() {
+            "/".to_owned()
+        } else {
+            p.to_owned()
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match y.get(k) {
+                    Some(vb) => diff_at(&p, va, vb, out),
+                    None => out.push(format!("{p}: {} -> (absent)", canonical::canonical(va))),
+                }
+            }
+            for (k, vb) in y.iter().filter(|(k, _)| !x.contains_key(*k)) {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                out.push(format!("{p}: (absent) -> {}", canonical::canonical(vb)));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                diff_at(&format!("{path}/{i}"), va, vb, out);
+            }
+        }
+        _ if canonical::canonical(a) != canonical::canonical(b) => {
+            out.push(format!(
+                "{}: {} -> {}",
+                at(path),
+                canonical::canonical(a),
+                canonical::canonical(b)
+            ));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diffs_name_pointers() {
+        let d = diff(
+            &json!({"a": 1, "b": [1, 2], "c": "x"}),
+            &json!({"a": 2, "b": [1, 3], "d": true}),
+        );
+        assert_eq!(
+            d,
+            [
+                "/a: 1 -> 2",
+                "/b/1: 2 -> 3",
+                "/c: \"x\" -> (absent)",
+                "/d: (absent) -> true"
+            ]
+        );
+        assert!(
+            diff(&json!({"a": 1.0}), &json!({"a": 1})).is_empty(),
+            "number spelling is not a difference"
+        );
+    }
+}

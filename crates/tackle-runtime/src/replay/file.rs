@@ -1,0 +1,292 @@
+//! The cassette file: one pretty, stable JSON document per test.
+//!
+//! ```json
+//! {
+//!   "format": "tackle-cassette",
+//!   "version": 1,
+//!   "complete": true,
+//!   "name": "replay.records_and_replays",
+//!   "tools": { "math.add@1": "5f1c0d2e9a3b4c77" },
+//!   "interactions": [
+//!     { "call": 0, "key": "math.add@1", "kind": "tool", "policy": "recorded-result",
+//!       "input": { "a": 2, "b": 3 }, "outcome": { "ok": 5 } }
+//!   ]
+//! }
+//! ```
+//!
+//! Metadata comes first in a fixed order; `tools` (schema fingerprints) is sorted by
+//! key; interactions are in call order and keep their payloads' key order. Files are
+//! written to a temporary file beside the target, fsynced, then renamed over it, so a
+//! reader sees the old file or the new one, never half of one.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::spec::ReplayPolicy;
+
+/// The `format` field of every cassette.
+pub const FORMAT: &str = "tackle-cassette";
+/// The format version this build reads and writes.
+pub const VERSION: u32 = 1;
+
+/// A whole cassette file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteFile {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// The format version, [`VERSION`].
+    pub version: u32,
+    /// Set when the file was written to the end by a finished run.
+    pub complete: bool,
+    /// The cassette's name (from the test's module path and name).
+    pub name: String,
+    /// Fingerprint of each recorded tool's schemas, by key.
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
+    /// The recorded calls, in call order.
+    pub interactions: Vec<Interaction>,
+}
+
+/// Whether an interaction is a tool call or another operation (a model completion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InteractionKind {
+    /// A tool call through the door.
+    Tool,
+    /// Any other recorded operation, such as a model completion.
+    Operation,
+}
+
+/// One recorded call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interaction {
+    /// The call's position in the recorded run, from 0.
+    pub call: u64,
+    /// The tool or operation key.
+    pub key: String,
+    /// Tool or operation.
+    pub kind: InteractionKind,
+    /// The replay policy the call had when recorded.
+    pub policy: ReplayPolicy,
+    /// The input, redacted.
+    pub input: Value,
+    /// What happened: the outcome the caller got.
+    pub outcome: Outcome,
+    /// Whether the output was shaped (cut to the tool's `max_result_tokens`): a shaped
+    /// output is not the tool's own, so replay does not check it against the schema.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shaped: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// What a recorded call gave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The output, redacted.
+    Ok(Value),
+    /// The error, which replays as the same error.
+    Error(ToolError),
+    /// A `fail-loud` call happened here; nothing can stand in for it.
+    Tombstone,
+}
+
+impl Outcome {
+    /// The outcome as a call result (a tombstone is a `ReplayGap`).
+    pub fn into_result(self, key: &str, call: u64) -> Result<Value, ToolError> {
+        match self {
+            Outcome::Ok(value) => Ok(value),
+            Outcome::Error(error) => Err(error),
+            Outcome::Tombstone => Err(ToolError::ReplayGap {
+                key: key.to_owned(),
+                call,
+            }),
+        }
+    }
+}
+
+/// Why a cassette could not be opened, read, written or finished.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CassetteError {
+    /// The file could not be read.
+    #[error("cannot read cassette {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file could not be written.
+    #[error("cannot write cassette {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid cassette (truncated, edited by hand, another format).
+    #[error("corrupt cassette {} at line {line}, column {column}: {message}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Line of the problem, from 1.
+        line: usize,
+        /// Column of the problem, from 1.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file was written by another format version.
+    #[error("cassette {} has format version {found}; this build reads version {supported}: re-record it with TACKLE_CASSETTE=rewrite", path.display())]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The file was not written to the end.
+    #[error("cassette {} is marked incomplete: re-record it with TACKLE_CASSETTE=rewrite", path.display())]
+    Incomplete {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Replay mode, and there is no cassette to replay.
+    #[error("no cassette at {}: record one with TACKLE_CASSETTE=once", path.display())]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `TACKLE_CASSETTE` holds an unknown mode.
+    #[error("unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live")]
+    UnknownMode {
+        /// The value given.
+        value: String,
+    },
+    /// A writing mode was asked for under CI.
+    #[error("cassette mode `{mode}` writes cassettes, and CI is set: commit recorded cassettes and replay them in CI, or set TACKLE_CASSETTE_ALLOW_CI=1")]
+    WritingInCi {
+        /// The mode asked for.
+        mode: String,
+    },
+    /// Recorded must-stub calls were never replayed: the run took another path.
+    #[error("{} recorded must-stub call(s) in {} were never replayed: {}", calls.len(), path.display(), calls.join("; "))]
+    Unused {
+        /// The file.
+        path: PathBuf,
+        /// Each unused call, described.
+        calls: Vec<String>,
+    },
+}
+
+/// Reads and checks a cassette file.
+pub fn load(path: &Path) -> Result<CassetteFile, CassetteError> {
+    let bytes = fs::read(path).map_err(|source| CassetteError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file: CassetteFile = match serde_json::from_slice(&bytes) {
+        Ok(file) => file,
+        Err(e) => {
+            // A cassette of another version may fail to parse as this one: say so.
+            if let Some(found) = version_of(&bytes).filter(|v| *v != u64::from(VERSION)) {
+                return Err(CassetteError::UnsupportedVersion {
+                    path: path.to_owned(),
+                    found,
+                    supported: VERSION,
+                });
+            }
+            return Err(CassetteError::Corrupt {
+                path: path.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            });
+        }
+    };
+    if file.format != FORMAT {
+        return Err(CassetteError::Corrupt {
+            path: path.to_owned(),
+            line: 1,
+            column: 1,
+            message: format!("`format` is {:?}, not {FORMAT:?}", file.format),
+        });
+    }
+    if file.version != VERSION {
+        return Err(CassetteError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: u64::from(file.version),
+            supported: VERSION,
+        });
+    }
+    if !file.complete {
+        return Err(CassetteError::Incomplete {
+            path: path.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+fn version_of(bytes: &[u8]) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Header {
+        version: u64,
+    }
+    serde_json::from_slice::<Header>(bytes)
+        .ok()
+        .map(|h| h.version)
+}
+
+/// Writes a cassette atomically: temporary file, fsync, rename, fsync of the folder.
+pub fn save(path: &Path, file: &CassetteFile) -> Result<(), CassetteError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let fail = |source| CassetteError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| fail(std::io::Error::other(e)))?;
+    bytes.push(b'\n');
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir).map_err(fail)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    // Make the rename itself durable; not every platform can open a folder.
+    if let Ok(d) = fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

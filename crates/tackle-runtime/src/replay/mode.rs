@@ -1,0 +1,202 @@
+//! The cassette's mode: whether a run replays, records, or neither.
+//!
+//! The mode comes from [`CassetteConfig`], overridden by `TACKLE_CASSETTE`; when `CI`
+//! is set, writing modes are refused unless `TACKLE_CASSETTE_ALLOW_CI=1`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::file::CassetteError;
+use super::redact::Redactor;
+
+/// How a cassette treats calls; see the table in the [module docs](super).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Serve recorded outcomes; never write. The default.
+    #[default]
+    Replay,
+    /// Record when the file is missing; otherwise as `Replay`.
+    Once,
+    /// Serve what is recorded, execute and append what is not.
+    New,
+    /// Execute everything and write a fresh file.
+    Rewrite,
+    /// No cassette: execute everything, write nothing.
+    Live,
+}
+
+impl Mode {
+    /// Every mode, by name.
+    pub const ALL: [(&'static str, Mode); 5] = [
+        ("replay", Mode::Replay),
+        ("once", Mode::Once),
+        ("new", Mode::New),
+        ("rewrite", Mode::Rewrite),
+        ("live", Mode::Live),
+    ];
+
+    /// Whether this mode may write a cassette.
+    pub fn writes(self) -> bool {
+        matches!(self, Mode::Once | Mode::New | Mode::Rewrite)
+    }
+
+    /// The mode in force: `TACKLE_CASSETTE` overrides `configured`; under `CI`, a
+    /// writing mode is refused unless `TACKLE_CASSETTE_ALLOW_CI=1`. `var` reads the
+    /// environment (pass `|k| std::env::var(k).ok()`).
+    pub fn resolve(
+        configured: Mode,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Mode, CassetteError> {
+        let mode = match var("TACKLE_CASSETTE") {
+            Some(value) if !value.trim().is_empty() => value.parse()?,
+            _ => configured,
+        };
+        let ci = var("CI").is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+        if mode.writes() && ci && var("TACKLE_CASSETTE_ALLOW_CI").as_deref() != Some("1") {
+            return Err(CassetteError::WritingInCi {
+                mode: mode.to_string(),
+            });
+        }
+        Ok(mode)
+    }
+}
+
+impl FromStr for Mode {
+    type Err = CassetteError;
+    fn from_str(s: &str) -> Result<Mode, CassetteError> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Mode::ALL
+            .iter()
+            .find(|(name, _)| *name == wanted)
+            .map(|(_, mode)| *mode)
+            .ok_or_else(|| CassetteError::UnknownMode {
+                value: s.to_owned(),
+            })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = Mode::ALL
+            .iter()
+            .find(|(_, m)| m == self)
+            .map_or("replay", |(n, _)| n);
+        f.write_str(name)
+    }
+}
+
+/// How to open a cassette.
+#[derive(Clone, Debug)]
+pub struct CassetteConfig {
+    pub(super) mode: Mode,
+    pub(super) strict: bool,
+    pub(super) redactor: Redactor,
+    pub(super) use_env: bool,
+}
+
+impl Default for CassetteConfig {
+    fn default() -> Self {
+        CassetteConfig::new()
+    }
+}
+
+impl CassetteConfig {
+    /// Replay mode, not strict, token redaction, environment overrides on.
+    pub fn new() -> CassetteConfig {
+        CassetteConfig {
+            mode: Mode::Replay,
+            strict: false,
+            redactor: Redactor::new(),
+            use_env: true,
+        }
+    }
+
+    /// The configured mode (`TACKLE_CASSETTE` still overrides it).
+    pub fn mode(mut self, mode: Mode) -> CassetteConfig {
+        self.mode = mode;
+        self
+    }
+
+    /// Strict: a recorded-result miss under replay is an error instead of a warning.
+    pub fn strict(mut self, strict: bool) -> CassetteConfig {
+        self.strict = strict;
+        self
+    }
+
+    /// Redacts this secret value wherever it occurs.
+    pub fn secret(mut self, value: impl Into<String>) -> CassetteConfig {
+        self.redactor = self.redactor.secret(value);
+        self
+    }
+
+    /// Uses the configured mode as is, ignoring `TACKLE_CASSETTE` and `CI` (for
+    /// programs and tests that manage their own cassettes in temporary folders).
+    pub fn ignore_env(mut self) -> CassetteConfig {
+        self.use_env = false;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_resolve_against_the_environment() {
+        assert_eq!("Rewrite".parse::<Mode>().unwrap(), Mode::Rewrite);
+        let err = "record".parse::<Mode>().unwrap_err().to_string();
+        assert!(
+            err.contains("`record`") && err.contains("replay, once, new, rewrite, live"),
+            "{err}"
+        );
+
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(Mode::resolve(Mode::Replay, env(&[])).unwrap(), Mode::Replay);
+        assert_eq!(
+            Mode::resolve(Mode::Replay, env(&[("TACKLE_CASSETTE", "new")])).unwrap(),
+            Mode::New
+        );
+        assert!(Mode::resolve(Mode::Replay, env(&[("TACKLE_CASSETTE", "bogus")])).is_err());
+        let refused = Mode::resolve(
+            Mode::Replay,
+            env(&[("TACKLE_CASSETTE", "once"), ("CI", "true")]),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(refused, CassetteError::WritingInCi { .. }),
+            "{refused}"
+        );
+        assert!(
+            Mode::resolve(Mode::Rewrite, env(&[("CI", "1")])).is_err(),
+            "the configured mode is refused too"
+        );
+        assert_eq!(
+            Mode::resolve(Mode::Replay, env(&[("CI", "true")])).unwrap(),
+            Mode::Replay,
+            "replaying is fine in CI"
+        );
+        assert_eq!(
+            Mode::resolve(Mode::Live, env(&[("CI", "true")])).unwrap(),
+            Mode::Live
+        );
+        assert_eq!(
+            Mode::resolve(
+                Mode::New,
+                env(&[("CI", "true"), ("TACKLE_CASSETTE_ALLOW_CI", "1")])
+            )
+            .unwrap(),
+            Mode::New
+        );
+        assert_eq!(
+            Mode::resolve(Mode::New, env(&[("CI", "false")])).unwrap(),
+            Mode::New
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! The replay router: what the door does with one call under a cassette.
+//!
+//! [`Cassette::route`] implements the table in the [module docs](super): serve a
+//! recorded outcome, run the call (and say whether to record it), or refuse it
+//! (`CassetteMiss`, `ReplayGap`, `Divergence`). [`Cassette::record`] stores the outcome
+//! of a call the router sent to run, once the door has its final form.
+
+use serde_json::Value;
+
+use super::cassette::{redact_error, Cassette, Effective, Queue, State};
+use super::diagnose::{describe, CassetteWarning};
+use super::file::{Interaction, InteractionKind, Outcome};
+use crate::canonical;
+use crate::error::ToolError;
+use crate::spec::ReplayPolicy;
+
+/// What the door does with one call.
+pub(crate) enum Route {
+    /// Use this recorded outcome; do not execute. `shaped` says the recorded output is
+    /// the shaped one (not the tool's own, so it is not checked against its schema).
+    Serve {
+        outcome: Result<Value, ToolError>,
+        shaped: bool,
+    },
+    /// Execute; record the outcome when there is a pending record.
+    Run(Option<Pending>),
+}
+
+/// A call to record once it finishes.
+pub(crate) struct Pending {
+    call: u64,
+    key: String,
+    kind: InteractionKind,
+    policy: ReplayPolicy,
+    input: Value,
+    tombstone: bool,
+}
+
+impl Cassette {
+    /// Decides what to do with a call (see the table in the module docs).
+    pub(crate) fn route(
+        &self,
+        kind: InteractionKind,
+        key: &str,
+        policy: ReplayPolicy,
+        input: &Value,
+        schema: Option<&dyn Fn() -> String>,
+    ) -> Result<Route, ToolError> {
+        let mut state = self.state();
+        let call = state.next_call;
+        state.next_call += 1;
+        if let Some(fingerprint) = schema {
+            check_schema(&mut state, key, fingerprint);
+        }
+        let effective = self.inner.effective;
+        if effective == Effective::Live {
+            return Ok(Route::Run(None));
+        }
+        let pending = |tombstone| {
+            Route::Run(Some(Pending {
+                call,
+                key: key.to_owned(),
+                kind,
+                policy,
+                input: self.inner.redactor.redact(input),
+                tombstone,
+            }))
+        };
+        match (policy, effective) {
+            (ReplayPolicy::FailLoud, Effective::Replay) => Err(ToolError::ReplayGap {
+                key: key.to_owned(),
+                call,
+            }),
+            (ReplayPolicy::FailLoud, _) => Ok(pending(true)),
+            (_, Effective::Rewrite) | (ReplayPolicy::MustStub, Effective::OnceRecording) => {
+                Ok(pending(false))
+            }
+            (_, Effective::New) => match self.lookup(&mut state, kind, key, input, call)? {
+                Some(served) => Ok(served),
+                None => Ok(pending(false)),
+            },
+            (ReplayPolicy::MustStub, _) => match self.lookup(&mut state, kind, key, input, call)? {
+                Some(served) => Ok(served),
+                None => Err(self.miss(&state, kind, key, input, call)),
+            },
+            (ReplayPolicy::RecordedResult, _) => {
+                match self.lookup(&mut state, kind, key, input, call)? {
+                    Some(served) => Ok(served),
+                    None if self.inner.strict => Err(self.miss(&state, kind, key, input, call)),
+                    None => {
+                        state.warnings.push(CassetteWarning::RanLive {
+                            key: key.to_owned(),
+                            call,
+                        });
+                        Ok(Route::Run(None))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the next recorded outcome for this call, if any.
+    fn lookup(
+        &self,
+        state: &mut State,
+        kind: InteractionKind,
+        key: &str,
+        input: &Value,
+        call: u64,
+    ) -> Result<Option<Route>, ToolError> {
+        let mut canon = std::mem::take(&mut state.scratch);
+        canon.clear();
+        canonical::canonical_into(&self.inner.redactor.redact_cow(input), &mut canon);
+        let found = state
+            .queues
+            .get_mut(key)
+            .and_then(|by_input| by_input.get_mut(&canon))
+            .and_then(Queue::pop_front);
+        state.scratch = canon;
+        if kind == InteractionKind::Operation {
+            let expected = state.operations.get(state.next_operation).copied();
+            match (found, expected) {
+                (Some(i), Some(e)) if i == e => state.next_operation += 1,
+                (Some(i), _) => {
+                    // Put it back: the run diverged, the recording did not change.
+                    let canon = canonical::canonical(&state.recorded[i].input);
+                    if let Some(q) = state.queues.get_mut(key).and_then(|m| m.get_mut(&canon)) {
+                        q.push_front(i);
+                    }
+                    let message = match expected {
+                        Some(e) => format!(
+                            "this call was recorded as call #{}, but call #{} comes first: {}",
+                            state.recorded[i].call,
+                            state.recorded[e].call,
+                            describe(&state.recorded[e], Some(input))
+                        ),
+                        None => format!(
+                            "this call was recorded as call #{}, out of position",
+                            state.recorded[i].call
+                        ),
+                    };
+                    return Err(ToolError::Divergence {
+                        key: key.to_owned(),
+                        call,
+                        message,
+                    });
+                }
+                (None, _) => return Ok(None),
+            }
+        }
+        Ok(found.map(|i| {
+            state.used[i] = true;
+            let interaction = &state.recorded[i];
+            Route::Serve {
+                outcome: interaction.outcome.clone().into_result(key, call),
+                shaped: interaction.shaped,
+            }
+        }))
+    }
+
+    /// Records a finished call.
+    pub(crate) fn record(&self, pending: Pending, result: &Result<Value, ToolError>, shaped: bool) {
+        let redactor = &self.inner.redactor;
+        let outcome = if pending.tombstone {
+            Outcome::Tombstone
+        } else {
+            match result {
+                Ok(value) => Outcome::Ok(redactor.redact(value)),
+                Err(error) => Outcome::Error(redact_error(redactor, error)),
+            }
+        };
+        self.state().fresh.push(Interaction {
+            call: pending.call,
+            key: pending.key,
+            kind: pending.kind,
+            policy: pending.policy,
+            input: pending.input,
+            outcome,
+            shaped: shaped && !pending.tombstone,
+        });
+    }
+}
+
+/// Notes, once per key, a tool whose schemas changed since recording. The fingerprint
+/// is computed only the first time a key is seen.
+fn check_schema(state: &mut State, key: &str, fingerprint: &dyn Fn() -> String) {
+    if state.checked_schemas.contains(key) {
+        return;
+    }
+    state.checked_schemas.insert(key.to_owned());
+    let now = fingerprint();
+    if let Some(recorded) = state.recorded_tools.get(key) {
+        if *recorded != now {
+            state.warnings.push(CassetteWarning::SchemaChanged {
+                key: key.to_owned(),
+                recorded: recorded.clone(),
+                now: now.clone(),
+            });
+        }
+    }
+    state.tools.insert(key.to_owned(), now);
+}

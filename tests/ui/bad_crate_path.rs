@@ -1,0 +1,9 @@
+use tackle::tool;
+
+/// Add two integers.
+#[tool(crate = "not a path", side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}

@@ -163,7 +163,7 @@ impl<T: AuditSink + ?Sized> AuditSink for std::sync::Arc<T> {
 /// Call counters of a runtime, updated by every call.
 #[derive(Default)]
 pub struct Counters {
-    calls: AtomicU64,
+    // Calls are counted as `ok` plus each kind of error: one atomic add per call.
     ok: AtomicU64,
     errors: [AtomicU64; ToolErrorKind::ALL.len()],
     replayed: AtomicU64,
@@ -215,7 +215,7 @@ impl Counters {
     pub fn snapshot(&self) -> CounterSnapshot {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         CounterSnapshot {
-            calls: get(&self.calls),
+            calls: get(&self.ok) + self.errors.iter().map(get).sum::<u64>(),
             ok: get(&self.ok),
             errors: ToolErrorKind::ALL
                 .iter()
@@ -234,7 +234,6 @@ impl Counters {
 
     pub(crate) fn count(&self, error: Option<ToolErrorKind>, execution: Execution) {
         let add = |a: &AtomicU64| a.fetch_add(1, Ordering::Relaxed);
-        add(&self.calls);
         match error {
             None => add(&self.ok),
             Some(kind) => add(&self.errors[kind.index()]),

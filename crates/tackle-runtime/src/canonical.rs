@@ -113,6 +113,12 @@ fn write_number(out: &mut String, n: &Number) {
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // Most strings (keys, words) need no escape: copy them whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),

@@ -97,34 +97,129 @@ impl ValidationResult {
 #[derive(Debug)]
 pub struct SchemaValidator {
     inner: jsonschema::Validator,
-    /// The schema is `true` or `{}`: every value is valid.
-    anything: bool,
+    shortcut: Shortcut,
+}
+
+/// A schema whose only constraint is the value's type (the output schema of most
+/// tools returning a number, a string or a boolean) is decided by looking at the type,
+/// as the full validator would, without walking its keyword tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shortcut {
+    /// `true` or `{}`: every value is valid.
+    Anything,
+    /// Only `type` (a bit per JSON type), besides annotations.
+    Types(u8),
+    /// Anything else: the full validator decides.
+    None,
+}
+
+const NULL: u8 = 1;
+const BOOLEAN: u8 = 2;
+const INTEGER: u8 = 4;
+const NUMBER: u8 = 8;
+const STRING: u8 = 16;
+const ARRAY: u8 = 32;
+const OBJECT: u8 = 64;
+
+/// Keywords that do not constrain a value (in drafts 2019-09 and 2020-12, where
+/// `format` is an annotation unless a validator is asked to check formats).
+const ANNOTATIONS: [&str; 9] = [
+    "$schema",
+    "$comment",
+    "title",
+    "description",
+    "format",
+    "examples",
+    "default",
+    "readOnly",
+    "writeOnly",
+];
+
+/// The drafts in which `format` is only an annotation.
+const ANNOTATION_FORMAT_DRAFTS: [&str; 2] = [
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+];
+
+fn shortcut(schema: &Value) -> Shortcut {
+    let map = match schema {
+        Value::Bool(true) => return Shortcut::Anything,
+        Value::Object(map) if map.is_empty() => return Shortcut::Anything,
+        Value::Object(map) => map,
+        _ => return Shortcut::None,
+    };
+    let draft_ok = match map.get("$schema") {
+        None => true,
+        Some(Value::String(uri)) => ANNOTATION_FORMAT_DRAFTS.contains(&uri.as_str()),
+        Some(_) => false,
+    };
+    if !draft_ok
+        || map
+            .keys()
+            .any(|k| k != "type" && !ANNOTATIONS.contains(&k.as_str()))
+    {
+        return Shortcut::None;
+    }
+    let bit = |name: &Value| match name.as_str()? {
+        "null" => Some(NULL),
+        "boolean" => Some(BOOLEAN),
+        "integer" => Some(INTEGER),
+        "number" => Some(NUMBER),
+        "string" => Some(STRING),
+        "array" => Some(ARRAY),
+        "object" => Some(OBJECT),
+        _ => None,
+    };
+    let bits = match map.get("type") {
+        Some(Value::Array(names)) if !names.is_empty() => names
+            .iter()
+            .map(bit)
+            .try_fold(0u8, |acc, b| b.map(|b| acc | b)),
+        Some(name @ Value::String(_)) => bit(name),
+        _ => None,
+    };
+    bits.map_or(Shortcut::None, Shortcut::Types)
+}
+
+/// Whether `value` has one of the types in `bits` (an integer is a number with no
+/// fractional part, as JSON Schema says).
+fn has_type(value: &Value, bits: u8) -> bool {
+    match value {
+        Value::Null => bits & NULL != 0,
+        Value::Bool(_) => bits & BOOLEAN != 0,
+        Value::Number(n) => {
+            bits & NUMBER != 0
+                || (bits & INTEGER != 0
+                    && (n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)))
+        }
+        Value::String(_) => bits & STRING != 0,
+        Value::Array(_) => bits & ARRAY != 0,
+        Value::Object(_) => bits & OBJECT != 0,
+    }
 }
 
 impl SchemaValidator {
     /// Compiles a schema. The draft comes from its `$schema`, 2020-12 when absent.
     /// Fails with a sentence when the schema itself is not valid.
     pub fn compile(schema: &Value) -> Result<SchemaValidator, String> {
-        let anything = match schema {
-            Value::Bool(true) => true,
-            Value::Object(map) => map.is_empty(),
-            _ => false,
-        };
         jsonschema::validator_for(schema)
-            .map(|inner| SchemaValidator { inner, anything })
+            .map(|inner| SchemaValidator {
+                inner,
+                shortcut: shortcut(schema),
+            })
             .map_err(|e| e.to_string())
     }
 
     /// Whether the schema accepts every value (`true` or `{}`), so checking is moot.
     pub fn accepts_anything(&self) -> bool {
-        self.anything
+        self.shortcut == Shortcut::Anything
     }
 
     /// Validates an instance, listing every problem.
     pub fn validate(&self, instance: &Value) -> ValidationResult {
         // The fast boolean check first: most calls are valid, and collecting errors
         // costs more than deciding validity.
-        if self.inner.is_valid(instance) {
+        if self.is_valid(instance) {
             return ValidationResult::ok();
         }
         ValidationResult::from_issues(
@@ -141,7 +236,11 @@ impl SchemaValidator {
 
     /// Whether the instance is valid, without collecting errors.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        self.inner.is_valid(instance)
+        match self.shortcut {
+            Shortcut::Anything => true,
+            Shortcut::Types(bits) => has_type(instance, bits),
+            Shortcut::None => self.inner.is_valid(instance),
+        }
     }
 }
 
@@ -169,6 +268,47 @@ pub fn check_schema(schema: &Value) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn type_only_shortcuts_agree_with_the_full_validator() {
+        let schemas = [
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "integer", "format": "int64"}),
+            json!({"type": "number", "title": "n"}),
+            json!({"type": "string", "description": "s"}),
+            json!({"type": ["null", "integer"]}),
+            json!({"type": ["boolean", "array", "object"]}),
+            json!({}),
+            json!(true),
+            // Not shortcuts: a constraint, or a draft that checks formats.
+            json!({"type": "integer", "minimum": 0}),
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "string", "format": "email"}),
+        ];
+        let values = [
+            json!(null),
+            json!(true),
+            json!(1),
+            json!(-1),
+            json!(1.0),
+            json!(1.5),
+            json!(1e300),
+            json!(u64::MAX),
+            json!("x"),
+            json!("not an email"),
+            json!([]),
+            json!({}),
+        ];
+        for (i, schema) in schemas.iter().enumerate() {
+            let validator = SchemaValidator::compile(schema).unwrap();
+            assert_eq!(validator.shortcut != Shortcut::None, i < 7, "{schema}");
+            for value in &values {
+                assert_eq!(
+                    validator.is_valid(value),
+                    validator.inner.is_valid(value),
+                    "{schema} on {value}"
+                );
+            }
+        }
+    }
 
     fn codomyrmex_schema() -> Value {
         json!({

@@ -14,30 +14,37 @@ use std::sync::PoisonError;
 
 use serde_json::Value;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Flow, Gate, Runtime};
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
 use crate::registry::Tool;
 
+#[inline]
 pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     if call.outcome.is_some() || call.ctx.is_cancelled() {
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
     if !tool.may_need_approval() || !tool.needs_approval(call.input.get()) {
-        call.trail.gates.approval = GateDecision::NotRequired;
+        call.trail
+            .gates
+            .set(Gate::Approval, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
     // Boxed, like the other rare stages, to keep the common call's future small.
     let decision = Box::pin(ask(door, tool, call.input.get(), call.id)).await;
-    call.trail.gates.approval = decision.clone();
-    match decision {
-        GateDecision::Refused(reason) => ControlFlow::Break(Err(ToolError::ApprovalDenied {
+    let refusal = match &decision {
+        GateDecision::Refused(reason) => Some(ToolError::ApprovalDenied {
             key: tool.key().to_owned(),
-            reason,
-        })),
-        _ => ControlFlow::Continue(()),
+            reason: reason.clone(),
+        }),
+        _ => None,
+    };
+    call.trail.gates.set(Gate::Approval, decision);
+    match refusal {
+        Some(error) => ControlFlow::Break(Err(error)),
+        None => ControlFlow::Continue(()),
     }
 }
 

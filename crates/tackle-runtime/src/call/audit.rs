@@ -14,6 +14,7 @@ use crate::audit::{AuditError, AuditEvent};
 use crate::error::ToolError;
 
 /// The call's span: `tool.call`, its fields filled in as stages learn them.
+#[inline]
 pub(super) fn span(call: &Call<'_>) -> tracing::Span {
     tracing::info_span!(
         "tool.call",
@@ -25,6 +26,7 @@ pub(super) fn span(call: &Call<'_>) -> tracing::Span {
     )
 }
 
+#[inline]
 pub(super) fn stage(
     door: &Runtime,
     call: &mut Call<'_>,
@@ -49,12 +51,12 @@ pub(super) fn stage(
         sink.record(AuditEvent {
             call_id: call.id,
             key: call.key().to_owned(),
-            side_effects: call.tool.map(|t| t.spec().side_effects),
-            gates: trail.gates.clone(),
+            side_effects: call.spec.map(|s| s.side_effects),
+            gates: trail.gates.gates(),
             execution: trail.execution,
             duration: start.map(|s| s.elapsed()).unwrap_or_default(),
             error: result.as_ref().err().map(AuditError::of),
-            shaped: trail.shaped.clone(),
+            shaped: trail.shaped.as_deref().cloned(),
             findings: trail.findings.clone(),
         });
     }

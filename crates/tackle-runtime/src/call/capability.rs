@@ -6,26 +6,31 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow};
+use super::{Call, Flow, Gate};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
 
+#[inline]
 pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     let tool = call.tool();
-    let required = &tool.spec().requires_capability;
+    let required = &call.spec().requires_capability;
     if required.is_empty() {
-        call.trail.gates.capability = GateDecision::NotRequired;
+        call.trail
+            .gates
+            .set(Gate::Capability, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
     let missing = call.ctx.capabilities().missing(required);
     if missing.is_empty() {
-        call.trail.gates.capability = GateDecision::Passed;
+        call.trail.gates.set(Gate::Capability, GateDecision::Passed);
         return ControlFlow::Continue(());
     }
     let error = ToolError::CapabilityDenied {
         key: tool.key().to_owned(),
         missing,
     };
-    call.trail.gates.capability = GateDecision::Refused(error.to_string());
+    call.trail
+        .gates
+        .set(Gate::Capability, GateDecision::Refused(error.to_string()));
     ControlFlow::Break(Err(error))
 }

@@ -53,7 +53,7 @@ enum SlotState {
 #[derive(Clone, Debug)]
 struct Settled {
     result: Result<Value, ToolError>,
-    shaped: Option<ShapeReport>,
+    shaped: Option<Box<ShapeReport>>,
     findings: Vec<Finding>,
 }
 
@@ -79,6 +79,7 @@ impl Drop for Claim {
     }
 }
 
+#[inline]
 pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
     let Some((memory, key)) = idempotency_key(call) else {
         return ControlFlow::Continue(());
@@ -99,6 +100,7 @@ pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
 }
 
 /// Hands a finished call's outcome to the calls waiting on its key.
+#[inline]
 pub(super) fn settle(call: &mut Call<'_>, result: &Result<Value, ToolError>) {
     let Some(claim) = call.claim.take() else {
         return;
@@ -117,10 +119,11 @@ pub(super) fn settle(call: &mut Call<'_>, result: &Result<Value, ToolError>) {
 }
 
 /// The run's memory and this call's key in it, when the call is one to deduplicate.
+#[inline]
 fn idempotency_key<'a>(call: &mut Call<'a>) -> Option<(&'a Idempotency, String)> {
     let ctx = call.ctx;
     let tool = call.tool();
-    let spec = tool.spec();
+    let spec = call.spec();
     let field = spec.idempotency_key.as_deref()?;
     if !spec.side_effects.mutates() {
         return None;

@@ -9,7 +9,9 @@
 //! * a panic, while starting or while running, becomes `Panicked`: the process goes on;
 //! * a tool that sees its context gets one of its own for the call (its id, its
 //!   declared secrets, its stream); a `()` tool that streamed returns its stream;
-//! * error texts are scrubbed of the caller's secrets before anyone sees them.
+//!
+//! Error texts are scrubbed of the caller's secrets (`scrub`) before anyone sees them:
+//! the record stage scrubs what it records, and the door what it returns and audits.
 //!
 //! An operation runs the code its caller handed the door, under the same rules.
 
@@ -31,6 +33,7 @@ use crate::error::{panic_message, ToolError};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 
+#[inline]
 pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
     if call.outcome.is_some() {
         // Replayed: nothing runs.
@@ -44,40 +47,51 @@ pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
         }));
     }
     call.trail.execution = Execution::Live;
-    let limit = tool
+    let limit = call
         .spec()
         .timeout_ms
         .map(Duration::from_millis)
         .or(ctx.default_timeout());
     let limited = limit.is_some() || ctx.cancellation().is_some();
-    let mut result = if let Some(run) = call.run.take() {
-        let work = guard_future(tool, run());
-        if limited {
-            Box::pin(limit_call(work, tool.key(), limit, ctx)).await
-        } else {
-            work.await
+    let result = match (&tool.handler().0, limited, tool.takes_context()) {
+        (HandlerKind::Sync(run), false, false) if call.run.is_none() => {
+            // The common case: a synchronous tool with no limit, run right here.
+            let input = call.input.take();
+            settle(tool, catch_unwind(AssertUnwindSafe(|| run(ctx, input))))
         }
-    } else if !tool.takes_context() {
-        // The tool never sees its context: no scope, no stream, no events.
-        let input = call.input.take();
-        if limited {
-            Box::pin(limit_call(
-                guarded(tool, ctx, input),
-                tool.key(),
-                limit,
-                ctx,
-            ))
-            .await
-        } else {
-            guarded(tool, ctx, input).await
-        }
-    } else {
-        let input = call.input.take();
-        Box::pin(scoped(tool, ctx, call.id, input, limit, limited)).await
+        // Boxed: it keeps the common call's future small.
+        _ => Box::pin(run_awaited(call, limit, limited)).await,
     };
-    scrub(&mut result, ctx);
     call.outcome = Some(result);
     ControlFlow::Continue(())
+}
+
+/// Runs an operation's code, an async tool, or any tool under a limit.
+async fn run_awaited(
+    call: &mut Call<'_>,
+    limit: Option<Duration>,
+    limited: bool,
+) -> Result<Value, ToolError> {
+    let tool = call.tool();
+    let ctx = call.ctx;
+    if let Some(run) = call.run.take() {
+        let work = guard_future(tool, run());
+        return if limited {
+            limit_call(work, tool.key(), limit, ctx).await
+        } else {
+            work.await
+        };
+    }
+    let input = call.input.take();
+    if tool.takes_context() {
+        return scoped(tool, ctx, call.id, input, limit, limited).await;
+    }
+    // The tool never sees its context: no scope, no stream, no events.
+    if limited {
+        limit_call(guarded(tool, ctx, input), tool.key(), limit, ctx).await
+    } else {
+        guarded(tool, ctx, input).await
+    }
 }
 
 /// Runs a tool that sees its context in a scope of its own for the call.
@@ -177,6 +191,7 @@ async fn guard_future<'f>(
     settle(tool, CatchUnwind(work).await)
 }
 
+#[inline]
 fn settle(
     tool: &Tool,
     outcome: Result<Result<Value, ToolError>, Box<dyn Any + Send>>,
@@ -222,6 +237,7 @@ where
 }
 
 /// Removes the caller's secret values from an error's text.
+#[inline]
 pub(super) fn scrub(result: &mut Result<Value, ToolError>, ctx: &ToolContext) {
     let Err(error) = result else { return };
     if !ctx.has_secrets() {
@@ -238,6 +254,7 @@ pub(super) fn scrub(result: &mut Result<Value, ToolError>, ctx: &ToolContext) {
 }
 
 /// `result`, scrubbed (see [`scrub`]).
+#[inline]
 pub(super) fn scrubbed(
     mut result: Result<Value, ToolError>,
     ctx: &ToolContext,

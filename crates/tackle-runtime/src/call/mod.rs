@@ -78,7 +78,7 @@ use tracing::Instrument;
 pub use operation::Operation;
 
 use crate::approval::{ApprovalBinding, Approver};
-use crate::audit::{AuditSink, Counters, Execution, Gates};
+use crate::audit::{AuditSink, Counters, Execution, GateDecision, Gates};
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError};
 use crate::registry::{Registry, Tool};
@@ -86,6 +86,7 @@ use crate::replay::router::Pending;
 use crate::replay::Cassette;
 use crate::sanitize::{Finding, Sanitization};
 use crate::shape::{ShapeReport, Shaping};
+use crate::spec::ToolSpec;
 
 /// The tools of a program and the door to call them, with the door's settings:
 /// cassette, approver, shaping, sanitization and audit.
@@ -172,6 +173,8 @@ pub(crate) struct Call<'a> {
     pub(crate) asked: &'a str,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
+    /// Its spec, once resolved (read by most stages).
+    pub(crate) spec: Option<&'a ToolSpec>,
     /// The code an operation runs (tools run their registered handler).
     pub(crate) run: Option<OperationRun<'a>>,
     pub(crate) input: Input<'a>,
@@ -181,7 +184,7 @@ pub(crate) struct Call<'a> {
     /// Whether a replayed output was recorded shaped.
     pub(crate) served_shaped: bool,
     /// What the router asked to record once the outcome is final.
-    pub(crate) pending: Option<Pending>,
+    pub(crate) pending: Option<Box<Pending>>,
     /// This call's hold on its idempotency key, settled when the call ends.
     pub(crate) claim: Option<dedupe::Claim>,
     pub(crate) trail: Trail,
@@ -199,6 +202,7 @@ pub(crate) enum Input<'a> {
 
 impl Input<'_> {
     /// The value, made now if it was lazy.
+    #[inline]
     pub(crate) fn get(&mut self) -> &Value {
         if let Input::Lazy(_) = self {
             if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
@@ -213,6 +217,7 @@ impl Input<'_> {
     }
 
     /// The value, for the tool to own.
+    #[inline]
     pub(crate) fn take(&mut self) -> Value {
         self.get();
         match std::mem::replace(self, Input::Taken) {
@@ -224,6 +229,7 @@ impl Input<'_> {
 
 impl<'a> Call<'a> {
     /// The resolved tool. Stages after `resolve` only run when there is one.
+    #[inline]
     pub(crate) fn tool(&self) -> &'a Tool {
         match self.tool {
             Some(tool) => tool,
@@ -231,7 +237,17 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// The resolved tool's spec.
+    #[inline]
+    pub(crate) fn spec(&self) -> &'a ToolSpec {
+        match self.spec {
+            Some(spec) => spec,
+            None => unreachable!("a stage after resolve ran for a call that did not resolve"),
+        }
+    }
+
     /// The key the call answers to: the tool's, or the one asked for.
+    #[inline]
     pub(crate) fn key(&self) -> &'a str {
         self.tool.map_or(self.asked, Tool::key)
     }
@@ -240,10 +256,76 @@ impl<'a> Call<'a> {
 /// What the door learns about a call while it passes.
 #[derive(Default)]
 pub(crate) struct Trail {
-    pub(crate) gates: Gates,
+    pub(crate) gates: GateTrail,
     pub(crate) execution: Execution,
-    pub(crate) shaped: Option<ShapeReport>,
+    pub(crate) shaped: Option<Box<ShapeReport>>,
     pub(crate) findings: Vec<Finding>,
+}
+
+/// The gates of the door, as the audit event names them.
+#[derive(Clone, Copy)]
+pub(crate) enum Gate {
+    Capability,
+    Input,
+    Approval,
+    Output,
+    Sanitization,
+}
+
+/// What each gate decided, kept small (a call carries it through every stage): a mark
+/// per gate, and the reason of the one refusal a call can have.
+#[derive(Default)]
+pub(crate) struct GateTrail {
+    marks: [Mark; 5],
+    refusal: Option<String>,
+}
+
+#[derive(Clone, Copy, Default)]
+enum Mark {
+    #[default]
+    NotReached,
+    NotRequired,
+    Passed,
+    Approved,
+    RememberedApproval,
+    Refused,
+}
+
+impl GateTrail {
+    /// Notes a gate's decision.
+    #[inline]
+    pub(crate) fn set(&mut self, gate: Gate, decision: GateDecision) {
+        self.marks[gate as usize] = match decision {
+            GateDecision::NotReached => Mark::NotReached,
+            GateDecision::NotRequired => Mark::NotRequired,
+            GateDecision::Passed => Mark::Passed,
+            GateDecision::Approved => Mark::Approved,
+            GateDecision::RememberedApproval => Mark::RememberedApproval,
+            GateDecision::Refused(reason) => {
+                self.refusal = Some(reason);
+                Mark::Refused
+            }
+        };
+    }
+
+    /// The decisions, as the audit event reports them.
+    pub(crate) fn gates(&self) -> Gates {
+        let decision = |gate: Gate| match self.marks[gate as usize] {
+            Mark::NotReached => GateDecision::NotReached,
+            Mark::NotRequired => GateDecision::NotRequired,
+            Mark::Passed => GateDecision::Passed,
+            Mark::Approved => GateDecision::Approved,
+            Mark::RememberedApproval => GateDecision::RememberedApproval,
+            Mark::Refused => GateDecision::Refused(self.refusal.clone().unwrap_or_default()),
+        };
+        Gates {
+            capability: decision(Gate::Capability),
+            input: decision(Gate::Input),
+            approval: decision(Gate::Approval),
+            output: decision(Gate::Output),
+            sanitization: decision(Gate::Sanitization),
+        }
+    }
 }
 
 impl Runtime {
@@ -329,21 +411,23 @@ impl Runtime {
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
         let mut call = self.start(key, None, Input::Value(input), ctx);
-        self.pass(&mut call).await
+        // Time is taken only for someone who reads it.
+        let start = self.audit.is_some().then(Instant::now);
+        self.pass(&mut call, start).await
     }
 
     /// Like [`Runtime::call`], with everything the door learned about the call.
     pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
         let start = Instant::now();
         let mut call = self.start(key, None, Input::Value(input), ctx);
-        let result = self.pass_timed(&mut call, Some(start)).await;
+        let result = self.pass(&mut call, Some(start)).await;
         CallReport {
             call_id: call.id,
             key: call.key().to_owned(),
             result,
             execution: call.trail.execution,
             duration: start.elapsed(),
-            shaped: call.trail.shaped,
+            shaped: call.trail.shaped.map(|s| *s),
             findings: call.trail.findings,
         }
     }
@@ -400,7 +484,8 @@ impl Runtime {
             Input::Lazy(Box::new(input)),
             ctx,
         );
-        self.pass(&mut call).await
+        let start = self.audit.is_some().then(Instant::now);
+        self.pass(&mut call, start).await
     }
 
     /// A call, before the first stage.
@@ -419,6 +504,7 @@ impl Runtime {
             id: self.next_call.fetch_add(1, Ordering::Relaxed),
             asked,
             tool,
+            spec: None,
             run,
             input,
             ctx,
@@ -448,14 +534,8 @@ impl Runtime {
         record::stage(self, call)
     }
 
-    /// One call through every stage, then the audit stage. Time is taken only for
-    /// someone who reads it.
-    async fn pass<'a>(&'a self, call: &mut Call<'a>) -> Result<Value, ToolError> {
-        let start = self.audit.is_some().then(Instant::now);
-        self.pass_timed(call, start).await
-    }
-
-    async fn pass_timed<'a>(
+    /// One call through every stage, then the audit stage.
+    async fn pass<'a>(
         &'a self,
         call: &mut Call<'a>,
         start: Option<Instant>,
@@ -464,8 +544,9 @@ impl Runtime {
         let flow = if call.span.is_disabled() {
             self.stages(call).await
         } else {
+            // Boxed: only with a subscriber listening, and it keeps the future small.
             let span = call.span.clone();
-            self.stages(call).instrument(span).await
+            Box::pin(self.stages(call).instrument(span)).await
         };
         let result = match flow {
             ControlFlow::Break(outcome) => outcome,

@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
 
+#[inline]
 pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     let (Some(cassette), Some(pending)) = (&door.cassette, call.pending.take()) else {
         return ControlFlow::Continue(());
@@ -19,7 +20,7 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     }
     if let Some(outcome) = &mut call.outcome {
         super::execute::scrub(outcome, call.ctx);
-        cassette.record(pending, outcome, call.trail.shaped.is_some());
+        cassette.record(*pending, outcome, call.trail.shaped.is_some());
         call.trail.execution = Execution::Recorded;
     }
     ControlFlow::Continue(())

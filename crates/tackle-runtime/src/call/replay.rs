@@ -15,19 +15,19 @@ use crate::audit::Execution;
 use crate::replay::router::Route;
 use crate::replay::InteractionKind;
 
+#[inline]
 pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     let Some(cassette) = &door.cassette else {
         return ControlFlow::Continue(());
     };
     let tool = call.tool();
-    let schema = || tool.schema_fingerprint();
     // Operations are ordered and have no schema of their own to check.
-    let (kind, fingerprint): (_, Option<&dyn Fn() -> String>) = if call.run.is_some() {
+    let (kind, fingerprint) = if call.run.is_some() {
         (InteractionKind::Operation, None)
     } else {
-        (InteractionKind::Tool, Some(&schema))
+        (InteractionKind::Tool, Some(tool.schema_fingerprint()))
     };
-    let policy = tool.spec().replay_policy;
+    let policy = call.spec().replay_policy;
     match cassette.route(kind, tool.key(), policy, call.input.get(), fingerprint) {
         Err(error) => ControlFlow::Break(Err(error)),
         Ok(Route::Serve { outcome, shaped }) => {
@@ -37,7 +37,7 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
             ControlFlow::Continue(())
         }
         Ok(Route::Run(pending)) => {
-            call.pending = pending;
+            call.pending = pending.map(Box::new);
             ControlFlow::Continue(())
         }
     }

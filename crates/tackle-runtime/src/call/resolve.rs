@@ -9,6 +9,7 @@ use std::ops::ControlFlow;
 use super::{Call, Flow, Runtime};
 use crate::spec::ToolSpec;
 
+#[inline]
 pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     let tool = match call.tool {
         Some(tool) => tool,
@@ -17,9 +18,10 @@ pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             Err(error) => return ControlFlow::Break(Err(error)),
         },
     };
+    let spec: &ToolSpec = tool.spec();
     call.tool = Some(tool);
+    call.spec = Some(spec);
     if !call.span.is_disabled() {
-        let spec: &ToolSpec = tool.spec();
         call.span.record("tool.key", tool.key());
         call.span
             .record("tool.side_effects", spec.side_effects.as_str());

@@ -5,28 +5,33 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Flow, Gate, Runtime};
 use crate::audit::{Execution, GateDecision};
 use crate::error::ToolError;
 use crate::sanitize::{sanitize, SanitizePolicy};
 
+#[inline]
 pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
+    let trust = call.spec().trust;
     let Some(Ok(output)) = &mut call.outcome else {
         return ControlFlow::Continue(());
     };
-    let trust = tool.spec().trust;
     let policy = door.sanitization.policy_for(trust);
     if policy == SanitizePolicy::PassThrough {
-        call.trail.gates.sanitization = GateDecision::Passed;
+        call.trail
+            .gates
+            .set(Gate::Sanitization, GateDecision::Passed);
         return ControlFlow::Continue(());
     }
     call.trail.findings = sanitize(output, policy, tool.key(), trust);
     if call.trail.findings.is_empty() || !door.sanitization.fail_closed {
-        call.trail.gates.sanitization = GateDecision::Passed;
+        call.trail
+            .gates
+            .set(Gate::Sanitization, GateDecision::Passed);
         return ControlFlow::Continue(());
     }
     let mut patterns: Vec<String> = call
@@ -40,7 +45,9 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         key: tool.key().to_owned(),
         patterns,
     };
-    call.trail.gates.sanitization = GateDecision::Refused(error.to_string());
+    call.trail
+        .gates
+        .set(Gate::Sanitization, GateDecision::Refused(error.to_string()));
     call.outcome = Some(Err(error));
     ControlFlow::Continue(())
 }

@@ -7,6 +7,7 @@ use std::ops::ControlFlow;
 use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
 
+#[inline]
 pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
@@ -15,7 +16,7 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     };
     let tool = call.tool();
-    let spec = tool.spec();
+    let spec = call.spec();
     let Some(max) = spec.max_result_tokens else {
         return ControlFlow::Continue(());
     };
@@ -27,7 +28,7 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         )
         .await;
     if let Some((shaped, report)) = shaped {
-        call.trail.shaped = Some(report);
+        call.trail.shaped = Some(Box::new(report));
         call.outcome = Some(Ok(shaped));
     }
     ControlFlow::Continue(())

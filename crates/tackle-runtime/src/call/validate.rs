@@ -12,11 +12,12 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
-use super::{Call, Flow};
+use super::{Call, Flow, Gate};
 use crate::audit::GateDecision;
 use crate::error::{SchemaSide, ToolError};
 use crate::validate::SchemaValidator;
 
+#[inline]
 pub(super) fn input(call: &mut Call<'_>) -> Flow {
     let tool = call.tool();
     let validators = match tool.validators() {
@@ -24,28 +25,35 @@ pub(super) fn input(call: &mut Call<'_>) -> Flow {
         Err(error) => return ControlFlow::Break(Err(error)),
     };
     if validators.input.accepts_anything() {
-        call.trail.gates.input = GateDecision::NotRequired;
+        call.trail.gates.set(Gate::Input, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    let key = tool.key();
-    match check(&validators.input, call.input.get(), SchemaSide::Input, key) {
-        Ok(decision) => {
-            call.trail.gates.input = decision;
+    match check(
+        &validators.input,
+        call.input.get(),
+        SchemaSide::Input,
+        tool.key(),
+    ) {
+        None => {
+            call.trail.gates.set(Gate::Input, GateDecision::Passed);
             ControlFlow::Continue(())
         }
-        Err((decision, error)) => {
-            call.trail.gates.input = decision;
+        Some((decision, error)) => {
+            call.trail.gates.set(Gate::Input, decision);
             ControlFlow::Break(Err(error))
         }
     }
 }
 
+#[inline]
 pub(super) fn output(call: &mut Call<'_>) -> Flow {
     let Some(Ok(value)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
     if call.served_shaped {
-        call.trail.gates.output = GateDecision::NotRequired;
+        call.trail
+            .gates
+            .set(Gate::Output, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
@@ -54,38 +62,52 @@ pub(super) fn output(call: &mut Call<'_>) -> Flow {
         Err(error) => return ControlFlow::Break(Err(error)),
     };
     if validators.output.accepts_anything() {
-        call.trail.gates.output = GateDecision::NotRequired;
+        call.trail
+            .gates
+            .set(Gate::Output, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
     match check(&validators.output, value, SchemaSide::Output, tool.key()) {
-        Ok(decision) => call.trail.gates.output = decision,
-        Err((decision, error)) => {
-            call.trail.gates.output = decision;
+        None => call.trail.gates.set(Gate::Output, GateDecision::Passed),
+        Some((decision, error)) => {
+            call.trail.gates.set(Gate::Output, decision);
             call.outcome = Some(Err(error));
         }
     }
     ControlFlow::Continue(())
 }
 
-/// Validates `value` against one of the tool's schemas: the gate's decision, and the
-/// error when it failed.
+/// Validates `value` against one of the tool's schemas: `None` when it is valid, else
+/// the gate's refusal and the error listing every problem.
+#[inline]
 fn check(
     validator: &SchemaValidator,
     value: &Value,
     side: SchemaSide,
     key: &str,
-) -> Result<GateDecision, (GateDecision, ToolError)> {
-    let checked = validator.validate(value);
-    if checked.valid {
-        return Ok(GateDecision::Passed);
+) -> Option<(GateDecision, ToolError)> {
+    // Most calls are valid: decide that first, and list problems only when there are.
+    if validator.is_valid(value) {
+        return None;
     }
-    let decision = GateDecision::Refused(format!("{} problem(s)", checked.errors.len()));
-    let (key, errors) = (key.to_owned(), checked.errors);
-    Err((
+    Some(refusal(validator, value, side, key))
+}
+
+#[cold]
+fn refusal(
+    validator: &SchemaValidator,
+    value: &Value,
+    side: SchemaSide,
+    key: &str,
+) -> (GateDecision, ToolError) {
+    let errors = validator.validate(value).errors;
+    let decision = GateDecision::Refused(format!("{} problem(s)", errors.len()));
+    let key = key.to_owned();
+    (
         decision,
         match side {
             SchemaSide::Input => ToolError::InvalidInput { key, errors },
             SchemaSide::Output => ToolError::InvalidOutput { key, errors },
         },
-    ))
+    )
 }

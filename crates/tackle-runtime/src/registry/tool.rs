@@ -160,6 +160,8 @@ pub struct Tool {
     handler: ToolHandler,
     pub(super) origin: ToolOrigin,
     validators: OnceLock<Result<Validators, ToolError>>,
+    /// The schemas' fingerprint, computed on first use.
+    fingerprint: OnceLock<String>,
     approval_when: Option<ApprovalPredicate>,
     /// Whether calls get a per-call context scope (tools that never see the context
     /// do not).
@@ -231,6 +233,7 @@ impl Tool {
                 module: reg.module,
             },
             validators: OnceLock::new(),
+            fingerprint: OnceLock::new(),
             approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
             scoped: m.uses_context,
             call_info: OnceLock::new(),
@@ -261,6 +264,7 @@ impl Tool {
             handler,
             origin,
             validators: OnceLock::new(),
+            fingerprint: OnceLock::new(),
             approval_when,
             scoped: true,
             call_info: OnceLock::new(),
@@ -316,13 +320,15 @@ impl Tool {
     }
 
     /// A stable fingerprint of the tool's input and output schemas, so a cassette can
-    /// tell when a tool changed since it was recorded.
-    pub fn schema_fingerprint(&self) -> String {
-        let spec = self.spec();
-        fingerprint(&Value::Array(vec![
-            spec.input_schema.clone(),
-            spec.output_schema.clone(),
-        ]))
+    /// tell when a tool changed since it was recorded. Computed once.
+    pub fn schema_fingerprint(&self) -> &str {
+        self.fingerprint.get_or_init(|| {
+            let spec = self.spec();
+            fingerprint(&Value::Array(vec![
+                spec.input_schema.clone(),
+                spec.output_schema.clone(),
+            ]))
+        })
     }
 
     /// Whether a call with this validated input needs approval: always when the spec
@@ -362,7 +368,16 @@ impl Tool {
     }
 
     /// The compiled validators, compiled on first use and cached for the tool's life.
+    #[inline]
     pub(crate) fn validators(&self) -> Result<&Validators, ToolError> {
+        if let Some(Ok(validators)) = self.validators.get() {
+            return Ok(validators);
+        }
+        self.compile_validators()
+    }
+
+    #[cold]
+    fn compile_validators(&self) -> Result<&Validators, ToolError> {
         self.validators
             .get_or_init(|| {
                 let compile = |which: SchemaSide, schema: &Value| {

@@ -44,7 +44,7 @@ impl Cassette {
         key: &str,
         policy: ReplayPolicy,
         input: &Value,
-        schema: Option<&dyn Fn() -> String>,
+        schema: Option<&str>,
     ) -> Result<Route, ToolError> {
         let mut state = self.state();
         let call = state.next_call;
@@ -181,22 +181,20 @@ impl Cassette {
     }
 }
 
-/// Notes, once per key, a tool whose schemas changed since recording. The fingerprint
-/// is computed only the first time a key is seen.
-fn check_schema(state: &mut State, key: &str, fingerprint: &dyn Fn() -> String) {
+/// Notes, once per key, a tool whose schemas changed since recording.
+fn check_schema(state: &mut State, key: &str, now: &str) {
     if state.checked_schemas.contains(key) {
         return;
     }
     state.checked_schemas.insert(key.to_owned());
-    let now = fingerprint();
     if let Some(recorded) = state.recorded_tools.get(key) {
         if *recorded != now {
             state.warnings.push(CassetteWarning::SchemaChanged {
                 key: key.to_owned(),
                 recorded: recorded.clone(),
-                now: now.clone(),
+                now: now.to_owned(),
             });
         }
     }
-    state.tools.insert(key.to_owned(), now);
+    state.tools.insert(key.to_owned(), now.to_owned());
 }

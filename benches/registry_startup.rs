@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use tackle::{registrations, CollisionStrategy, Registry, ToolRegistration};
+use tackle::registry::{registrations, CollisionStrategy, ToolRegistration};
+use tackle::Registry;
 // Only holds tools: link it so they are in the inventory.
 use tackle_bench_tools as _;
 

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tackle::{
-    event_queue, tool, ApprovalRequest, ApproveWith, Executor, MemoryAudit, Runtime, ToolCall,
-    ToolContext, ToolEventKind,
-};
+use tackle::approval::{ApprovalRequest, ApproveWith};
+use tackle::audit::MemoryAudit;
+use tackle::events::{event_queue, ToolEventKind};
+use tackle::{tool, Executor, Runtime, ToolCall, ToolContext};
 
 /// Today's forecast for a city.
 #[tool(namespace = "weather", side_effects = read, timeout_ms = 2_000)]

@@ -58,25 +58,22 @@
 // (its doctests and its own `#[tool]`s) that path needs this.
 extern crate self as tackle;
 
+// The central types, at the root; everything else stays in its module.
 pub use tackle_macros::tool;
 pub use tackle_macros::SkillState;
 pub use tackle_runtime::agent::skill::SkillState;
-pub use tackle_runtime::event_queue;
-pub use tackle_runtime::register_skill;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
+pub use tackle_runtime::{cassette, register_skill};
 pub use tackle_runtime::{
-    agent, approval, audit, call, capability, chain, context, error, events, executor, pipeline,
-    registrations, registry, sanitize, schema, shape, spec, validate, version, ApprovalBinding,
-    ApprovalDecision, ApprovalPredicate, ApprovalRequest, ApproveWith, Approver, Args, AuditEvent,
-    AuditSink, CallOutcome, CallReport, CancellationToken, Capabilities, CollisionNote,
-    CollisionStrategy, CounterSnapshot, DynamicTool, EventReceiver, EventSink, ExecutionMode,
-    Executor, MemoryAudit, MissingResource, Registry, RegistryError, ReplayPolicy, Resource,
-    ResultShaping, Runtime, Sanitization, SanitizePolicy, SchemaValidator, Secret, SecretError,
-    Shaping, SideEffects, Summarizer, Tool, ToolCall, ToolContext, ToolError, ToolErrorKind,
-    ToolEvent, ToolEventKind, ToolExample, ToolFuture, ToolHandler, ToolOrigin, ToolQuery,
-    ToolRegistration, ToolSpec, Trust, ValidationIssue, ValidationResult,
+    Args, DynamicTool, Executor, Registry, RegistryError, ReplayPolicy, Resource, Runtime,
+    SideEffects, ToolCall, ToolContext, ToolError, ToolErrorKind, ToolSpec,
 };
-pub use tackle_runtime::{cassette, replay, SchemaSide};
+
+// The modules, each a concept (see `docs/architecture.md`).
+pub use tackle_runtime::{
+    agent, approval, audit, call, canonical, capability, chain, context, error, events, executor,
+    pipeline, registry, replay, sanitize, schema, shape, spec, validate, version,
+};
 
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;
@@ -85,4 +82,24 @@ pub use rust_decimal::Decimal;
 #[doc(hidden)]
 pub mod __private {
     pub use tackle_runtime::abi::*;
+}
+
+/// The README and the guides in `docs/`, compiled and run as doctests: every `rust`
+/// block in them is checked by `cargo test`.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../README.md")]
+    struct Readme;
+    #[doc = include_str!("../docs/agents.md")]
+    struct Agents;
+    #[doc = include_str!("../docs/architecture.md")]
+    struct Architecture;
+    #[doc = include_str!("../docs/cassettes.md")]
+    struct Cassettes;
+    #[doc = include_str!("../docs/executor.md")]
+    struct Executor;
+    #[doc = include_str!("../docs/macro.md")]
+    struct Macro;
+    #[doc = include_str!("../docs/mcp.md")]
+    struct Mcp;
 }

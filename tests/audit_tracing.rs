@@ -5,11 +5,10 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+use tackle::approval::{ApprovalRequest, ApproveWith};
+use tackle::audit::MemoryAudit;
 use tackle::audit::{Execution, GateDecision};
-use tackle::{
-    tool, ApprovalRequest, ApproveWith, MemoryAudit, Runtime, SideEffects, ToolContext,
-    ToolErrorKind,
-};
+use tackle::{tool, Runtime, SideEffects, ToolContext, ToolErrorKind};
 
 fn is_large(input: &Value) -> bool {
     input["amount"].as_u64().is_some_and(|a| a > 100)

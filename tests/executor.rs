@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tackle::audit::Execution;
+use tackle::events::{event_queue, ToolEventKind};
+use tackle::spec::ExecutionMode;
 use tackle::{
-    event_queue, tool, DynamicTool, ExecutionMode, Executor, Registry, Runtime, SideEffects,
-    ToolCall, ToolContext, ToolErrorKind, ToolEventKind, ToolSpec,
+    tool, DynamicTool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext,
+    ToolErrorKind, ToolSpec,
 };
 
 /// Counts calls running at once and remembers the highest count.

@@ -5,13 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use tackle::approval::{ApprovalDecision, ApprovalRequest, ApproveWith, Approver};
 use tackle::audit::GateDecision;
+use tackle::audit::MemoryAudit;
 use tackle::sanitize::{scan, STRIP_MARKER};
+use tackle::sanitize::{Sanitization, SanitizePolicy};
 use tackle::shape::SummaryFuture;
+use tackle::shape::{Shaping, Summarizer};
+use tackle::spec::Trust;
 use tackle::{
-    tool, ApprovalDecision, ApprovalRequest, ApproveWith, Approver, DynamicTool, MemoryAudit,
-    Registry, Runtime, Sanitization, SanitizePolicy, Shaping, SideEffects, Summarizer, ToolContext,
-    ToolErrorKind, ToolSpec, Trust,
+    tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec,
 };
 
 fn is_large(input: &Value) -> bool {
@@ -138,7 +141,7 @@ async fn an_approval_made_for_other_arguments_does_not_open_the_gate() {
         .with_approver(ApproveWith(|r: &ApprovalRequest| {
             let mut other = r.clone();
             other.input["amount"] = json!(1);
-            other.binding = tackle::ApprovalBinding::new(&r.key, &other.input);
+            other.binding = tackle::approval::ApprovalBinding::new(&r.key, &other.input);
             other.approve()
         }));
     let err = rt

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tackle::{
-    tool, Args, Decimal, ExecutionMode, ReplayPolicy, SideEffects, ToolContext, ToolSpec, Trust,
-};
+use tackle::spec::{ExecutionMode, Trust};
+use tackle::{tool, Args, Decimal, ReplayPolicy, SideEffects, ToolContext, ToolSpec};
 
 /// Add two integers.
 #[tool(namespace = "math", version = "1", side_effects = none)]
@@ -399,11 +398,12 @@ fn schemas_are_valid_2020_12() {
 #[tokio::test]
 async fn the_door_decodes_calls_and_encodes() {
     // `place-order` needs approval; this approver grants every request.
-    let rt = tackle::Runtime::from_inventory()
-        .unwrap()
-        .with_approver(tackle::ApproveWith(|r: &tackle::ApprovalRequest| {
-            r.approve()
-        }));
+    let rt =
+        tackle::Runtime::from_inventory()
+            .unwrap()
+            .with_approver(tackle::approval::ApproveWith(
+                |r: &tackle::approval::ApprovalRequest| r.approve(),
+            ));
     let ctx = ToolContext::new().grant("shop:*").grant("net:http");
     let hits = rt
         .call(

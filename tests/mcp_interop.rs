@@ -350,7 +350,7 @@ fn importer_calls_a_python_server() {
         let rt = Runtime::new(registry);
         let forecast = rt.registry().resolve("mcp.py-weather.forecast").expect("tool");
         assert_eq!(forecast.spec().side_effects, tackle::SideEffects::Read, "readOnlyHint");
-        assert_eq!(forecast.spec().trust, tackle::Trust::Mcp);
+        assert_eq!(forecast.spec().trust, tackle::spec::Trust::Mcp);
         let book = rt.registry().resolve("mcp.py-weather.book_table").expect("tool");
         assert_eq!(book.spec().side_effects, tackle::SideEffects::External);
 

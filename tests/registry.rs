@@ -5,7 +5,8 @@ use serde_json::json;
 // The fixture crate only holds tools: link it explicitly so they register.
 use tackle_fixture_tools as _;
 
-use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolQuery, ToolSpec};
+use tackle::registry::ToolQuery;
+use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
 
 /// Square a number.
 #[tool(namespace = "math", version = "2", side_effects = none, tags = ["math"])]

@@ -2,7 +2,9 @@
 //! validated against the tool's schemas. This binary's tools are broken on purpose,
 //! so `Registry::from_inventory` fails here; the tests build subsets to see each error.
 
-use tackle::{registrations, CollisionStrategy, Registry, RegistryError, ToolOrigin};
+use tackle::error::ToolOrigin;
+use tackle::registry::{registrations, CollisionStrategy};
+use tackle::{Registry, RegistryError};
 
 mod first {
     /// One definition.
@@ -32,7 +34,7 @@ fn bad_output_example(n: u32) -> u32 {
     n
 }
 
-fn only(prefix: &str) -> impl Iterator<Item = &'static tackle::ToolRegistration> + '_ {
+fn only(prefix: &str) -> impl Iterator<Item = &'static tackle::registry::ToolRegistration> + '_ {
     registrations().filter(move |r| r.key().starts_with(prefix))
 }
 
@@ -84,7 +86,7 @@ fn priority_resolves_by_trust_and_auto_prefix_by_crate() {
     assert_eq!(registry.len(), 1);
     assert_eq!(
         registry.get("dup.same@1").unwrap().spec().trust,
-        tackle::Trust::FirstParty
+        tackle::spec::Trust::FirstParty
     );
     assert_eq!(registry.collisions().len(), 1);
 

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
 use tackle::agent::skill::{Skill, SkillError, SkillKind, Skills};
+use tackle::events::event_queue;
 use tackle::events::ToolEventKind;
-use tackle::{event_queue, register_skill, tool, Executor, Runtime, SkillState, ToolContext};
+use tackle::{register_skill, tool, Executor, Runtime, SkillState, ToolContext};
 
 /// Road distance between two Norwegian cities, in km; reports progress.
 #[tool(namespace = "roads", version = "1", side_effects = none)]

@@ -49,6 +49,7 @@ pub use approval::{
 pub use audit::{AuditEvent, AuditSink, CounterSnapshot, Counters, MemoryAudit};
 pub use call::{CallReport, Operation, Runtime};
 pub use capability::Capabilities;
+pub use context::CancellationToken;
 pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};
 pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
 pub use events::{event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind};
@@ -62,5 +63,4 @@ pub use shape::{Shaping, Summarizer};
 pub use spec::{
     ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
 };
-pub use tokio_util::sync::CancellationToken;
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};

@@ -35,7 +35,7 @@ pub mod tool;
 
 use std::sync::Arc;
 
-pub use crate::abi::{registrations, ToolRegistration};
+pub use crate::abi::{registrations, ToolFuture, ToolRegistration};
 pub use collision::{CollisionNote, CollisionStrategy};
 pub use query::ToolQuery;
 pub(crate) use tool::HandlerKind;

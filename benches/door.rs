@@ -36,7 +36,7 @@ fn door(c: &mut Criterion) {
     table.insert("math.add@1".to_owned(), add);
 
     let rt = Runtime::from_inventory().expect("registry");
-    let ctx = ToolContext::new().grant("tools:*");
+    let ctx = ToolContext::new().with_grant("tools:*");
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("tokio");

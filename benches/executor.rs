@@ -120,7 +120,7 @@ fn sleepers(c: &mut Criterion) {
         b.iter_batched(
             || batch("bench.nap@1", 1_000),
             |calls| {
-                let executor = Executor::new(Arc::clone(&rt)).max_parallel(100);
+                let executor = Executor::new(Arc::clone(&rt)).with_max_parallel(100);
                 black_box(tokio_rt.block_on(executor.execute_batch(calls, &ctx)))
             },
             BatchSize::PerIteration,
@@ -132,7 +132,7 @@ fn sleepers(c: &mut Criterion) {
             b.iter_batched(
                 || batch("bench.nap_blocking@1", 1_000),
                 |calls| {
-                    let executor = Executor::new(Arc::clone(&rt)).max_parallel(100);
+                    let executor = Executor::new(Arc::clone(&rt)).with_max_parallel(100);
                     black_box(tokio_rt.block_on(executor.execute_batch(calls, &ctx)))
                 },
                 BatchSize::PerIteration,

@@ -51,7 +51,7 @@ fn react(c: &mut Criterion) {
     )
     .expect("skill");
     // The run may call the model (`llm:function`); the tool requires nothing.
-    let ctx = ToolContext::new().grant("llm:*");
+    let ctx = ToolContext::new().with_grant("llm:*");
     let by_hand = FunctionModel::new("bench", model);
     let mut group = c.benchmark_group("react/two_steps");
     group.bench_function("model calls and the door call by hand (baseline)", |b| {

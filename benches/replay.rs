@@ -27,7 +27,13 @@ use tackle::replay::Mode;
 use tackle::{Cassette, CassetteConfig, ReplayPolicy, Runtime, ToolContext};
 
 fn open(path: &Path, mode: Mode) -> Cassette {
-    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).expect("cassette opens")
+    Cassette::open(
+        path,
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false),
+    )
+    .expect("cassette opens")
 }
 
 fn file_with(interactions: Vec<Interaction>) -> CassetteFile {

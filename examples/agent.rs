@@ -358,16 +358,24 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
                 model.provider,
                 model.model
             );
-            let cassette =
-                Cassette::open(path, CassetteConfig::new().mode(Mode::Replay).ignore_env())
-                    .map_err(|e| e.to_string())?;
+            let cassette = Cassette::open(
+                path,
+                CassetteConfig::new()
+                    .with_mode(Mode::Replay)
+                    .with_env_overrides(false),
+            )
+            .map_err(|e| e.to_string())?;
             (Arc::new(model), Some(cassette))
         }
         Plan::Script(path) => {
             println!("Recording the scripted run to {}", path.display());
-            let cassette =
-                Cassette::open(path, CassetteConfig::new().mode(Mode::Rewrite).ignore_env())
-                    .map_err(|e| e.to_string())?;
+            let cassette = Cassette::open(
+                path,
+                CassetteConfig::new()
+                    .with_mode(Mode::Rewrite)
+                    .with_env_overrides(false),
+            )
+            .map_err(|e| e.to_string())?;
             (
                 Arc::new(ScriptedModel::new(scripted_turns())),
                 Some(cassette),
@@ -382,7 +390,9 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
                     Some(
                         Cassette::open(
                             path,
-                            CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+                            CassetteConfig::new()
+                                .with_mode(Mode::Rewrite)
+                                .with_env_overrides(false),
                         )
                         .map_err(|e| e.to_string())?,
                     )
@@ -399,13 +409,13 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
     let executor = Arc::new(Executor::new(Arc::new(runtime)));
     let skill = ReactSkill::new(model, executor, TOOLS)
         .map_err(|e| e.to_string())?
-        .system_prompt(
+        .with_system_prompt(
             "You answer questions about places with the tools you are given. \
              Look places up rather than guessing, and answer in one sentence.",
         );
     // Deny by default: this caller may call models (`llm:<provider>`); the example's
     // tools require nothing.
-    let ctx = ToolContext::new().grant("llm:*");
+    let ctx = ToolContext::new().with_grant("llm:*");
     let state = skill
         .run(&args.task, &ctx)
         .await

@@ -88,7 +88,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_audit(audit.clone());
     let runtime = Arc::new(runtime);
     let (sink, mut events) = event_queue(64);
-    let executor = Executor::new(runtime.clone()).max_parallel(8).events(sink);
+    let executor = Executor::new(runtime.clone())
+        .with_max_parallel(8)
+        .with_events(sink);
     let ctx = ToolContext::new().with_secret("BANK_TOKEN", "tok-7f3a9c");
 
     let batch = vec![

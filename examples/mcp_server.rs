@@ -115,7 +115,7 @@ pub async fn render(
 pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     let runtime = Arc::new(Runtime::from_inventory()?);
     let ctx = ToolContext::new()
-        .grant("notes:write")
+        .with_grant("notes:write")
         .with_resource(Notes::default());
     Ok(McpServer::new(runtime, tackle_mcp::identity!(), ctx)?)
 }

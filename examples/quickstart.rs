@@ -102,7 +102,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A caller that may do maths and read text, but not write notes.
     let reader = ToolContext::new()
-        .grant("tools:*")
+        .with_grant("tools:*")
         .with_resource(Notebook::default());
     show(
         &rt,
@@ -139,7 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show(&rt, "a typo in the key", "math.ad@1", json!({}), &reader).await;
 
     let writer = ToolContext::new()
-        .grant("notes:*")
+        .with_grant("notes:*")
         .with_resource(Notebook::default());
     show(
         &rt,

@@ -33,7 +33,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::env::temp_dir().join(format!("tackle-record-replay-{}.json", std::process::id()));
     let ctx = ToolContext::new();
     // Programs manage their own cassettes here, so the environment does not pick the mode.
-    let config = |mode| CassetteConfig::new().mode(mode).ignore_env();
+    let config = |mode| {
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false)
+    };
 
     println!("1. Record: the tool runs and every call is written down.");
     let rt =

@@ -22,7 +22,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let rt = Runtime::from_inventory()?;
-//! let ctx = ToolContext::new().grant("tools:*");
+//! let ctx = ToolContext::new().with_grant("tools:*");
 //! assert_eq!(rt.call("math.add@1", json!({"a": 2, "b": 3}), &ctx).await?, json!(5));
 //! assert_eq!(add::KEY, "math.add@1");
 //! assert_eq!(add(2, 3), 5); // still a plain function

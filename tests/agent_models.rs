@@ -131,11 +131,13 @@ async fn model_calls_record_then_replay_without_the_model() {
             r.messages.len()
         )))
     });
-    let ctx = ToolContext::new().grant("llm:function");
+    let ctx = ToolContext::new().with_grant("llm:function");
     let op = completion(&live);
     let cassette = Cassette::open(
         &path,
-        CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+        CassetteConfig::new()
+            .with_mode(Mode::Rewrite)
+            .with_env_overrides(false),
     )
     .unwrap();
     let rt = Runtime::default().with_cassette(cassette.clone());
@@ -154,8 +156,13 @@ async fn model_calls_record_then_replay_without_the_model() {
             message: "offline".into(),
         })
     });
-    let cassette =
-        Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env()).unwrap();
+    let cassette = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
     let rt = Runtime::default().with_cassette(cassette);
     assert_eq!(
         complete(&rt, &op, &offline, &ask("a"), &ctx).await.unwrap(),

@@ -95,7 +95,7 @@ async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
     let state = skill
         .run(
             "Should I drive to Bergen tomorrow?",
-            &ToolContext::new().grant("llm:*"),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();
@@ -139,7 +139,9 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     let path = dir.join("drive.json");
     let record = Cassette::open(
         &path,
-        CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+        CassetteConfig::new()
+            .with_mode(Mode::Rewrite)
+            .with_env_overrides(false),
     )
     .unwrap();
     let executor_live = executor(Some(record));
@@ -151,7 +153,7 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     .unwrap()
     .run(
         "Should I drive to Bergen tomorrow?",
-        &ToolContext::new().grant("llm:*"),
+        &ToolContext::new().with_grant("llm:*"),
     )
     .await
     .unwrap();
@@ -170,14 +172,19 @@ async fn a_recorded_run_replays_identically_without_the_model() {
             message: "offline".into(),
         })
     });
-    let replay =
-        Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env()).unwrap();
+    let replay = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
     let executor_replay = executor(Some(replay));
     let replayed = ReactSkill::new(Arc::new(unreachable), executor_replay.clone(), TOOLS)
         .unwrap()
         .run(
             "Should I drive to Bergen tomorrow?",
-            &ToolContext::new().grant("llm:*"),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();
@@ -220,7 +227,7 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     )
     .unwrap();
     let state = skill
-        .run("distance?", &ToolContext::new().grant("llm:*"))
+        .run("distance?", &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert!(!state.done);
@@ -257,7 +264,7 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     });
     let state = ReactSkill::new(Arc::new(confused), executor(None), TOOLS)
         .unwrap()
-        .run("?", &ToolContext::new().grant("llm:*"))
+        .run("?", &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert!(state.done);
@@ -276,9 +283,9 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         TOOLS,
     )
     .unwrap()
-    .repair_with(UseBergen)
-    .max_steps(2)
-    .run("distance?", &ToolContext::new().grant("llm:*"))
+    .with_repair(UseBergen)
+    .with_max_steps(2)
+    .run("distance?", &ToolContext::new().with_grant("llm:*"))
     .await
     .unwrap();
     assert_eq!(repaired.error_budget, 3);
@@ -317,10 +324,13 @@ async fn deferred_tools_are_offered_once_found() {
     ]));
     let skill = ReactSkill::new(model.clone(), executor(None), &["geo.distance"])
         .unwrap()
-        .deferred(&["weather.tomorrow"])
+        .with_deferred(&["weather.tomorrow"])
         .unwrap();
     let state = skill
-        .run("weather in Bergen?", &ToolContext::new().grant("llm:*"))
+        .run(
+            "weather in Bergen?",
+            &ToolContext::new().with_grant("llm:*"),
+        )
         .await
         .unwrap();
     assert!(state.done, "{state:?}");

@@ -40,10 +40,10 @@ fn paths_use_dots_and_indices() {
 async fn steps_feed_each_other_through_the_context() {
     let rt = Runtime::from_inventory().unwrap();
     let chain = ToolChain::new([
-        ChainStep::new("shop.latest_order", "order").map("customer", "customer"),
+        ChainStep::new("shop.latest_order", "order").with_mapping("customer", "customer"),
         ChainStep::new("shop.price", "")
-            .map("sku", "order.items[0].sku")
-            .map("qty", "order.items[0].qty"),
+            .with_mapping("sku", "order.items[0].sku")
+            .with_mapping("qty", "order.items[0].qty"),
     ]);
     chain.validate(rt.registry()).unwrap();
     let result = chain.run(&rt, start("ada"), &ToolContext::new()).await;
@@ -64,12 +64,12 @@ async fn failures_stop_the_chain_unless_a_step_keeps_going() {
     let bad_sku = |step: ChainStep| {
         ToolChain::new([
             step,
-            ChainStep::new("shop.latest_order", "after").map("customer", "customer"),
+            ChainStep::new("shop.latest_order", "after").with_mapping("customer", "customer"),
         ])
     };
     let failing = ChainStep::new("shop.price", "p")
-        .map("sku", "customer")
-        .map("qty", "nowhere");
+        .with_mapping("sku", "customer")
+        .with_mapping("qty", "nowhere");
     let stopped = bad_sku(failing.clone()).run(&rt, start("ada"), &ctx).await;
     assert!(!stopped.success);
     assert_eq!(stopped.errors, ["step 0: `nowhere` is not in the context"]);
@@ -79,9 +79,9 @@ async fn failures_stop_the_chain_unless_a_step_keeps_going() {
     start_with_qty.insert("n".into(), json!(1));
     let going = bad_sku(
         ChainStep::new("shop.price", "p")
-            .map("sku", "customer")
-            .map("qty", "n")
-            .keep_going(),
+            .with_mapping("sku", "customer")
+            .with_mapping("qty", "n")
+            .with_stop_on_failure(false),
     )
     .run(&rt, start_with_qty, &ctx)
     .await;
@@ -101,7 +101,7 @@ fn validation_names_unknown_tools_and_fields() {
     let rt = Runtime::from_inventory().unwrap();
     let chain = ToolChain::new([
         ChainStep::new("shop.latest_ordr", "o"),
-        ChainStep::new("shop.price", "p").map("amount", "x"),
+        ChainStep::new("shop.price", "p").with_mapping("amount", "x"),
     ]);
     let problems = chain.validate(rt.registry()).unwrap_err();
     assert_eq!(problems.len(), 2);

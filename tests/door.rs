@@ -98,7 +98,7 @@ fn runtime() -> Runtime {
 #[tokio::test]
 async fn the_issue_example() {
     let rt = runtime();
-    let ctx = ToolContext::new().grant("tools:*");
+    let ctx = ToolContext::new().with_grant("tools:*");
     let out = rt
         .call("math.add@1", json!({"a": 2, "b": 3}), &ctx)
         .await
@@ -134,8 +134,8 @@ async fn denied_before_validation_and_execution() {
     let before = TRANSFERS.load(Ordering::SeqCst);
     for ctx in [
         ToolContext::new(),
-        ToolContext::new().grant("bank:transfer"),
-        ToolContext::new().grant("tools:*"),
+        ToolContext::new().with_grant("bank:transfer"),
+        ToolContext::new().with_grant("tools:*"),
     ] {
         // Invalid input too: the denial comes first.
         let err = rt
@@ -158,7 +158,7 @@ async fn denied_before_validation_and_execution() {
         .call(
             "bank.transfer@1",
             json!({"amount": 5}),
-            &ToolContext::new().grant("bank:transfer"),
+            &ToolContext::new().with_grant("bank:transfer"),
         )
         .await
         .unwrap_err();
@@ -167,7 +167,7 @@ async fn denied_before_validation_and_execution() {
         "`bank.transfer@1` requires `bank:audit` which the caller was not granted"
     );
 
-    let ok = ToolContext::new().grant("bank:*");
+    let ok = ToolContext::new().with_grant("bank:*");
     assert_eq!(
         rt.call("bank.transfer@1", json!({"amount": 5}), &ok)
             .await
@@ -222,7 +222,7 @@ async fn tool_errors_panics_and_bad_outputs() {
             .unwrap(),
         json!(0)
     );
-    let two = ToolContext::new().grant("a").grant("b");
+    let two = ToolContext::new().with_grant("a").with_grant("b");
     assert_eq!(
         rt.call("ctx.grant_count", json!({}), &two).await.unwrap(),
         json!(2)

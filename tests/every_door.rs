@@ -94,7 +94,7 @@ async fn a_users_call() {
         .call(
             "vault.open",
             shelf(),
-            &ToolContext::new().grant("vault:open"),
+            &ToolContext::new().with_grant("vault:open"),
         )
         .await
         .unwrap();
@@ -130,8 +130,8 @@ async fn the_executor() {
 async fn a_chain() {
     let (rt, audit) = audited();
     let chain = ToolChain::new([
-        ChainStep::new("vault.note", "noted").map("text", "shelf"),
-        ChainStep::new("vault.open", "opened").map("shelf", "shelf"),
+        ChainStep::new("vault.note", "noted").with_mapping("text", "shelf"),
+        ChainStep::new("vault.open", "opened").with_mapping("shelf", "shelf"),
     ]);
     let start = json!({"shelf": "top"}).as_object().cloned().unwrap();
     let result = chain.run(&rt, start, &ToolContext::new()).await;
@@ -191,7 +191,7 @@ async fn a_react_run() {
     // With it but without `vault:open`, the tool call is a refused observation.
     let state = react(vault_model())
         .unwrap()
-        .run("open it", &ToolContext::new().grant("llm:scripted"))
+        .run("open it", &ToolContext::new().with_grant("llm:scripted"))
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("done"));
@@ -218,8 +218,8 @@ struct Opened {
 async fn a_skill() {
     let (rt, audit) = audited();
     let skill = Skill::builder::<Opened>("vault-opener", "1.0.0", SkillKind::Agent)
-        .description("Opens the vault.")
-        .tools(&["vault.open"])
+        .with_description("Opens the vault.")
+        .with_tools(&["vault.open"])
         .build()
         .unwrap();
     let model = ScriptedModel::new([
@@ -262,7 +262,7 @@ async fn a_skill() {
             Arc::new(vault_model_then("{\"found\": \"nothing\"}")),
             Arc::new(Executor::new(rt)),
             "open it",
-            &ToolContext::new().grant("llm:*"),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();
@@ -333,7 +333,7 @@ async fn a_pipelines_broker_node() {
     }
     assert_refused(&audit, "broker.send@1");
     let done = doc
-        .run(&rt, state, &ctx.grant("broker:send"))
+        .run(&rt, state, &ctx.with_grant("broker:send"))
         .await
         .unwrap();
     assert_eq!(done["reply"]["response"], json!({"go": "Oslo"}));
@@ -359,7 +359,7 @@ async fn a_model_call() {
     );
     assert_eq!(model.used(), 0, "a refused call never reaches the model");
     assert_refused(&audit, MODEL_KEY);
-    let ctx = ToolContext::new().grant("llm:scripted");
+    let ctx = ToolContext::new().with_grant("llm:scripted");
     let answer = complete(&rt, &op, &model, &request, &ctx).await.unwrap();
     assert_eq!(answer.text, "hi");
     assert_eq!(events_of(&audit, MODEL_KEY).len(), 2);
@@ -401,7 +401,7 @@ async fn an_imported_tool() {
     let server = McpServer::new(
         served,
         Identity::new("vault-server", "1.0.0"),
-        ToolContext::new().grant("vault:*"),
+        ToolContext::new().with_grant("vault:*"),
     )
     .unwrap();
     let http = serve_http(server, "127.0.0.1:0".parse().unwrap())
@@ -411,7 +411,7 @@ async fn an_imported_tool() {
     let import = import_http(
         &mut registry,
         &http.url(),
-        ImportOptions::default().name("vlt"),
+        ImportOptions::default().with_name("vlt"),
     )
     .await
     .unwrap();
@@ -432,7 +432,7 @@ async fn an_imported_tool() {
     assert!(err.to_string().contains("`mcp:vlt`"), "{err}");
     assert_refused(&audit, &key);
     let ok = rt
-        .call(&key, text, &ToolContext::new().grant("mcp:vlt"))
+        .call(&key, text, &ToolContext::new().with_grant("mcp:vlt"))
         .await
         .unwrap();
     // The server wraps a non-object output as `{"result": ...}`.
@@ -459,7 +459,7 @@ fn pay(invoice: String, cents: u32) -> String {
 async fn a_deduplicated_call_passes_its_own_gates_first() {
     let (rt, audit) = audited();
     let executor = Executor::new(rt);
-    let granted = ToolContext::new().grant("bank:pay");
+    let granted = ToolContext::new().with_grant("bank:pay");
     let pay =
         |cents: Value| ToolCall::new("p", "bank.pay", json!({"invoice": "inv-7", "cents": cents}));
     let first = executor.execute(pay(json!(100)), &granted).await;
@@ -509,9 +509,11 @@ async fn a_react_run_calls_only_the_tools_it_offers() {
     // Offered: the note tool only. The caller may open the vault, but the run may not.
     let skill = ReactSkill::new(Arc::new(model), executor, &["vault.note"])
         .unwrap()
-        .error_budget(10);
+        .with_error_budget(10);
     let before = OPENED.load(Ordering::SeqCst);
-    let ctx = ToolContext::new().grant("llm:*").grant("vault:open");
+    let ctx = ToolContext::new()
+        .with_grant("llm:*")
+        .with_grant("vault:open");
     let state = skill.run("open the vault", &ctx).await.unwrap();
     assert_eq!(state.tool_calls.len(), names.len());
     for record in &state.tool_calls {

@@ -93,7 +93,7 @@ async fn results_come_back_in_call_order_with_peak_concurrency_at_the_bound() {
     // A call that cannot resolve keeps its slot and fails there.
     batch.insert(7, ToolCall::new("missing", "t.nope@1", json!({})));
     let outcomes = Executor::new(rt)
-        .max_parallel(4)
+        .with_max_parallel(4)
         .execute_batch(batch, &ToolContext::new())
         .await;
     assert_eq!(outcomes.len(), 21);
@@ -143,7 +143,7 @@ async fn write_tools_run_one_at_a_time_in_call_order_unless_they_opt_in() {
     let mut batch = calls("t.write@1", 0..6);
     batch.extend(calls("t.send@1", 0..4));
     let outcomes = Executor::new(rt)
-        .max_parallel(8)
+        .with_max_parallel(8)
         .execute_batch(batch, &ToolContext::new())
         .await;
     assert!(outcomes.iter().all(|o| o.result().is_ok()));
@@ -259,7 +259,7 @@ async fn time_limits_come_from_the_tool_or_the_executor_default() {
     ]);
     let started = Instant::now();
     let outcomes = Executor::new(rt)
-        .default_timeout(Duration::from_millis(60))
+        .with_default_timeout(Duration::from_millis(60))
         .execute_batch(
             vec![
                 ToolCall::new("a", "t.own_limit@1", json!({})),
@@ -292,7 +292,7 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
         slow("polite", None, true),
         slow("stubborn", None, false),
     ]);
-    let executor = Arc::new(Executor::new(rt).grace(Duration::from_millis(50)));
+    let executor = Arc::new(Executor::new(rt).with_grace(Duration::from_millis(50)));
     let token = executor.cancellation_token();
     let cancelled_at = Arc::new(Mutex::new(None));
     let at = cancelled_at.clone();
@@ -406,7 +406,7 @@ async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
     let rt = Arc::new(Runtime::from_inventory().unwrap());
     let (sink, mut events) = event_queue(1_000);
     let outcome = Executor::new(rt.clone())
-        .events(sink)
+        .with_events(sink)
         .execute(
             ToolCall::new("r", "doc.render", json!({"sections": 3})),
             &ToolContext::new(),
@@ -436,7 +436,7 @@ async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
     // A small queue under load keeps the newest events; the output loses nothing.
     let (sink, mut events) = event_queue(8);
     let outcome = Executor::new(rt)
-        .events(sink)
+        .with_events(sink)
         .execute(
             ToolCall::new("r", "doc.render", json!({"sections": 500})),
             &ToolContext::new(),

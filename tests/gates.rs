@@ -258,9 +258,11 @@ impl Summarizer for CountLines {
 #[tokio::test]
 async fn long_results_are_shaped_by_the_tools_strategy() {
     let dir = std::env::temp_dir().join(format!("tackle-gates-{}", std::process::id()));
-    let rt = Runtime::from_inventory()
-        .unwrap()
-        .with_shaping(Shaping::default().spill_root(&dir).summarizer(CountLines));
+    let rt = Runtime::from_inventory().unwrap().with_shaping(
+        Shaping::default()
+            .with_spill_root(&dir)
+            .with_summarizer(CountLines),
+    );
     let ctx = ToolContext::new();
 
     let report = rt.call_report("logs.middle", json!({}), &ctx).await;

@@ -404,7 +404,9 @@ async fn the_door_decodes_calls_and_encodes() {
             .with_approver(tackle::approval::ApproveWith(
                 |r: &tackle::approval::ApprovalRequest| r.approve(),
             ));
-    let ctx = ToolContext::new().grant("shop:*").grant("net:http");
+    let ctx = ToolContext::new()
+        .with_grant("shop:*")
+        .with_grant("net:http");
     let hits = rt
         .call(
             "catalogue.search@3",

@@ -360,7 +360,7 @@ fn importer_calls_a_python_server() {
             .await
             .unwrap_err();
         assert_eq!(denied.kind(), ToolErrorKind::CapabilityDenied, "{denied}");
-        let ctx = ToolContext::new().grant("mcp:py-weather");
+        let ctx = ToolContext::new().with_grant("mcp:py-weather");
         let out = rt
             .call("mcp.py-weather.forecast", json!({"city": "Oslo", "days": 2}), &ctx)
             .await
@@ -394,7 +394,7 @@ fn importer_calls_a_python_server() {
 
         // A server that hangs: the call timeout answers.
         let mut registry = Registry::default();
-        let options = ImportOptions::default().call_timeout(Duration::from_millis(500));
+        let options = ImportOptions::default().with_call_timeout(Duration::from_millis(500));
         let hung = import_stdio(&mut registry, python_server(true), options)
             .await
             .expect("import");
@@ -418,19 +418,21 @@ fn imported_calls_record_then_replay_offline() {
     let dir = std::env::temp_dir().join(format!("tackle-mcp-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("notes.json");
-    let ctx = ToolContext::new().grant("mcp:*");
+    let ctx = ToolContext::new().with_grant("mcp:*");
     let specs: Vec<ToolSpec> = tokio().block_on(async {
         let mut registry = Registry::default();
         let import = import_stdio(
             &mut registry,
             tokio::process::Command::from(server_command()),
-            ImportOptions::default().name("desk"),
+            ImportOptions::default().with_name("desk"),
         )
         .await
         .expect("import our own server");
         let cassette = Cassette::open(
             &path,
-            CassetteConfig::new().mode(Mode::Rewrite).ignore_env(),
+            CassetteConfig::new()
+                .with_mode(Mode::Rewrite)
+                .with_env_overrides(false),
         )
         .expect("cassette");
         let rt = Runtime::new(registry).with_cassette(cassette);
@@ -461,8 +463,13 @@ fn imported_calls_record_then_replay_offline() {
             keys.contains(&"mcp.desk.notes_save@0.1.0".to_owned()),
             "{keys:?}"
         );
-        let cassette = Cassette::open(&path, CassetteConfig::new().mode(Mode::Replay).ignore_env())
-            .expect("cassette");
+        let cassette = Cassette::open(
+            &path,
+            CassetteConfig::new()
+                .with_mode(Mode::Replay)
+                .with_env_overrides(false),
+        )
+        .expect("cassette");
         let rt = Runtime::new(registry).with_cassette(cassette);
         assert_eq!(
             rt.call(
@@ -507,8 +514,8 @@ fn http_transport_serves_and_imports() {
             &http.url(),
             // Callers of these imported tools need no permission.
             ImportOptions::default()
-                .name("web")
-                .requires(Vec::<String>::new()),
+                .with_name("web")
+                .with_requires(Vec::<String>::new()),
         )
         .await
         .expect("import over HTTP");

@@ -104,7 +104,7 @@ async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Recorder>, Rec
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
     let server = McpServer::new(
         runtime,
-        Identity::new("weather-desk", "3.1.4").instructions("Tools for the desk."),
+        Identity::new("weather-desk", "3.1.4").with_instructions("Tools for the desk."),
         ctx,
     )
     .unwrap();
@@ -232,7 +232,7 @@ async fn calls_go_through_the_door() {
     client.cancel().await.unwrap();
 
     // A server configured with the grant lets the call through.
-    let (client, _) = connect(ToolContext::new().grant("mail:*")).await;
+    let (client, _) = connect(ToolContext::new().with_grant("mail:*")).await;
     let sent = client
         .call_tool(
             CallToolRequestParams::new("demo.send").with_arguments(args(json!({"to": "bo"}))),

@@ -169,7 +169,7 @@ async fn sends_tools_and_reads_parallel_tool_calls() {
     let server = FakeEndpoint::start(vec![Reply::Json(200, two_calls())]).await;
     let model = OpenAiModel::new(&server.base, "gpt-test")
         .unwrap()
-        .api_key("sk-local-test");
+        .with_api_key("sk-local-test");
     let answer = model.complete(&request()).await.unwrap();
 
     assert_eq!(answer.text, "");
@@ -216,7 +216,7 @@ async fn strict_mode_sends_the_strict_form_and_drops_nulls() {
     let server = FakeEndpoint::start(vec![Reply::Json(200, two_calls())]).await;
     let model = OpenAiModel::new(&server.base, "gpt-test")
         .unwrap()
-        .strict(true);
+        .with_strict(true);
     let answer = model.complete(&request()).await.unwrap();
     assert_eq!(answer.tool_calls[1].arguments, json!({"city": "Bergen"}));
 
@@ -301,7 +301,7 @@ async fn a_silent_endpoint_times_out() {
     let server = FakeEndpoint::start(vec![Reply::Hang]).await;
     let model = OpenAiModel::new(&server.base, "gpt-test")
         .unwrap()
-        .timeout(Duration::from_millis(300));
+        .with_timeout(Duration::from_millis(300));
     let started = Instant::now();
     let error = model.complete(&request()).await.unwrap_err();
     assert_eq!(error, ModelError::Timeout { after_ms: 300 });
@@ -399,7 +399,7 @@ async fn a_react_run_over_the_wire() {
     .await;
     let model = OpenAiModel::new(&server.base, "gpt-test")
         .unwrap()
-        .strict(true);
+        .with_strict(true);
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
     let skill = ReactSkill::new(
         Arc::new(model),
@@ -410,7 +410,7 @@ async fn a_react_run_over_the_wire() {
     let state = skill
         .run(
             "Weather in Oslo and Bergen?",
-            &ToolContext::new().grant("llm:*"),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();

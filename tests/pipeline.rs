@@ -109,8 +109,8 @@ async fn a_document_runs_tools_and_the_broker_over_the_state() {
     assert_eq!(pipeline.nodes.len(), 3);
     let broker = Arc::new(EchoBroker::default());
     let ctx = ToolContext::new()
-        .grant("agents:*")
-        .grant("broker:send")
+        .with_grant("agents:*")
+        .with_grant("broker:send")
         .with_resource(BrokerHandle(broker.clone()));
     let state = pipeline.run(&runtime(), start(), &ctx).await.unwrap();
 
@@ -207,7 +207,9 @@ fn nodes_must_fit_their_kind() {
 #[tokio::test]
 async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
     let rt = runtime();
-    let ctx = ToolContext::new().grant("agents:*").grant("broker:send");
+    let ctx = ToolContext::new()
+        .with_grant("agents:*")
+        .with_grant("broker:send");
 
     let unknown = Pipeline::from_yaml(&DOC.replace("text.brief", "text.summary")).unwrap();
     match unknown.run(&rt, start(), &ctx).await {
@@ -280,7 +282,7 @@ async fn capabilities_are_checked_per_node() {
 
     // The broker node's own `requires` is missing.
     let ctx = ToolContext::new()
-        .grant("broker:send")
+        .with_grant("broker:send")
         .with_resource(broker.clone());
     match pipeline.run(&rt, start(), &ctx).await {
         Err(PipelineError::Denied {
@@ -296,7 +298,7 @@ async fn capabilities_are_checked_per_node() {
     }
     // Every broker node needs broker:send.
     let ctx = ToolContext::new()
-        .grant("agents:travel")
+        .with_grant("agents:travel")
         .with_resource(broker.clone());
     match pipeline.run(&rt, start(), &ctx).await {
         Err(PipelineError::Denied { missing, .. }) => assert_eq!(missing, ["broker:send"]),
@@ -315,7 +317,11 @@ async fn capabilities_are_checked_per_node() {
         other => panic!("{other:?}"),
     }
     let state = book
-        .run(&rt, start(), &ToolContext::new().grant("bookings:write"))
+        .run(
+            &rt,
+            start(),
+            &ToolContext::new().with_grant("bookings:write"),
+        )
         .await
         .unwrap();
     assert_eq!(state["booking"], "booked Oslo");
@@ -334,13 +340,18 @@ async fn a_recorded_run_replays_without_calling_the_broker() {
         let path = path.clone();
         let pipeline = pipeline.clone();
         async move {
-            let cassette =
-                Cassette::open(&path, CassetteConfig::new().mode(mode).ignore_env()).unwrap();
+            let cassette = Cassette::open(
+                &path,
+                CassetteConfig::new()
+                    .with_mode(mode)
+                    .with_env_overrides(false),
+            )
+            .unwrap();
             let mut rt = runtime();
             rt.set_cassette(Some(cassette.clone()));
             let ctx = ToolContext::new()
-                .grant("agents:travel")
-                .grant("broker:send")
+                .with_grant("agents:travel")
+                .with_grant("broker:send")
                 .with_resource(BrokerHandle(broker));
             let state = pipeline.run(&rt, start(), &ctx).await;
             cassette.finish().unwrap();

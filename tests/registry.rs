@@ -128,23 +128,23 @@ fn search_hides_deprecated_tools_unless_asked() {
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        keys(ToolQuery::new().name_contains("SQUARE")),
+        keys(ToolQuery::new().with_name_containing("SQUARE")),
         ["math.square@2", "math.square@10"]
     );
     assert_eq!(
         keys(
             ToolQuery::new()
-                .name_contains("square")
-                .include_deprecated(true)
+                .with_name_containing("square")
+                .with_deprecated(true)
         ),
         ["math.square@1", "math.square@2", "math.square@10"]
     );
     assert_eq!(
-        keys(ToolQuery::new().all_tags(["math", "fast"])),
+        keys(ToolQuery::new().with_all_tags(["math", "fast"])),
         ["math.square@10"]
     );
     assert_eq!(
-        keys(ToolQuery::new().any_tag(["stats", "fast"])),
+        keys(ToolQuery::new().with_any_tag(["stats", "fast"])),
         ["fixture.text.word_count@1.0.0", "math.square@10"]
     );
 }
@@ -163,7 +163,7 @@ async fn dynamic_tools_pass_the_same_door() {
     });
     assert_eq!(rt.registry_mut().register(tool).unwrap(), "dyn.shout@1");
 
-    let ctx = ToolContext::new().grant("text:*");
+    let ctx = ToolContext::new().with_grant("text:*");
     assert_eq!(
         rt.call("dyn.shout@1", json!({"text": "hi"}), &ctx)
             .await

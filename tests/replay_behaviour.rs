@@ -50,7 +50,13 @@ fn temp(name: &str) -> PathBuf {
 }
 
 fn open(path: &PathBuf, mode: Mode) -> Cassette {
-    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).unwrap()
+    Cassette::open(
+        path,
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false),
+    )
+    .unwrap()
 }
 
 fn runtime(cassette: Cassette) -> (Runtime, ToolContext) {
@@ -366,10 +372,14 @@ async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     let path = temp("redaction");
     let secret = "s3cr3t-pa55word";
     let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
-    let config = || CassetteConfig::new().secret(secret).ignore_env();
+    let config = || {
+        CassetteConfig::new()
+            .with_secret(secret)
+            .with_env_overrides(false)
+    };
     let input = json!({"url": format!("https://x.invalid/?key={secret}&t={jwt}"), "authorization": "Bearer abc123.def-456"});
 
-    let cassette = Cassette::open(&path, config().mode(Mode::Rewrite)).unwrap();
+    let cassette = Cassette::open(&path, config().with_mode(Mode::Rewrite)).unwrap();
     let (rt, ctx) = runtime(cassette);
     rt.call("api.fetch", input.clone(), &ctx).await.unwrap();
     rt.call(
@@ -395,7 +405,7 @@ async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     }
     assert!(text.contains("[REDACTED]"));
 
-    let cassette = Cassette::open(&path, config().mode(Mode::Replay)).unwrap();
+    let cassette = Cassette::open(&path, config().with_mode(Mode::Replay)).unwrap();
     let (rt, ctx) = runtime(cassette);
     let out = rt.call("api.fetch", input, &ctx).await.unwrap();
     assert_eq!(out["echo"], "Bearer [REDACTED]", "outputs are redacted too");

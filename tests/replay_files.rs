@@ -22,7 +22,13 @@ fn temp(name: &str) -> PathBuf {
 }
 
 fn open(path: &Path, mode: Mode) -> Cassette {
-    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).unwrap()
+    Cassette::open(
+        path,
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false),
+    )
+    .unwrap()
 }
 
 /// A model-like operation, `llm.test.complete@m`, performed through the door.
@@ -130,7 +136,7 @@ async fn the_order_tool_calls_started_in_does_not_change_the_file() {
 
 #[test]
 fn the_macro_names_the_cassette_after_the_test() {
-    let err = tackle::cassette!(CassetteConfig::new().ignore_env()).unwrap_err();
+    let err = tackle::cassette!(CassetteConfig::new().with_env_overrides(false)).unwrap_err();
     let CassetteError::Missing { path } = &err else {
         panic!("{err}")
     };
@@ -202,7 +208,7 @@ async fn corrupt_and_truncated_cassettes_name_file_line_and_column() {
     let text = std::fs::read_to_string(&path).unwrap();
 
     std::fs::write(&path, &text[..text.len() / 2]).unwrap();
-    let err = Cassette::open(&path, CassetteConfig::new().ignore_env()).unwrap_err();
+    let err = Cassette::open(&path, CassetteConfig::new().with_env_overrides(false)).unwrap_err();
     let CassetteError::Corrupt {
         path: p,
         line,

@@ -72,7 +72,13 @@ impl Drop for Fixture {
 }
 
 fn open(path: &Path, mode: Mode) -> Cassette {
-    Cassette::open(path, CassetteConfig::new().mode(mode).ignore_env()).unwrap()
+    Cassette::open(
+        path,
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false),
+    )
+    .unwrap()
 }
 
 fn runtime(cassette: Cassette) -> (Runtime, ToolContext) {
@@ -341,9 +347,9 @@ async fn recorded_result_replay_serves_hits_and_runs_misses_with_a_warning() {
     let strict = Cassette::open(
         &path,
         CassetteConfig::new()
-            .mode(Mode::Replay)
-            .strict(true)
-            .ignore_env(),
+            .with_mode(Mode::Replay)
+            .with_strict(true)
+            .with_env_overrides(false),
     )
     .unwrap();
     let (rt, ctx) = runtime(strict);
@@ -436,7 +442,8 @@ async fn recorded_result_live_executes() {
 #[test]
 fn replay_mode_needs_a_cassette() {
     let f = Fixture::new("missing");
-    let err = Cassette::open(f.path(), CassetteConfig::new().ignore_env()).unwrap_err();
+    let err =
+        Cassette::open(f.path(), CassetteConfig::new().with_env_overrides(false)).unwrap_err();
     assert!(
         err.to_string()
             .contains("record one with TACKLE_CASSETTE=once"),

@@ -37,11 +37,11 @@ struct TripPlan {
 
 fn trip_planner() -> Result<Skill, SkillError> {
     Skill::builder::<TripPlan>("trip-planner", "1.2.0", SkillKind::Agent)
-        .description("Plans a road trip between Norwegian cities.")
-        .tools(&["roads.distance"])
-        .system_prompt("You plan road trips.")
-        .requires(&["trips:plan"])
-        .example(
+        .with_description("Plans a road trip between Norwegian cities.")
+        .with_tools(&["roads.distance"])
+        .with_system_prompt("You plan road trips.")
+        .with_requires(&["trips:plan"])
+        .with_example(
             "Oslo to Bergen",
             json!({"destination": "Bergen", "km": 463, "stops": {}}),
         )
@@ -50,9 +50,9 @@ fn trip_planner() -> Result<Skill, SkillError> {
 
 fn trip_planner_quiet() -> Result<Skill, SkillError> {
     Skill::builder::<TripPlan>("trip-planner", "2.0.0-beta.1", SkillKind::Agent)
-        .description("Plans a road trip, keeping its tool events to itself.")
-        .tools(&["roads.distance@1"])
-        .bubble_events(false)
+        .with_description("Plans a road trip, keeping its tool events to itself.")
+        .with_tools(&["roads.distance@1"])
+        .with_bubble_events(false)
         .build()
 }
 
@@ -110,8 +110,8 @@ fn tools_must_exist_and_identity_is_checked() {
     let rt = runtime();
     let mut skills = Skills::new();
     let unknown = Skill::builder::<TripPlan>("ferry-planner", "1.0.0", SkillKind::Workflow)
-        .description("Plans ferries.")
-        .tools(&["roads.distance", "ferries.timetable"])
+        .with_description("Plans ferries.")
+        .with_tools(&["roads.distance", "ferries.timetable"])
         .build()
         .unwrap();
     match skills.register(unknown, rt.registry()) {
@@ -125,7 +125,7 @@ fn tools_must_exist_and_identity_is_checked() {
 
     let build = |name: &str, version: &str| {
         Skill::builder::<TripPlan>(name, version, SkillKind::Utility)
-            .description("x")
+            .with_description("x")
             .build()
     };
     assert!(matches!(
@@ -142,8 +142,8 @@ fn tools_must_exist_and_identity_is_checked() {
     ));
     // An example whose output is not the state is refused.
     let bad_example = Skill::builder::<TripPlan>("trip", "1.0.0", SkillKind::Utility)
-        .description("x")
-        .example("Oslo to Bergen", json!({"destination": "Bergen"}))
+        .with_description("x")
+        .with_example("Oslo to Bergen", json!({"destination": "Bergen"}))
         .build();
     match bad_example {
         Err(SkillError::BadExample {
@@ -173,7 +173,9 @@ async fn requires_is_checked_before_the_model_is_called() {
             model.clone(),
             Arc::new(Executor::new(rt)),
             "Oslo to Bergen",
-            &ToolContext::new().grant("trips:book").grant("llm:*"),
+            &ToolContext::new()
+                .with_grant("trips:book")
+                .with_grant("llm:*"),
         )
         .await
         .unwrap_err();
@@ -194,8 +196,8 @@ async fn a_run_ends_in_the_typed_state_and_events_bubble() {
     let model = Arc::new(ScriptedModel::new(answer_turns()));
     let (sink, mut events) = event_queue(64);
     let ctx = ToolContext::new()
-        .grant("trips:*")
-        .grant("llm:*")
+        .with_grant("trips:*")
+        .with_grant("llm:*")
         .with_events(sink);
     let done = skill
         .run::<TripPlan>(
@@ -239,7 +241,7 @@ async fn without_bubbling_the_callers_sink_hears_nothing() {
             Arc::new(ScriptedModel::new(answer_turns())),
             Arc::new(Executor::new(rt)),
             "Oslo to Bergen",
-            &ToolContext::new().grant("llm:*").with_events(sink),
+            &ToolContext::new().with_grant("llm:*").with_events(sink),
         )
         .await
         .unwrap();
@@ -259,7 +261,7 @@ async fn an_answer_that_is_not_the_state_is_an_error_with_the_run() {
             Arc::new(model),
             Arc::new(Executor::new(rt)),
             "?",
-            &ToolContext::new().grant("llm:*"),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
     {

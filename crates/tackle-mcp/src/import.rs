@@ -10,7 +10,7 @@
 //! * side effects `read` when the tool says `readOnlyHint: true`, else `external`;
 //! * trust `mcp` (results are sanitized by the `mcp` policy);
 //! * the permission `mcp:<server>` required of callers (deny by default), unless
-//!   [`ImportOptions::requires`] says otherwise;
+//!   [`ImportOptions::with_requires`] says otherwise;
 //! * the server's input and output schemas.
 //!
 //! A call's value is the result's `structuredContent`; without one, its text (or the
@@ -59,20 +59,20 @@ impl Default for ImportOptions {
 
 impl ImportOptions {
     /// Sets the `<server>` part of the keys.
-    pub fn name(mut self, name: impl Into<String>) -> ImportOptions {
+    pub fn with_name(mut self, name: impl Into<String>) -> ImportOptions {
         self.name = Some(name.into());
         self
     }
 
     /// Sets the longest wait for one call's answer.
-    pub fn call_timeout(mut self, limit: Duration) -> ImportOptions {
+    pub fn with_call_timeout(mut self, limit: Duration) -> ImportOptions {
         self.call_timeout = limit;
         self
     }
 
     /// Sets the permissions a caller needs to call the imported tools (an empty list
     /// lets every caller call them).
-    pub fn requires(
+    pub fn with_requires(
         mut self,
         permissions: impl IntoIterator<Item = impl Into<String>>,
     ) -> ImportOptions {
@@ -81,7 +81,7 @@ impl ImportOptions {
     }
 
     /// Sets the longest wait to connect and list the tools.
-    pub fn connect_timeout(mut self, limit: Duration) -> ImportOptions {
+    pub fn with_connect_timeout(mut self, limit: Duration) -> ImportOptions {
         self.connect_timeout = limit;
         self
     }
@@ -257,7 +257,7 @@ async fn register(
             options.call_timeout,
         );
         let key = registry
-            .register(DynamicTool::from_handler(spec, handler).source(format!("mcp:{server}")))
+            .register(DynamicTool::from_handler(spec, handler).with_source(format!("mcp:{server}")))
             .map_err(McpError::Register)?;
         keys.push(key);
     }
@@ -293,7 +293,7 @@ pub fn register_offline(
                 })
             })
         });
-        keys.push(registry.register(DynamicTool::from_handler(spec, handler).source(source))?);
+        keys.push(registry.register(DynamicTool::from_handler(spec, handler).with_source(source))?);
     }
     Ok(keys)
 }

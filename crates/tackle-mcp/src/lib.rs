@@ -18,7 +18,7 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = Arc::new(Runtime::from_inventory()?);
-//! let server = McpServer::new(runtime, identity!(), ToolContext::new().grant("tools:*"))?;
+//! let server = McpServer::new(runtime, identity!(), ToolContext::new().with_grant("tools:*"))?;
 //! serve_stdio(server).await?;
 //! # Ok(()) }
 //! ```

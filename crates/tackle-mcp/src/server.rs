@@ -61,7 +61,7 @@ impl Identity {
     }
 
     /// Adds instructions for the client's model.
-    pub fn instructions(mut self, text: impl Into<String>) -> Identity {
+    pub fn with_instructions(mut self, text: impl Into<String>) -> Identity {
         self.instructions = Some(text.into());
         self
     }

@@ -2,7 +2,7 @@
 //!
 //! A tool needs approval when its spec sets `needs_approval` (every call) or when its
 //! approval predicate (`#[tool(needs_approval = predicate)]`, or
-//! [`DynamicTool::needs_approval_when`](crate::DynamicTool::needs_approval_when))
+//! [`DynamicTool::with_approval_when`](crate::DynamicTool::with_approval_when))
 //! says so for the validated input. The door then asks the runtime's [`Approver`];
 //! with no approver configured, the call is denied.
 //!

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A caller's grants. Cheap to clone; build with [`Capabilities::grant`].
+/// A caller's grants. Cheap to clone; build with [`Capabilities::with_grant`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Capabilities {
@@ -24,7 +24,7 @@ impl Capabilities {
     }
 
     /// Adds a grant (an exact permission or a `*` glob).
-    pub fn grant(mut self, pattern: impl Into<String>) -> Capabilities {
+    pub fn with_grant(mut self, pattern: impl Into<String>) -> Capabilities {
         self.grants.push(pattern.into());
         self
     }
@@ -85,7 +85,9 @@ mod tests {
 
     #[test]
     fn exact_and_glob_grants() {
-        let caps = Capabilities::none().grant("tools:*").grant("fs:read");
+        let caps = Capabilities::none()
+            .with_grant("tools:*")
+            .with_grant("fs:read");
         assert!(caps.allows("tools:broker_request"));
         assert!(caps.allows("tools:"));
         assert!(caps.allows("fs:read"));
@@ -104,7 +106,7 @@ mod tests {
 
     #[test]
     fn every_permission_must_be_granted() {
-        let caps = Capabilities::none().grant("net:*");
+        let caps = Capabilities::none().with_grant("net:*");
         let required = vec!["net:http".to_string(), "fs:write".to_string()];
         assert_eq!(caps.missing(&required), vec!["fs:write"]);
     }

@@ -55,14 +55,14 @@ impl ChainStep {
     }
 
     /// Maps the tool's input `field` to `path` in the context.
-    pub fn map(mut self, field: impl Into<String>, path: impl Into<String>) -> ChainStep {
+    pub fn with_mapping(mut self, field: impl Into<String>, path: impl Into<String>) -> ChainStep {
         self.input_mapping.insert(field.into(), path.into());
         self
     }
 
-    /// Lets the chain go on when this step fails.
-    pub fn keep_going(mut self) -> ChainStep {
-        self.stop_on_failure = false;
+    /// Whether a failure of this step stops the chain (default `true`).
+    pub fn with_stop_on_failure(mut self, stop: bool) -> ChainStep {
+        self.stop_on_failure = stop;
         self
     }
 }

@@ -108,9 +108,9 @@ impl ToolContext {
     }
 
     /// Adds a grant (an exact permission or a `*` glob, see [`Capabilities`]).
-    pub fn grant(mut self, pattern: impl Into<String>) -> ToolContext {
+    pub fn with_grant(mut self, pattern: impl Into<String>) -> ToolContext {
         let inner = Arc::make_mut(&mut self.inner);
-        inner.capabilities = std::mem::take(&mut inner.capabilities).grant(pattern);
+        inner.capabilities = std::mem::take(&mut inner.capabilities).with_grant(pattern);
         self
     }
 
@@ -422,8 +422,8 @@ mod tests {
 
     #[test]
     fn grants_and_resources() {
-        let base = ToolContext::new().grant("a:*");
-        let ctx = base.clone().grant("b").with_resource(Db(7));
+        let base = ToolContext::new().with_grant("a:*");
+        let ctx = base.clone().with_grant("b").with_resource(Db(7));
         assert!(ctx.capabilities().allows("a:x"));
         assert!(ctx.capabilities().allows("b"));
         assert!(

@@ -107,7 +107,7 @@ pub struct Executor {
     memory: Arc<dyn Any + Send + Sync>,
 }
 
-/// How many calls run at once unless set with [`Executor::max_parallel`].
+/// How many calls run at once unless set with [`Executor::with_max_parallel`].
 pub const DEFAULT_MAX_PARALLEL: usize = 16;
 
 impl Executor {
@@ -126,25 +126,25 @@ impl Executor {
     }
 
     /// At most `n` calls run at once (at least 1).
-    pub fn max_parallel(mut self, n: usize) -> Executor {
+    pub fn with_max_parallel(mut self, n: usize) -> Executor {
         self.max_parallel = n.max(1);
         self
     }
 
     /// The time limit of calls to tools that set no `timeout_ms`.
-    pub fn default_timeout(mut self, limit: Duration) -> Executor {
+    pub fn with_default_timeout(mut self, limit: Duration) -> Executor {
         self.default_timeout = Some(limit);
         self
     }
 
     /// How long tools may go on after [`Executor::cancel`] before they are stopped.
-    pub fn grace(mut self, grace: Duration) -> Executor {
+    pub fn with_grace(mut self, grace: Duration) -> Executor {
         self.grace = Some(grace);
         self
     }
 
     /// Sends progress and streamed chunks of every call to `sink`.
-    pub fn events(mut self, sink: EventSink) -> Executor {
+    pub fn with_events(mut self, sink: EventSink) -> Executor {
         self.events = Some(sink);
         self
     }

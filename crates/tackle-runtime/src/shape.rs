@@ -85,13 +85,13 @@ impl fmt::Debug for Shaping {
 impl Shaping {
     /// Spilled results go into a new directory under `root` (default: the system's
     /// temporary directory), created on first use, one per runtime.
-    pub fn spill_root(mut self, root: impl Into<PathBuf>) -> Shaping {
+    pub fn with_spill_root(mut self, root: impl Into<PathBuf>) -> Shaping {
         self.spill_root = Some(root.into());
         self
     }
 
     /// The hook for the `summarize` strategy.
-    pub fn summarizer(mut self, summarizer: impl Summarizer + 'static) -> Shaping {
+    pub fn with_summarizer(mut self, summarizer: impl Summarizer + 'static) -> Shaping {
         self.summarizer = Some(Arc::new(summarizer));
         self
     }

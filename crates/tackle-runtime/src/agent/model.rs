@@ -224,7 +224,7 @@ pub trait ChatModel: Send + Sync {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a>;
     /// The permissions a caller needs to call this model, checked at the door: by
     /// default `llm:<provider>`. A caller grants them with
-    /// [`ToolContext::grant`](crate::ToolContext::grant) (`llm:*` for every model).
+    /// [`ToolContext::with_grant`](crate::ToolContext::with_grant) (`llm:*` for every model).
     fn permissions(&self) -> Vec<String> {
         vec![format!("llm:{}", self.provider())]
     }

@@ -9,7 +9,7 @@
 //! * the request carries the conversation, the tools as `{"type": "function", ...}`
 //!   definitions, and `parallel_tool_calls: true`, so the model may ask for several
 //!   calls in one turn;
-//! * with [`strict`](OpenAiModel::strict), each tool's parameters are sent in OpenAI's
+//! * with [`with_strict`](OpenAiModel::with_strict), each tool's parameters are sent in OpenAI's
 //!   strict form ([`openai_strict`]) and the nulls the model then sends for optional
 //!   fields are dropped ([`drop_nulls`]) before the arguments reach the door;
 //! * every failure is a typed [`ModelError`]: an error status is
@@ -121,28 +121,28 @@ impl OpenAiModel {
     }
 
     /// Sends `Authorization: Bearer <key>`.
-    pub fn api_key(mut self, key: impl Into<String>) -> OpenAiModel {
+    pub fn with_api_key(mut self, key: impl Into<String>) -> OpenAiModel {
         self.api_key = Some(key.into());
         self
     }
 
     /// The time limit of one completion, from sending the request to the end of the
     /// answer's body.
-    pub fn timeout(mut self, limit: Duration) -> OpenAiModel {
+    pub fn with_timeout(mut self, limit: Duration) -> OpenAiModel {
         self.timeout = limit;
         self
     }
 
     /// Sends tool parameters in OpenAI's strict form and drops the nulls the model
     /// sends for optional fields.
-    pub fn strict(mut self, strict: bool) -> OpenAiModel {
+    pub fn with_strict(mut self, strict: bool) -> OpenAiModel {
         self.strict = strict;
         self
     }
 
     /// The provider name used in replay keys (`llm.<provider>.complete@<model>`);
     /// `openai` unless changed, for instance to keep recordings of a local server apart.
-    pub fn provider_name(mut self, name: impl Into<String>) -> OpenAiModel {
+    pub fn with_provider_name(mut self, name: impl Into<String>) -> OpenAiModel {
         self.provider = name.into();
         self
     }

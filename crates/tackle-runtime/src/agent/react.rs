@@ -216,25 +216,25 @@ impl ReactSkill {
     }
 
     /// Replaces the system prompt.
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> ReactSkill {
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> ReactSkill {
         self.system_prompt = prompt.into();
         self
     }
 
     /// Sets the most steps a run may take (default 10).
-    pub fn max_steps(mut self, steps: usize) -> ReactSkill {
+    pub fn with_max_steps(mut self, steps: usize) -> ReactSkill {
         self.max_steps = steps;
         self
     }
 
     /// Sets how many failed calls a run tolerates (default 3).
-    pub fn error_budget(mut self, budget: u32) -> ReactSkill {
+    pub fn with_error_budget(mut self, budget: u32) -> ReactSkill {
         self.error_budget = budget;
         self
     }
 
     /// Gives invalid arguments one repair round through `hook`.
-    pub fn repair_with(mut self, hook: impl RepairHook + 'static) -> ReactSkill {
+    pub fn with_repair(mut self, hook: impl RepairHook + 'static) -> ReactSkill {
         self.repair = Some(Arc::new(hook));
         self
     }
@@ -242,7 +242,7 @@ impl ReactSkill {
     /// Adds tools that are not offered at first: the model gets a `tool_search` tool
     /// instead, and each tool it finds is offered from the next step on. For large
     /// toolsets, where offering everything would drown the model.
-    pub fn deferred(mut self, keys: &[&str]) -> Result<ReactSkill, AgentError> {
+    pub fn with_deferred(mut self, keys: &[&str]) -> Result<ReactSkill, AgentError> {
         let mut found = Vec::with_capacity(keys.len());
         for key in keys {
             let tool = self

@@ -2,7 +2,7 @@
 //!
 //! A [`Skill`] packages what an agent needs to do one kind of job: the tools it may
 //! use (registry keys, checked when the skill is registered), a system prompt, the
-//! capabilities the caller must hold ([`requires`](SkillBuilder::requires), checked
+//! capabilities the caller must hold ([`with_requires`](SkillBuilder::with_requires), checked
 //! before the skill runs, so a denied caller costs no model call), examples, and a
 //! **state type** whose fields are the skill's declared output keys.
 //!
@@ -339,7 +339,7 @@ impl Skill {
                 site_id: site_id.clone(),
                 error,
             })?
-            .system_prompt(self.prompt());
+            .with_system_prompt(self.prompt());
         let inner_ctx;
         let ctx = if self.bubble_events {
             ctx
@@ -420,31 +420,31 @@ pub struct SkillRun<S> {
 
 impl SkillBuilder {
     /// What the skill does (required).
-    pub fn description(mut self, text: impl Into<String>) -> SkillBuilder {
+    pub fn with_description(mut self, text: impl Into<String>) -> SkillBuilder {
         self.skill.description = text.into();
         self
     }
 
     /// The tools it may use: registry keys (`ns.name@v`, `ns.name` or a bare name).
-    pub fn tools(mut self, keys: &[&str]) -> SkillBuilder {
+    pub fn with_tools(mut self, keys: &[&str]) -> SkillBuilder {
         self.skill.tools = keys.iter().map(|k| (*k).to_owned()).collect();
         self
     }
 
     /// The system prompt.
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> SkillBuilder {
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> SkillBuilder {
         self.skill.system_prompt = prompt.into();
         self
     }
 
     /// Capabilities (grant patterns are matched against them) the caller must hold.
-    pub fn requires(mut self, capabilities: &[&str]) -> SkillBuilder {
+    pub fn with_requires(mut self, capabilities: &[&str]) -> SkillBuilder {
         self.skill.requires = capabilities.iter().map(|c| (*c).to_owned()).collect();
         self
     }
 
     /// Adds an example.
-    pub fn example(mut self, task: impl Into<String>, output: Value) -> SkillBuilder {
+    pub fn with_example(mut self, task: impl Into<String>, output: Value) -> SkillBuilder {
         self.skill.examples.push(SkillExample {
             task: task.into(),
             output,
@@ -453,7 +453,7 @@ impl SkillBuilder {
     }
 
     /// Whether tool events reach the caller's event sink (default true).
-    pub fn bubble_events(mut self, bubble: bool) -> SkillBuilder {
+    pub fn with_bubble_events(mut self, bubble: bool) -> SkillBuilder {
         self.skill.bubble_events = bubble;
         self
     }

@@ -13,38 +13,38 @@
 //! caller can skip a stage. Each stage is a small unit in its own file, with one job,
 //! run in this order:
 //!
-//! 1. **resolve** ([`resolve`]): the key names a registered tool (an operation brings
+//! 1. **resolve** (`resolve.rs`): the key names a registered tool (an operation brings
 //!    its own);
-//! 2. **capability** ([`capability`]): the caller holds every permission the tool or
+//! 2. **capability** (`capability.rs`): the caller holds every permission the tool or
 //!    operation requires (deny by default). A denied caller learns nothing about its
 //!    input's validity, and nothing runs;
-//! 3. **validate input** ([`validate`]): an invalid input never reaches the tool, nor
+//! 3. **validate input** (`validate.rs`): an invalid input never reaches the tool, nor
 //!    an approver;
-//! 4. **deduplicate** ([`dedupe`]): inside an executor run, a `write`/`external` call
+//! 4. **deduplicate** (`dedupe.rs`): inside an executor run, a `write`/`external` call
 //!    whose idempotency key was seen before gets the first call's outcome, after
 //!    passing its own capability and input stages;
-//! 5. **replay router** ([`replay`]): with a [`Cassette`], a recorded outcome may stand
+//! 5. **replay router** (`replay.rs`): with a [`Cassette`], a recorded outcome may stand
 //!    in for the call (see [`crate::replay`]);
-//! 6. **approval** ([`approval`]): asked only for calls that will really run, bound to
+//! 6. **approval** (`approval.rs`): asked only for calls that will really run, bound to
 //!    the validated arguments (see [`crate::approval`]);
-//! 7. **execute** ([`execute`]): under the time limit and the run's cancellation, with a
+//! 7. **execute** (`execute.rs`): under the time limit and the run's cancellation, with a
 //!    grace window and a panic guard, with a per-call context (its id, its declared
 //!    secrets, its stream); error texts are scrubbed of the caller's secrets;
-//! 8. **validate output** ([`validate`]): output that breaks the tool's own schema is an
+//! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
 //!    error (replayed outputs are checked too);
-//! 9. **shape** ([`shape`]): a long result is cut to the tool's `max_result_tokens`
+//! 9. **shape** (`shape.rs`): a long result is cut to the tool's `max_result_tokens`
 //!    ([`crate::shape`]);
-//! 10. **sanitize** ([`sanitize`]): instruction-like text is handled by the tool's trust
+//! 10. **sanitize** (`sanitize.rs`): instruction-like text is handled by the tool's trust
 //!     class ([`crate::sanitize`]);
-//! 11. **record** ([`record`]): the outcome the caller gets is recorded to the cassette,
+//! 11. **record** (`record.rs`): the outcome the caller gets is recorded to the cassette,
 //!     when the router asked for it and the call really ran;
-//! 12. **audit** ([`audit`]): every call, however it ended, leaves an audit event,
+//! 12. **audit** (`audit.rs`): every call, however it ended, leaves an audit event,
 //!     counters and a tracing span ([`crate::audit`]).
 //!
 //! A stage either lets the call go on or ends it with its outcome: denied, invalid,
 //! answered by an earlier call, refused by the router, not approved, cancelled. The
 //! audit stage runs after all the others, whatever they did. Adding a stage is one
-//! new unit and one line in [`Runtime::stages`].
+//! new unit and one line in `Runtime::stages`.
 //!
 //! Time limits and the grace window use Tokio's timer: a runtime whose tools set
 //! `timeout_ms`, or whose callers set a default timeout or a cancellation token, must
@@ -458,7 +458,7 @@ impl Runtime {
     /// assert_eq!(denied.unwrap_err().kind(), ToolErrorKind::CapabilityDenied);
     ///
     /// let sent = rt
-    ///     .perform(&send, || json!({ "to": to }), &ToolContext::new().grant("mail:send"), || async {
+    ///     .perform(&send, || json!({ "to": to }), &ToolContext::new().with_grant("mail:send"), || async {
     ///         Ok(json!("queued"))
     ///     })
     ///     .await;

@@ -12,7 +12,13 @@
 use crate::registry::Tool;
 use crate::spec::ToolSpec;
 
-/// An effect with a spec but no registered code. See the [module docs](self).
+/// An effect with a spec but no registered code: a model completion
+/// (`llm.<provider>.complete@<model>`), a broker send (`broker.send@1`), any other
+/// effect that is not a registered tool. Made from a [`ToolSpec`] (key, permissions,
+/// side effects, replay policy, time limit) and performed with
+/// [`Runtime::perform`](super::Runtime::perform), which runs every stage of the door
+/// with the code the caller gives: refused without its permissions, replayed from a
+/// cassette in recorded order, audited like any call.
 #[derive(Debug)]
 pub struct Operation {
     tool: Tool,

@@ -43,14 +43,14 @@ async fn capability_gate_runs_before_validation_and_execution() {
         .call(
             "t.count@1",
             json!({"n": 1}),
-            &ToolContext::new().grant("db:read"),
+            &ToolContext::new().with_grant("db:read"),
         )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::CapabilityDenied);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 
-    let ctx = ToolContext::new().grant("db:*");
+    let ctx = ToolContext::new().with_grant("db:*");
     let err = rt
         .call("t.count@1", json!({"n": "x"}), &ctx)
         .await

@@ -2,7 +2,7 @@
 //!
 //! `#[tool]` functions register themselves at link time (through `inventory`), so the
 //! registry is built at start-up by [`Registry::from_inventory`] with no list to keep
-//! in sync. Tools made at run time (a closure plus a hand-written [`ToolSpec`], or a
+//! in sync. Tools made at run time (a closure plus a hand-written [`ToolSpec`](crate::spec::ToolSpec), or a
 //! tool imported from an MCP server) join through [`Registry::register`].
 //!
 //! **Linking.** The linker keeps only crates the binary uses. Tools that live in
@@ -317,9 +317,10 @@ mod tests {
     #[test]
     fn duplicate_keys_name_both_origins() {
         let mut r = Registry::new();
-        r.register(tool("m", "t", "1").source("first")).unwrap();
+        r.register(tool("m", "t", "1").with_source("first"))
+            .unwrap();
         let err = r
-            .register(tool("m", "t", "1").source("second"))
+            .register(tool("m", "t", "1").with_source("second"))
             .unwrap_err();
         let text = err.to_string();
         assert!(
@@ -334,11 +335,11 @@ mod tests {
         let mut r = Registry::with_strategy(CollisionStrategy::AutoPrefix);
         r.register(tool("m", "t", "1")).unwrap();
         let key = r
-            .register(tool("m", "t", "1").source("mcp:weather"))
+            .register(tool("m", "t", "1").with_source("mcp:weather"))
             .unwrap();
         assert_eq!(key, "mcp_weather.m.t@1");
         let key = r
-            .register(tool("m", "t", "1").source("mcp:weather"))
+            .register(tool("m", "t", "1").with_source("mcp:weather"))
             .unwrap();
         assert_eq!(key, "mcp_weather.m_2.t@1");
         assert_eq!(r.len(), 3);
@@ -353,7 +354,7 @@ mod tests {
             let mut spec = ToolSpec::new("m", "t", "1", SideEffects::None, "d");
             spec.trust = trust;
             spec.tags = vec![source.to_owned()];
-            DynamicTool::new(spec, |_c, i| async move { Ok::<_, String>(i) }).source(source)
+            DynamicTool::new(spec, |_c, i| async move { Ok::<_, String>(i) }).with_source(source)
         };
         r.register(with_trust(Trust::Mcp, "mcp")).unwrap();
         r.register(with_trust(Trust::FirstParty, "local")).unwrap();
@@ -387,30 +388,30 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            names(&ToolQuery::new().name_contains("readf")),
+            names(&ToolQuery::new().with_name_containing("readf")),
             ["ReadFile"]
         );
         assert_eq!(
-            names(&ToolQuery::new().any_tag(["write", "nope"])),
+            names(&ToolQuery::new().with_any_tag(["write", "nope"])),
             ["write_file"]
         );
         assert_eq!(
-            names(&ToolQuery::new().all_tags(["fs", "read"])),
+            names(&ToolQuery::new().with_all_tags(["fs", "read"])),
             ["ReadFile"]
         );
         assert_eq!(
             names(
                 &ToolQuery::new()
-                    .all_tags(["fs", "read"])
-                    .include_deprecated(true)
+                    .with_all_tags(["fs", "read"])
+                    .with_deprecated(true)
             ),
             ["ReadFile", "old_read"]
         );
         assert_eq!(
             names(
                 &ToolQuery::new()
-                    .name_contains("READ")
-                    .include_deprecated(true)
+                    .with_name_containing("READ")
+                    .with_deprecated(true)
             ),
             ["ReadFile", "old_read"]
         );

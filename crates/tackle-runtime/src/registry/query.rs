@@ -20,25 +20,28 @@ impl ToolQuery {
     }
 
     /// `namespace.name` contains this text, ignoring case.
-    pub fn name_contains(mut self, text: impl Into<String>) -> ToolQuery {
+    pub fn with_name_containing(mut self, text: impl Into<String>) -> ToolQuery {
         self.name_contains = Some(text.into().to_lowercase());
         self
     }
 
     /// The tool has at least one of these tags.
-    pub fn any_tag<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> ToolQuery {
+    pub fn with_any_tag<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> ToolQuery {
         self.any_tags = tags.into_iter().map(Into::into).collect();
         self
     }
 
     /// The tool has every one of these tags.
-    pub fn all_tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> ToolQuery {
+    pub fn with_all_tags<S: Into<String>>(
+        mut self,
+        tags: impl IntoIterator<Item = S>,
+    ) -> ToolQuery {
         self.all_tags = tags.into_iter().map(Into::into).collect();
         self
     }
 
     /// Includes deprecated tools, which are hidden otherwise.
-    pub fn include_deprecated(mut self, yes: bool) -> ToolQuery {
+    pub fn with_deprecated(mut self, yes: bool) -> ToolQuery {
         self.include_deprecated = yes;
         self
     }

@@ -118,7 +118,7 @@ impl DynamicTool {
 
     /// Asks for approval of the calls whose validated input `predicate` accepts
     /// (every call needs approval anyway when the spec sets `needs_approval`).
-    pub fn needs_approval_when(
+    pub fn with_approval_when(
         mut self,
         predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
     ) -> DynamicTool {
@@ -140,7 +140,7 @@ impl DynamicTool {
 
     /// Names who registers the tool (for example `mcp:weather`); shown in errors and
     /// used as the prefix by [`CollisionStrategy::AutoPrefix`](super::CollisionStrategy::AutoPrefix).
-    pub fn source(mut self, source: impl Into<String>) -> DynamicTool {
+    pub fn with_source(mut self, source: impl Into<String>) -> DynamicTool {
         self.source = source.into();
         self
     }

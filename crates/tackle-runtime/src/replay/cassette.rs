@@ -3,7 +3,7 @@
 //!
 //! A [`Cassette`] is opened once per run (per test) and shared by every call of it.
 //! Loading indexes the recorded interactions by key and canonical input; the door's
-//! replay stage asks it what to do with each call (see [`super::router`]); and
+//! replay stage asks it what to do with each call (the router); and
 //! [`Cassette::finish`] checks that nothing recorded went unused and writes the file in
 //! recording modes. Nothing is written before `finish`, so a test that panics never
 //! overwrites a good cassette.

@@ -27,7 +27,7 @@
 //!
 //! The parts: [`mode`] (modes and configuration), [`cassette`] (one run's recording),
 //! `router` (the table above, for one call), [`diagnose`] (misses and warnings),
-//! [`file`] (the file format), [`redact`] (secrets out before hashing and saving).
+//! [`file`](mod@file) (the file format), [`redact`] (secrets out before hashing and saving).
 
 pub mod cassette;
 pub mod diagnose;
@@ -47,7 +47,7 @@ pub use redact::Redactor;
 ///
 /// ```text
 /// let cassette = tackle::cassette!()?;                        // CassetteConfig::new()
-/// let cassette = tackle::cassette!(CassetteConfig::new().secret(key))?;
+/// let cassette = tackle::cassette!(CassetteConfig::new().with_secret(key))?;
 /// ```
 #[macro_export]
 macro_rules! cassette {

@@ -112,27 +112,28 @@ impl CassetteConfig {
     }
 
     /// The configured mode (`TACKLE_CASSETTE` still overrides it).
-    pub fn mode(mut self, mode: Mode) -> CassetteConfig {
+    pub fn with_mode(mut self, mode: Mode) -> CassetteConfig {
         self.mode = mode;
         self
     }
 
     /// Strict: a recorded-result miss under replay is an error instead of a warning.
-    pub fn strict(mut self, strict: bool) -> CassetteConfig {
+    pub fn with_strict(mut self, strict: bool) -> CassetteConfig {
         self.strict = strict;
         self
     }
 
     /// Redacts this secret value wherever it occurs.
-    pub fn secret(mut self, value: impl Into<String>) -> CassetteConfig {
-        self.redactor = self.redactor.secret(value);
+    pub fn with_secret(mut self, value: impl Into<String>) -> CassetteConfig {
+        self.redactor = self.redactor.with_secret(value);
         self
     }
 
-    /// Uses the configured mode as is, ignoring `TACKLE_CASSETTE` and `CI` (for
-    /// programs and tests that manage their own cassettes in temporary folders).
-    pub fn ignore_env(mut self) -> CassetteConfig {
-        self.use_env = false;
+    /// Whether `TACKLE_CASSETTE` and `CI` may override the configured mode (default
+    /// `true`). `false` uses the configured mode as is, for programs and tests that
+    /// manage their own cassettes in temporary folders.
+    pub fn with_env_overrides(mut self, read: bool) -> CassetteConfig {
+        self.use_env = read;
         self
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Replaces secrets in JSON values. Token-shaped strings are always redacted; add
-/// known secret values with [`Redactor::secret`].
+/// known secret values with [`Redactor::with_secret`].
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     secrets: Vec<String>,
@@ -28,7 +28,7 @@ impl Redactor {
 
     /// Also redacts this exact value wherever it occurs. Values shorter than four
     /// characters are ignored: they would shred ordinary text.
-    pub fn secret(mut self, value: impl Into<String>) -> Redactor {
+    pub fn with_secret(mut self, value: impl Into<String>) -> Redactor {
         let value = value.into();
         if value.chars().count() >= 4 && !self.secrets.contains(&value) {
             self.secrets.push(value);
@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn configured_secrets_anywhere_in_values() {
-        let r = Redactor::new().secret("hunter22").secret("ab");
+        let r = Redactor::new().with_secret("hunter22").with_secret("ab");
         let v = json!({"password": "hunter22", "note": "my hunter22!", "list": ["x", "hunter22"], "n": 3, "ab": "ab"});
         assert_eq!(
             r.redact(&v),
@@ -220,7 +220,7 @@ mod tests {
 
     #[test]
     fn redaction_is_idempotent() {
-        let r = Redactor::new().secret("s3cr3t-value");
+        let r = Redactor::new().with_secret("s3cr3t-value");
         let once = r.redact(&json!("s3cr3t-value and Bearer xyz"));
         assert_eq!(r.redact(&once), once);
     }

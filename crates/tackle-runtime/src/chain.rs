@@ -136,6 +136,40 @@ pub struct ChainResult {
 }
 
 /// A chain of tool calls. See the [module docs](self).
+///
+/// ```
+/// use serde_json::json;
+/// use tackle::chain::{ChainStep, ToolChain};
+/// use tackle::{tool, Runtime, ToolContext};
+///
+/// /// The price of an item, in cents.
+/// #[tool(namespace = "shop", side_effects = read)]
+/// fn price(item: String) -> u32 {
+///     if item == "tea" { 350 } else { 100 }
+/// }
+///
+/// /// Adds VAT to a price.
+/// #[tool(namespace = "shop", side_effects = none)]
+/// fn with_vat(cents: u32) -> u32 {
+///     cents * 125 / 100
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let chain = ToolChain::new([
+///     ChainStep::new("shop.price", "net").with_mapping("item", "order.item"),
+///     ChainStep::new("shop.with_vat", "gross").with_mapping("cents", "net"),
+/// ]);
+/// let start = json!({"order": {"item": "tea"}});
+/// let rt = Runtime::from_inventory()?;
+/// let done = chain
+///     .run(&rt, start.as_object().cloned().unwrap_or_default(), &ToolContext::new())
+///     .await;
+/// assert!(done.success);
+/// assert_eq!(done.context["gross"], json!(437));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolChain {
     /// The steps, in order.

@@ -32,6 +32,20 @@ use crate::events::{EventSink, ToolEventKind};
 
 /// What a call needs from its caller: capabilities, resources, secrets, and the run's
 /// cancellation and event settings.
+///
+/// ```
+/// use tackle::ToolContext;
+///
+/// struct Db;
+/// let ctx = ToolContext::new()
+///     .with_grant("db:read")        // a permission the door checks
+///     .with_grant("llm:*")          // every model
+///     .with_resource(Db)            // found by tools that take `Resource<Db>`
+///     .with_secret("API_KEY", "s3cr3t"); // only for tools that declare it
+/// assert!(ctx.capabilities().allows("db:read"));
+/// assert!(!ctx.capabilities().allows("db:write"));
+/// assert!(ctx.resource::<Db>().is_ok());
+/// ```
 #[derive(Clone, Default)]
 pub struct ToolContext {
     inner: Arc<ContextInner>,

@@ -95,6 +95,35 @@ fn lane_of(spec: &ToolSpec) -> Lane {
 }
 
 /// Runs batches of calls; one executor is one run. See the [module docs](self).
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use tackle::{tool, Executor, Runtime, ToolCall, ToolContext};
+///
+/// /// Looks a word up.
+/// #[tool(namespace = "dict", side_effects = read)]
+/// fn define(word: String) -> String {
+///     format!("{word}: a word")
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let executor = Executor::new(Arc::new(Runtime::from_inventory()?)).with_max_parallel(8);
+/// let outcomes = executor
+///     .execute_batch(
+///         vec![
+///             ToolCall::new("1", "dict.define", json!({"word": "door"})),
+///             ToolCall::new("2", "dict.nope", json!({})),
+///         ],
+///         &ToolContext::new(),
+///     )
+///     .await;
+/// assert_eq!(outcomes[0].result().as_ref().unwrap(), "door: a word"); // in call order
+/// assert!(outcomes[1].result().is_err()); // a failure in its own slot
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Executor {
     runtime: Arc<Runtime>,

@@ -267,6 +267,30 @@ impl PipelineError {
 impl Pipeline {
     /// Reads a pipeline document (see the [module docs](self)) and checks each node's
     /// fields against its kind.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tackle::pipeline::Pipeline;
+    /// use tackle::{tool, Runtime, ToolContext};
+    ///
+    /// /// Greets someone.
+    /// #[tool(namespace = "text", side_effects = none)]
+    /// fn hello(name: String) -> String {
+    ///     format!("hello, {name}")
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let doc = Pipeline::from_yaml(
+    ///     "name: greet\nnodes:\n  - id: hi\n    kind: tool\n    tool: text.hello\n    inputs:\n      name: \"{{state.who}}\"\n    out: greeting\n",
+    /// )?;
+    /// let state = doc
+    ///     .run(&Runtime::from_inventory()?, json!({"who": "Ada"}), &ToolContext::new())
+    ///     .await?;
+    /// assert_eq!(state["greeting"], "hello, Ada");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_yaml(text: &str) -> Result<Pipeline, PipelineError> {
         let pipeline: Pipeline = serde_norway::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));

@@ -118,6 +118,19 @@ fn is_default<T: Default + PartialEq>(t: &T) -> bool {
 impl ToolSpec {
     /// A spec with the required fields, an empty input object, any output, and the
     /// replay policy derived from `side_effects`. Set the other public fields as needed.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tackle::{ReplayPolicy, SideEffects, ToolSpec};
+    ///
+    /// let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Sends mail.");
+    /// spec.requires_capability = vec!["mail:send".into()];
+    /// assert_eq!(spec.key(), "mail.send@1");
+    /// assert_eq!(spec.replay_policy, ReplayPolicy::MustStub); // from the side effects
+    /// let wire = serde_json::to_value(&spec)?;
+    /// assert_eq!(wire["side_effects"], json!("external"));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(
         namespace: impl Into<String>,
         name: impl Into<String>,

@@ -136,6 +136,39 @@ pub enum AgentError {
 }
 
 /// A ReAct agent over some tools. See the [module docs](self).
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
+/// use tackle::agent::react::ReactSkill;
+/// use tackle::{tool, Executor, Runtime, ToolContext};
+///
+/// /// Adds two integers.
+/// #[tool(namespace = "math", side_effects = none)]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let model = ScriptedModel::new([
+///     ChatResponse::calls("adding", vec![ToolCallRequest {
+///         id: "c1".into(),
+///         name: "math_add".into(), // the name the model is offered
+///         arguments: json!({"a": 2, "b": 3}),
+///     }]),
+///     ChatResponse::text("2 + 3 = 5"),
+/// ]);
+/// let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory()?)));
+/// let agent = ReactSkill::new(Arc::new(model), executor, &["math.add"])?.with_max_steps(4);
+/// // Deny by default: the caller grants the model's permission.
+/// let state = agent.run("What is 2 + 3?", &ToolContext::new().with_grant("llm:*")).await?;
+/// assert_eq!(state.final_answer.as_deref(), Some("2 + 3 = 5"));
+/// assert_eq!(state.tool_calls[0].result, Some(json!(5)));
+/// # Ok(())
+/// # }
+/// ```
 pub struct ReactSkill {
     model: Arc<dyn ChatModel>,
     completion: Operation,

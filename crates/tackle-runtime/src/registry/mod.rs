@@ -47,6 +47,26 @@ use crate::version::compare_versions;
 use collision::Placement;
 
 /// Every callable tool. See the [module docs](self).
+///
+/// ```
+/// use serde_json::json;
+/// use tackle::{tool, DynamicTool, Registry, SideEffects, ToolSpec};
+///
+/// /// Adds two integers.
+/// #[tool(namespace = "math", side_effects = none)]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// let mut registry = Registry::from_inventory()?; // every #[tool] linked in
+/// let spec = ToolSpec::new("text", "shout", "1", SideEffects::None, "Upper-cases a text.");
+/// registry.register(DynamicTool::new(spec, |_ctx, input| async move {
+///     Ok::<_, String>(json!(input["text"].as_str().unwrap_or("").to_uppercase()))
+/// }))?;
+/// assert_eq!(registry.resolve("math.add")?.key(), "math.add@1");
+/// assert_eq!(registry.resolve("shout")?.key(), "text.shout@1");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct Registry {
     strategy: CollisionStrategy,

@@ -22,6 +22,38 @@ use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
 
 /// A recording of calls, shared by every call of one run. Cheap to clone.
+///
+/// ```
+/// use serde_json::json;
+/// use tackle::replay::Mode;
+/// use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext};
+///
+/// /// Sends a greeting (an external effect).
+/// #[tool(namespace = "mail", side_effects = external)]
+/// fn greet(to: String) -> String {
+///     format!("sent to {to}")
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let path = std::env::temp_dir().join(format!("tackle-doc-{}.json", std::process::id()));
+/// let config = |mode| CassetteConfig::new().with_mode(mode).with_env_overrides(false);
+/// let ctx = ToolContext::new();
+///
+/// // Record once...
+/// let rt = Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Rewrite))?);
+/// rt.call("mail.greet", json!({"to": "ada"}), &ctx).await?;
+/// rt.cassette().unwrap().finish()?;
+///
+/// // ...then replay: the recorded outcome stands in, and the tool does not run.
+/// let rt = Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Replay))?);
+/// assert_eq!(rt.call("mail.greet", json!({"to": "ada"}), &ctx).await?, "sent to ada");
+/// let miss = rt.call("mail.greet", json!({"to": "bob"}), &ctx).await.unwrap_err();
+/// assert_eq!(miss.kind(), tackle::ToolErrorKind::CassetteMiss); // never sent live
+/// # std::fs::remove_file(&path)?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Cassette {
     pub(super) inner: Arc<Inner>,

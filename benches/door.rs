@@ -3,7 +3,10 @@
 //! jsonschema validation of the input, serde decode, the call, serde encode).
 //!
 //! The door additionally checks capabilities, validates the *output*, guards against
-//! panics and goes through a type-erased async handler.
+//! panics and goes through a type-erased async handler, and passes every other stage
+//! (dedupe, replay, approval, shaping, sanitization, recording, audit) with nothing
+//! for them to do. `door_call_with_an_audit_sink` shows what building the audit event
+//! adds when a sink listens (without one, the audit stage is the counters alone).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -15,7 +18,17 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use support::{add, ready};
+use tackle::audit::{AuditEvent, AuditSink};
 use tackle::{Runtime, ToolContext};
+
+/// An audit sink that drops every event: what building the events costs.
+struct Discard;
+
+impl AuditSink for Discard {
+    fn record(&self, event: AuditEvent) {
+        black_box(event);
+    }
+}
 
 #[derive(Deserialize)]
 struct AddArgs {
@@ -36,6 +49,9 @@ fn door(c: &mut Criterion) {
     table.insert("math.add@1".to_owned(), add);
 
     let rt = Runtime::from_inventory().expect("registry");
+    let audited = Runtime::from_inventory()
+        .expect("registry")
+        .with_audit(Discard);
     let ctx = ToolContext::new().with_grant("tools:*");
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -58,6 +74,13 @@ fn door(c: &mut Criterion) {
         b.iter_batched(
             || input.clone(),
             |input| ready(rt.call(black_box("math.add@1"), input, &ctx)).expect("ok"),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("door_call_with_an_audit_sink", |b| {
+        b.iter_batched(
+            || input.clone(),
+            |input| ready(audited.call(black_box("math.add@1"), input, &ctx)).expect("ok"),
             BatchSize::SmallInput,
         )
     });

@@ -33,7 +33,8 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     }
     // Boxed, like the other rare stages, to keep the common call's future small.
-    let decision = Box::pin(ask(door, tool, call.input.get(), call.id)).await;
+    let call_id = call.id();
+    let decision = Box::pin(ask(door, tool, call.input.get(), call_id)).await;
     let refusal = match &decision {
         GateDecision::Refused(reason) => Some(ToolError::ApprovalDenied {
             key: tool.key().to_owned(),

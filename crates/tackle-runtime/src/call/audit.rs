@@ -15,15 +15,19 @@ use crate::error::ToolError;
 
 /// The call's span: `tool.call`, its fields filled in as stages learn them.
 #[inline]
-pub(super) fn span(call: &Call<'_>) -> tracing::Span {
-    tracing::info_span!(
+pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
+    let span = tracing::info_span!(
         "tool.call",
+        call.id = tracing::field::Empty,
         tool.key = tracing::field::Empty,
         tool.side_effects = tracing::field::Empty,
         tool.trust = tracing::field::Empty,
-        call.id = call.id,
         call.outcome = tracing::field::Empty,
-    )
+    );
+    if !span.is_disabled() {
+        span.record("call.id", call.id());
+    }
+    span
 }
 
 #[inline]
@@ -42,14 +46,17 @@ pub(super) fn stage(
             },
         );
     }
-    let trail = &call.trail;
+    door.counters.count(
+        result.as_ref().err().map(ToolError::kind),
+        call.trail.execution,
+    );
     door.counters
-        .count(result.as_ref().err().map(ToolError::kind), trail.execution);
-    door.counters
-        .shaped_and_flagged(trail.shaped.is_some(), !trail.findings.is_empty());
+        .shaped_and_flagged(call.trail.shaped.is_some(), !call.trail.findings.is_empty());
     if let Some(sink) = &door.audit {
+        let call_id = call.id();
+        let trail = &call.trail;
         sink.record(AuditEvent {
-            call_id: call.id,
+            call_id,
             key: call.key().to_owned(),
             side_effects: call.spec.map(|s| s.side_effects),
             gates: trail.gates.gates(),

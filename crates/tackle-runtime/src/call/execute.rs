@@ -84,7 +84,8 @@ async fn run_awaited(
     }
     let input = call.input.take();
     if tool.takes_context() {
-        return scoped(tool, ctx, call.id, input, limit, limited).await;
+        let call_id = call.id();
+        return scoped(tool, ctx, call_id, input, limit, limited).await;
     }
     // The tool never sees its context: no scope, no stream, no events.
     if limited {

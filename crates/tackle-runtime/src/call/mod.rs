@@ -167,8 +167,9 @@ type OperationRun<'a> = Box<
 
 /// One call on its way through the door: what the stages read and write.
 pub(crate) struct Call<'a> {
-    /// Unique within the runtime.
-    pub(crate) id: u64,
+    /// Unique within the runtime; taken when first read (see [`Call::id`]).
+    id: Option<u64>,
+    next_id: &'a AtomicU64,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
     /// The tool or operation, once resolved.
@@ -228,6 +229,17 @@ impl Input<'_> {
 }
 
 impl<'a> Call<'a> {
+    /// The call's id, unique within the runtime. Taken from the runtime's counter when
+    /// someone first reads it (an audit sink, a report, a tool that sees its context,
+    /// an approver, a spilled result), so a call nobody identifies costs no atomic.
+    #[inline]
+    pub(crate) fn id(&mut self) -> u64 {
+        let next = self.next_id;
+        *self
+            .id
+            .get_or_insert_with(|| next.fetch_add(1, Ordering::Relaxed))
+    }
+
     /// The resolved tool. Stages after `resolve` only run when there is one.
     #[inline]
     pub(crate) fn tool(&self) -> &'a Tool {
@@ -422,7 +434,7 @@ impl Runtime {
         let mut call = self.start(key, None, Input::Value(input), ctx);
         let result = self.pass(&mut call, Some(start)).await;
         CallReport {
-            call_id: call.id,
+            call_id: call.id(),
             key: call.key().to_owned(),
             result,
             execution: call.trail.execution,
@@ -500,8 +512,9 @@ impl Runtime {
             Some((tool, run)) => (Some(tool), Some(run)),
             None => (None, None),
         };
-        Call {
-            id: self.next_call.fetch_add(1, Ordering::Relaxed),
+        let mut call = Call {
+            id: None,
+            next_id: &self.next_call,
             asked,
             tool,
             spec: None,
@@ -514,7 +527,12 @@ impl Runtime {
             claim: None,
             trail: Trail::default(),
             span: tracing::Span::none(),
+        };
+        if self.audit.is_some() {
+            // Audited calls are numbered in the order they enter the door.
+            call.id();
         }
+        call
     }
 
     /// The door's stages, in order (see the [module docs](self)). A stage that ends

@@ -12,19 +12,23 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
-    let Some(Ok(output)) = &call.outcome else {
+    if !matches!(&call.outcome, Some(Ok(_))) {
         return ControlFlow::Continue(());
-    };
+    }
     let tool = call.tool();
     let spec = call.spec();
     let Some(max) = spec.max_result_tokens else {
+        return ControlFlow::Continue(());
+    };
+    let call_id = call.id();
+    let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
     // Boxed: rare, and it keeps the common call's future small.
     let shaped =
         Box::pin(
             door.shaping
-                .shape(tool.key(), call.id, output, max, spec.result_shaping),
+                .shape(tool.key(), call_id, output, max, spec.result_shaping),
         )
         .await;
     if let Some((shaped, report)) = shaped {

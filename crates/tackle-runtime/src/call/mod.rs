@@ -205,10 +205,8 @@ impl Input<'_> {
     /// The value, made now if it was lazy.
     #[inline]
     pub(crate) fn get(&mut self) -> &Value {
-        if let Input::Lazy(_) = self {
-            if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
-                *self = Input::Value(make());
-            }
+        if !matches!(self, Input::Value(_)) {
+            self.make();
         }
         match self {
             Input::Value(value) => value,
@@ -220,10 +218,17 @@ impl Input<'_> {
     /// The value, for the tool to own.
     #[inline]
     pub(crate) fn take(&mut self) -> Value {
-        self.get();
         match std::mem::replace(self, Input::Taken) {
             Input::Value(value) => value,
-            _ => Value::Null,
+            Input::Lazy(make) => make(),
+            Input::Taken => Value::Null,
+        }
+    }
+
+    #[cold]
+    fn make(&mut self) {
+        if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
+            *self = Input::Value(make());
         }
     }
 }

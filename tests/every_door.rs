@@ -150,19 +150,9 @@ async fn a_chain() {
     assert_eq!(events_of(&audit, "vault.note@1").len(), 1);
 }
 
-/// A model that asks for `vault_open`, then answers.
+/// A model that asks for `vault_open`, then answers "done".
 fn vault_model() -> ScriptedModel {
-    ScriptedModel::new([
-        ChatResponse::calls(
-            "opening",
-            vec![ToolCallRequest {
-                id: "c1".into(),
-                name: "vault_open".into(),
-                arguments: shelf(),
-            }],
-        ),
-        ChatResponse::text("done"),
-    ])
+    vault_model_then("done")
 }
 
 const MODEL_KEY: &str = "llm.scripted.complete@script";
@@ -270,6 +260,7 @@ async fn a_skill() {
     assert_refused(&audit, "vault.open@1");
 }
 
+/// A model that asks for `vault_open`, then answers `answer`.
 fn vault_model_then(answer: &str) -> ScriptedModel {
     ScriptedModel::new([
         ChatResponse::calls(

@@ -286,13 +286,7 @@ impl Executor {
         }
         if let [(queue, 1)] = queues.as_slice() {
             // One worker: it runs here, with no task to spawn.
-            loop {
-                let next = queue
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .pop_front();
-                let Some((index, call)) = next else { break };
-                let outcome = run_one(&self.runtime, call, ctx).await;
+            for (index, outcome) in drain(&self.runtime, queue, ctx).await {
                 if let Some(slot) = slots.get_mut(index) {
                     *slot = Some(outcome);
                 }
@@ -305,18 +299,7 @@ impl Executor {
                 let runtime = Arc::clone(&self.runtime);
                 let queue = Arc::clone(&queue);
                 let ctx = ctx.clone();
-                tasks.spawn(async move {
-                    let mut done = Vec::new();
-                    loop {
-                        let next = queue
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .pop_front();
-                        let Some((index, call)) = next else { break };
-                        done.push((index, run_one(&runtime, call, &ctx).await));
-                    }
-                    done
-                });
+                tasks.spawn(async move { drain(&runtime, &queue, &ctx).await });
             }
         }
         while let Some(joined) = tasks.join_next().await {
@@ -356,6 +339,24 @@ fn lost(id: String, key: String) -> CallOutcome {
             findings: Vec::new(),
         },
     }
+}
+
+/// A worker: runs calls from `queue` until it is empty; their outcomes, by slot.
+async fn drain(
+    runtime: &Runtime,
+    queue: &Mutex<VecDeque<(usize, ToolCall)>>,
+    ctx: &ToolContext,
+) -> Vec<(usize, CallOutcome)> {
+    let mut done = Vec::new();
+    loop {
+        let next = queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let Some((index, call)) = next else { break };
+        done.push((index, run_one(runtime, call, ctx).await));
+    }
+    done
 }
 
 /// One call through the door.

@@ -96,13 +96,7 @@ impl DynamicTool {
                 })
             })
         });
-        DynamicTool {
-            spec,
-            handler,
-            source: "dynamic".into(),
-            approval_when: None,
-            gated_takeover: false,
-        }
+        DynamicTool::from_handler(spec, handler)
     }
 
     /// A tool from a spec and a handler that reports [`ToolError`]s itself.

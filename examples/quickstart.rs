@@ -93,8 +93,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             spec.side_effects,
             spec.description
         );
-        if !spec.requires_capability.is_empty() {
-            println!("    requires: {}", spec.requires_capability.join(", "));
+        if !spec.permissions.is_empty() {
+            println!("    requires: {}", spec.permissions.join(", "));
         }
         println!("    input:  {}", compact(&spec.input_schema));
         println!("    output: {}", compact(&spec.output_schema));

@@ -339,7 +339,7 @@ async fn a_model_call() {
     let model = ScriptedModel::new([ChatResponse::text("hi")]);
     let op = completion(&model);
     assert_eq!(op.key(), MODEL_KEY);
-    assert_eq!(op.spec().requires_capability, ["llm:scripted"]);
+    assert_eq!(op.spec().permissions, ["llm:scripted"]);
     let request = Default::default();
     let err = complete(&rt, &op, &model, &request, &ToolContext::new())
         .await
@@ -527,7 +527,7 @@ fn wipe(version: &str, permissions: &[&str], label: &'static str) -> DynamicTool
         SideEffects::External,
         "Wipes it all.",
     );
-    spec.requires_capability = permissions.iter().map(|p| (*p).to_owned()).collect();
+    spec.permissions = permissions.iter().map(|p| (*p).to_owned()).collect();
     DynamicTool::new(spec, move |_ctx, _input| async move {
         Ok::<_, String>(json!(label))
     })

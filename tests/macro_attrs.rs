@@ -184,7 +184,7 @@ fn every_attribute_reaches_the_spec() {
     assert_eq!(spec.description, "Place an order with the shop.");
     assert_eq!(spec.side_effects, SideEffects::External);
     assert_eq!(spec.replay_policy, ReplayPolicy::FailLoud);
-    assert_eq!(spec.requires_capability, ["shop:order", "net:http"]);
+    assert_eq!(spec.permissions, ["shop:order", "net:http"]);
     assert_eq!(spec.idempotency_key.as_deref(), Some("order_id"));
     assert_eq!(spec.cost_estimate, Some(Decimal::new(15, 3)));
     assert_eq!(spec.tags, ["shop", "orders"]);
@@ -238,9 +238,7 @@ fn defaults_are_derived() {
     );
     assert_eq!(spec.execution_mode, ExecutionMode::Auto);
     assert_eq!(spec.trust, Trust::FirstParty);
-    assert!(
-        spec.requires_capability.is_empty() && spec.tags.is_empty() && spec.examples.is_empty()
-    );
+    assert!(spec.permissions.is_empty() && spec.tags.is_empty() && spec.examples.is_empty());
     assert!(!spec.deprecated && !spec.needs_approval);
     assert!(keyword::spec().deprecated);
     assert_eq!(keyword::spec().deprecation_note, None);

@@ -156,7 +156,7 @@ async fn dynamic_tools_pass_the_same_door() {
     spec.input_schema =
         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
     spec.output_schema = json!({"type": "string"});
-    spec.requires_capability = vec!["text:shout".into()];
+    spec.permissions = vec!["text:shout".into()];
     let tool = DynamicTool::new(spec, |_ctx, input| async move {
         let text = input["text"].as_str().ok_or("text must be a string")?;
         Ok::<_, &str>(json!(text.to_uppercase()))

@@ -165,6 +165,7 @@ macro_rules! words {
         pub enum $name:ident ($what:literal) {
             $( $(#[$vmeta:meta])* $variant:ident = $word:literal, )+
         }
+        $( aliases { $( $alias:literal => $aliased:ident, )+ } )?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,9 +187,20 @@ macro_rules! words {
                 }
             }
 
-            /// The value a word names, if any.
+            /// Other words read as values (never written): the names another
+            /// specification gives the same values.
+            pub const ALIASES: &'static [(&'static str, $name)] = &[$($( ($alias, $name::$aliased) ),+)?];
+
+            /// The value a word (or an alias) names, if any.
             pub const fn parse(word: &str) -> Option<$name> {
                 $( if same(word, $word) { return Some($name::$variant); } )+
+                let mut i = 0;
+                while i < $name::ALIASES.len() {
+                    if same(word, $name::ALIASES[i].0) {
+                        return Some($name::ALIASES[i].1);
+                    }
+                    i += 1;
+                }
                 None
             }
 
@@ -281,6 +293,13 @@ words! {
         Write = "write",
         /// Acts on a system outside this one (sends mail, pays, calls a model).
         External = "external",
+    }
+    // Graphorin's side-effect classes (seed 003), read as Stargraph's four (seed 000).
+    aliases {
+        "pure" => None,
+        "read-only" => Read,
+        "side-effecting" => Write,
+        "external-stateful" => External,
     }
 }
 
@@ -458,6 +477,26 @@ mod tests {
             Some(Trust::FirstParty)
         );
         assert_eq!(SideEffects::WORDS, ["none", "read", "write", "external"]);
+    }
+
+    #[test]
+    fn graphorin_side_effect_classes_are_aliases() {
+        for (alias, value) in [
+            ("pure", SideEffects::None),
+            ("read-only", SideEffects::Read),
+            ("side-effecting", SideEffects::Write),
+            ("external-stateful", SideEffects::External),
+        ] {
+            assert_eq!(alias.parse::<SideEffects>().unwrap(), value);
+            let json = serde_json::json!(alias);
+            assert_eq!(serde_json::from_value::<SideEffects>(json).unwrap(), value);
+            assert_eq!(
+                SideEffects::from_attribute(&alias.replace('-', "_")),
+                Some(value)
+            );
+            // Written as seed 000's word.
+            assert_eq!(serde_json::to_value(value).unwrap(), value.as_str());
+        }
     }
 
     #[test]

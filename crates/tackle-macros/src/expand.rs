@@ -469,7 +469,7 @@ fn generate(
                 description: #description,
                 side_effects: #side_effects,
                 replay_policy: #replay_policy,
-                requires_capability: &[#(#capabilities),*],
+                permissions: &[#(#capabilities),*],
                 idempotency_key: #idempotency_key,
                 cost_estimate: #cost_estimate,
                 tags: &[#(#tags),*],

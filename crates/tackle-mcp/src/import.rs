@@ -244,7 +244,7 @@ async fn register(
     let mut specs = Vec::with_capacity(tools.len());
     for tool in tools {
         let mut spec = spec_of(&tool, &server, &version);
-        spec.requires_capability = options
+        spec.permissions = options
             .requires
             .clone()
             .unwrap_or_else(|| vec![format!("mcp:{server}")]);

@@ -132,7 +132,7 @@ pub struct StaticSpec {
     pub description: &'static str,
     pub side_effects: SideEffects,
     pub replay_policy: Option<ReplayPolicy>,
-    pub requires_capability: &'static [&'static str],
+    pub permissions: &'static [&'static str],
     pub idempotency_key: Option<&'static str>,
     pub cost_estimate: Option<rust_decimal::Decimal>,
     pub tags: &'static [&'static str],
@@ -178,7 +178,7 @@ impl StaticSpec {
             replay_policy: self
                 .replay_policy
                 .unwrap_or(ReplayPolicy::default_for(self.side_effects)),
-            requires_capability: strings(self.requires_capability),
+            permissions: strings(self.permissions),
             input_schema,
             output_schema,
             idempotency_key: self.idempotency_key.map(str::to_owned),

@@ -72,7 +72,7 @@ pub fn broker_send() -> &'static Operation {
             SideEffects::External,
             "Hands an intent to another agent through the broker.",
         );
-        spec.requires_capability = vec![BROKER_CAPABILITY.to_owned()];
+        spec.permissions = vec![BROKER_CAPABILITY.to_owned()];
         spec.input_schema = Value::Bool(true);
         spec.output_schema = Value::Bool(true);
         Operation::new(spec)

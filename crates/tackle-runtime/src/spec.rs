@@ -36,8 +36,12 @@ pub struct ToolExample {
 }
 
 /// Everything the runtime knows about a tool. See the [module docs](self).
+///
+/// On the wire it is the seed's `ToolSpec` (Stargraph): the permissions are
+/// `permissions` (`requires_capability`, the decorator's name, is read too), and a
+/// spec without `replay_policy` takes the default for its side effects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, from = "wire::SpecWire")]
 pub struct ToolSpec {
     /// The tool's name within its namespace (letters, digits, `_`, `-`).
     pub name: String,
@@ -51,9 +55,10 @@ pub struct ToolSpec {
     pub side_effects: SideEffects,
     /// What replay does with the tool's calls.
     pub replay_policy: ReplayPolicy,
-    /// Permissions the caller must hold, every one of them.
+    /// Permissions the caller must hold, every one of them (the `#[tool]` attribute
+    /// `requires_capability`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub requires_capability: Vec<String>,
+    pub permissions: Vec<String>,
     /// JSON Schema (2020-12) of the input object.
     pub input_schema: Value,
     /// JSON Schema (2020-12) of the output value.
@@ -124,7 +129,7 @@ impl ToolSpec {
     /// use tackle::{ReplayPolicy, SideEffects, ToolSpec};
     ///
     /// let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Sends mail.");
-    /// spec.requires_capability = vec!["mail:send".into()];
+    /// spec.permissions = vec!["mail:send".into()];
     /// assert_eq!(spec.key(), "mail.send@1");
     /// assert_eq!(spec.replay_policy, ReplayPolicy::MustStub); // from the side effects
     /// let wire = serde_json::to_value(&spec)?;
@@ -145,7 +150,7 @@ impl ToolSpec {
             description: description.into(),
             side_effects,
             replay_policy: ReplayPolicy::default_for(side_effects),
-            requires_capability: Vec::new(),
+            permissions: Vec::new(),
             input_schema: serde_json::json!({"type": "object", "properties": {}, "required": []}),
             output_schema: Value::Bool(true),
             idempotency_key: None,
@@ -188,12 +193,8 @@ impl ToolSpec {
         if self.description.trim().is_empty() {
             return Err("the description is empty: say what the tool does".into());
         }
-        if let Some(p) = self
-            .requires_capability
-            .iter()
-            .find(|p| p.trim().is_empty())
-        {
-            return Err(format!("requires_capability has an empty permission `{p}`"));
+        if let Some(p) = self.permissions.iter().find(|p| p.trim().is_empty()) {
+            return Err(format!("permissions has an empty permission `{p}`"));
         }
         if !self.replay_policy.allowed_for(self.side_effects) {
             return Err(format!(
@@ -202,6 +203,94 @@ impl ToolSpec {
             ));
         }
         Ok(())
+    }
+}
+
+/// The spec as it is read: the seed's field names and defaults, then the spec.
+mod wire {
+    use rust_decimal::Decimal;
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    use super::{
+        ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
+    };
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct SpecWire {
+        name: String,
+        namespace: String,
+        version: String,
+        description: String,
+        side_effects: SideEffects,
+        // Absent: the default for the side effects.
+        #[serde(default)]
+        replay_policy: Option<ReplayPolicy>,
+        #[serde(default, alias = "requires_capability")]
+        permissions: Vec<String>,
+        input_schema: Value,
+        output_schema: Value,
+        #[serde(default)]
+        idempotency_key: Option<String>,
+        #[serde(default, with = "rust_decimal::serde::str_option")]
+        cost_estimate: Option<Decimal>,
+        #[serde(default)]
+        tags: Vec<String>,
+        #[serde(default)]
+        examples: Vec<ToolExample>,
+        #[serde(default)]
+        deprecated: bool,
+        #[serde(default)]
+        deprecation_note: Option<String>,
+        #[serde(default)]
+        execution_mode: ExecutionMode,
+        #[serde(default)]
+        needs_approval: bool,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+        #[serde(default)]
+        max_result_tokens: Option<u32>,
+        #[serde(default)]
+        result_shaping: ResultShaping,
+        #[serde(default)]
+        secrets: Vec<String>,
+        #[serde(default)]
+        trust: Trust,
+        #[serde(default)]
+        blocking: bool,
+    }
+
+    impl From<SpecWire> for ToolSpec {
+        fn from(w: SpecWire) -> ToolSpec {
+            ToolSpec {
+                replay_policy: w
+                    .replay_policy
+                    .unwrap_or(ReplayPolicy::default_for(w.side_effects)),
+                name: w.name,
+                namespace: w.namespace,
+                version: w.version,
+                description: w.description,
+                side_effects: w.side_effects,
+                permissions: w.permissions,
+                input_schema: w.input_schema,
+                output_schema: w.output_schema,
+                idempotency_key: w.idempotency_key,
+                cost_estimate: w.cost_estimate,
+                tags: w.tags,
+                examples: w.examples,
+                deprecated: w.deprecated,
+                deprecation_note: w.deprecation_note,
+                execution_mode: w.execution_mode,
+                needs_approval: w.needs_approval,
+                timeout_ms: w.timeout_ms,
+                max_result_tokens: w.max_result_tokens,
+                result_shaping: w.result_shaping,
+                secrets: w.secrets,
+                trust: w.trust,
+                blocking: w.blocking,
+            }
+        }
     }
 }
 

@@ -247,7 +247,7 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
             model.provider()
         ),
     );
-    spec.requires_capability = model.permissions();
+    spec.permissions = model.permissions();
     // The request and the answer are typed on both sides; the door has nothing to check.
     spec.input_schema = Value::Bool(true);
     spec.output_schema = Value::Bool(true);

@@ -13,7 +13,7 @@ use crate::error::ToolError;
 #[inline]
 pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     let tool = call.tool();
-    let required = &call.spec().requires_capability;
+    let required = &call.spec().permissions;
     if required.is_empty() {
         call.trail
             .gates

@@ -462,7 +462,7 @@ impl Runtime {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Sends mail.");
-    /// spec.requires_capability = vec!["mail:send".into()];
+    /// spec.permissions = vec!["mail:send".into()];
     /// let send = Operation::new(spec);
     /// let rt = Runtime::default();
     /// let to = "ada@example.com";

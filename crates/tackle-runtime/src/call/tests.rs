@@ -18,7 +18,7 @@ fn counted_tool(runs: Arc<AtomicUsize>, permission: Option<&str>) -> DynamicTool
     let mut spec = ToolSpec::new("t", "count", "1", SideEffects::Write, "Counts its runs.");
     spec.input_schema =
         json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-    spec.requires_capability = permission.into_iter().map(str::to_owned).collect();
+    spec.permissions = permission.into_iter().map(str::to_owned).collect();
     DynamicTool::new(spec, move |_ctx, input| {
         let runs = runs.clone();
         async move {

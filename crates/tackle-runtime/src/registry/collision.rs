@@ -147,8 +147,8 @@ pub(super) fn check_gated_takeover(
 }
 
 fn refuse_if_weaker(tool: &Tool, displaced: &Tool, name: &str) -> Result<(), RegistryError> {
-    let theirs = &displaced.spec().requires_capability;
-    let ours = &tool.spec().requires_capability;
+    let theirs = &displaced.spec().permissions;
+    let ours = &tool.spec().permissions;
     let missing: Vec<String> = theirs
         .iter()
         .filter(|p| !ours.contains(p))

@@ -1,30 +1,41 @@
-//! Salience: which remembered episodes are worth putting in front of a model.
+//! Salience: which remembered episodes are worth keeping (seed 004, Stargraph's
+//! `stargraph.skills.salience`).
 //!
-//! An agent that keeps episodes (past observations, notes, results) cannot show the
-//! model all of them. A [`SalienceScorer`] gives each [`Episode`] a score in `[0, 1]`
-//! for a [`SalienceContext`] (the time now and what the agent is working on), and
-//! [`filter_salient`] keeps those at or above a threshold, best first.
+//! An agent that keeps episodes (past observations, notes, results) consolidates only
+//! those worth it. A [`SalienceScorer`] gives an [`Episode`] a score in `[0, 1]` for a
+//! [`SalienceContext`] (when the episode was last accessed, how often, how many rules
+//! it matched, the weights), and [`filter_salient`] keeps those at or above a
+//! threshold, best first, so noise is never promoted.
 //!
-//! [`RuleBasedScorer`] scores with no model at all:
+//! [`RuleBasedScorer`] is the seed's v1 scorer, the structure of Park et al. (2023):
 //!
 //! ```text
-//! recency   = 0.5 ^ (seconds since last access / half_life)
-//! relevance = share of the query's distinct words found in the episode's words
-//! base      = w_recency * recency + w_relevance * relevance + w_importance * importance
-//! boost     = (1 + access_boost * tanh(access_count / 10))
-//!           * (1 + rule_boost   * tanh(rule_match_count / 5))
-//! salience  = clamp(base * boost, 0, 1)
+//! score = ( w_recency    * exp(-Δt / τ)              Δt: seconds since last_access_ts
+//!         + w_relevance  * cos(query_embedding, m)   m: the episode's embedding
+//!         + w_importance * imp(m) )                  imp: the episode's importance
+//!       * tanh(access_count / 10)                    frequency
+//!       * tanh(rule_match_count / 5)                 rule affinity
+//! clamped to [0, 1]
 //! ```
 //!
-//! `rule_match_count` is how many of the scorer's [`SalienceRule`]s match the episode
-//! (a rule matches when any of its keywords is one of the episode's words or tags).
-//! The tanh terms saturate: the 10th access or the 5th matching rule adds less than the
-//! first, and no count can push the boost past `1 + weight`. Importance is clamped to
-//! `[0, 1]`; anything that is not a finite number scores 0. Defaults: a half-life of one
-//! day, weights 0.3 / 0.4 / 0.3 (summing to 1, so `base` is in `[0, 1]`), and both
-//! boosts 0.5.
+//! with the seed's defaults: weights `{"recency": 1.0, "relevance": 0.0,
+//! "importance": 0.0}` and `τ = decay_tau_seconds = 86400`. The two tanh factors
+//! multiply: an episode never accessed, or matching no rule, scores 0. A missing
+//! embedding (either side), vectors of different lengths or a zero vector give a
+//! relevance of 0; importance is clamped to `[0, 1]`; an access in the future counts
+//! as now; anything that is not a finite number scores 0.
+//!
+//! The scorer is async, as the seed's protocol is, so that later scorers (embedding
+//! similarity, a learned model) can await their work behind the same trait.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
+
+/// The timestamp type of [`SalienceContext::last_access_ts`] (RFC 3339 on the wire).
+pub use chrono::{DateTime, Utc};
 
 /// Something an agent remembers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -32,180 +43,166 @@ pub struct Episode {
     /// A stable id (ties in score are ordered by it).
     pub id: String,
     /// What happened, as text.
-    pub content: String,
-    /// Labels, matched by rules like words of the content.
     #[serde(default)]
-    pub tags: Vec<String>,
-    /// How much it matters on its own, in `[0, 1]`.
+    pub content: String,
+    /// The episode's embedding, compared with the context's query embedding.
+    #[serde(default)]
+    pub embedding: Option<Vec<f64>>,
+    /// How much it matters on its own, in `[0, 1]` (`imp(m)`).
+    #[serde(default)]
     pub importance: f64,
-    /// When it was last used, in seconds since the Unix epoch.
-    pub last_accessed: f64,
-    /// How often it has been used.
-    pub access_count: u32,
 }
 
-/// What an episode is scored against.
+impl Episode {
+    /// An episode with this id and content, no embedding, importance 0.
+    pub fn new(id: impl Into<String>, content: impl Into<String>) -> Episode {
+        Episode {
+            id: id.into(),
+            content: content.into(),
+            embedding: None,
+            importance: 0.0,
+        }
+    }
+}
+
+/// The weights `{"recency": 1.0, "relevance": 0.0, "importance": 0.0}` of the seed's
+/// v1 scorer.
+pub fn default_weights() -> BTreeMap<String, f64> {
+    BTreeMap::from([
+        ("recency".to_owned(), 1.0),
+        ("relevance".to_owned(), 0.0),
+        ("importance".to_owned(), 0.0),
+    ])
+}
+
+fn default_tau() -> f64 {
+    86_400.0
+}
+
+/// What an episode is scored against: its use so far, and the scorer's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SalienceContext {
-    /// The time now, in seconds since the Unix epoch.
-    pub now: f64,
-    /// What the agent is working on (the task, or the current question).
-    pub query: String,
+    /// The query's embedding, for relevance (default none: relevance 0).
+    #[serde(default)]
+    pub query_embedding: Option<Vec<f64>>,
+    /// When the episode was last accessed: recency decays from here.
+    pub last_access_ts: DateTime<Utc>,
+    /// How often it was accessed (the frequency factor).
+    pub access_count: u64,
+    /// How many rules it matched (the rule-affinity factor).
+    pub rule_match_count: u64,
+    /// The weights of recency, relevance and importance; a missing weight is 0.
+    #[serde(default = "default_weights")]
+    pub weights: BTreeMap<String, f64>,
+    /// The recency decay constant τ, in seconds (default 86400).
+    #[serde(default = "default_tau")]
+    pub decay_tau_seconds: f64,
 }
 
 impl SalienceContext {
-    /// A context at `now` (seconds since the epoch) for `query`.
-    pub fn new(now: f64, query: impl Into<String>) -> SalienceContext {
+    /// A context with these counts and the seed's defaults for the rest.
+    pub fn new(
+        last_access_ts: DateTime<Utc>,
+        access_count: u64,
+        rule_match_count: u64,
+    ) -> SalienceContext {
         SalienceContext {
-            now,
-            query: query.into(),
+            query_embedding: None,
+            last_access_ts,
+            access_count,
+            rule_match_count,
+            weights: default_weights(),
+            decay_tau_seconds: default_tau(),
         }
+    }
+
+    /// The weight named `name` (`recency`, `relevance` or `importance`), 0 if absent.
+    pub fn weight(&self, name: &str) -> f64 {
+        self.weights.get(name).copied().unwrap_or(0.0)
     }
 }
 
-/// Scores episodes. See the [module docs](self).
+/// The future a [`SalienceScorer`] returns.
+pub type ScoreFuture<'a> = Pin<Box<dyn Future<Output = f64> + Send + 'a>>;
+
+/// Scores episodes, in `[0, 1]`. See the [module docs](self).
 pub trait SalienceScorer: Send + Sync {
-    /// The episode's salience in `[0, 1]`.
-    fn score(&self, episode: &Episode, context: &SalienceContext) -> f64;
+    /// The salience of `memory` in `context`.
+    fn score<'a>(&'a self, memory: &'a Episode, context: &'a SalienceContext) -> ScoreFuture<'a>;
 }
 
-/// A named set of keywords; it matches an episode containing any of them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SalienceRule {
-    /// What the rule is about.
-    pub name: String,
-    /// Lowercase words; one match is enough.
-    pub keywords: Vec<String>,
-}
-
-impl SalienceRule {
-    /// A rule named `name` matching any of `keywords` (case-insensitive).
-    pub fn new(name: impl Into<String>, keywords: &[&str]) -> SalienceRule {
-        SalienceRule {
-            name: name.into(),
-            keywords: keywords.iter().map(|k| k.to_lowercase()).collect(),
-        }
-    }
-}
-
-/// The weights of [`RuleBasedScorer`].
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SalienceWeights {
-    /// Weight of recency in the base.
-    pub recency: f64,
-    /// Weight of relevance in the base.
-    pub relevance: f64,
-    /// Weight of importance in the base.
-    pub importance: f64,
-    /// How much use can raise the score: the factor `1 + access_boost * tanh(n / 10)`.
-    pub access_boost: f64,
-    /// How much matching rules can raise it: `1 + rule_boost * tanh(m / 5)`.
-    pub rule_boost: f64,
-}
-
-impl Default for SalienceWeights {
-    fn default() -> SalienceWeights {
-        SalienceWeights {
-            recency: 0.3,
-            relevance: 0.4,
-            importance: 0.3,
-            access_boost: 0.5,
-            rule_boost: 0.5,
-        }
-    }
-}
-
-/// The scorer of the [module docs](self): recency, relevance and importance, boosted
-/// by use and by matching rules.
-#[derive(Clone, Debug, PartialEq)]
+/// The seed's v1 scorer. See the [module docs](self).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RuleBasedScorer {
-    /// Seconds after which recency halves.
-    pub half_life: f64,
-    /// The weights.
-    pub weights: SalienceWeights,
-    /// The rules.
-    pub rules: Vec<SalienceRule>,
-}
-
-impl Default for RuleBasedScorer {
-    fn default() -> RuleBasedScorer {
-        RuleBasedScorer {
-            half_life: 86_400.0,
-            weights: SalienceWeights::default(),
-            rules: Vec::new(),
-        }
-    }
-}
-
-/// The lowercase words of a text, as tool search splits them; shorter than 2 dropped.
-fn words(text: &str) -> Vec<String> {
-    let mut words = crate::agent::search::words(text);
-    words.retain(|w| w.chars().count() >= 2);
-    words
+    /// The time recency is measured at; `None`: the time of each score.
+    now: Option<DateTime<Utc>>,
 }
 
 impl RuleBasedScorer {
-    /// The default scorer with `rules`.
-    pub fn with_rules(rules: Vec<SalienceRule>) -> RuleBasedScorer {
-        RuleBasedScorer {
-            rules,
-            ..RuleBasedScorer::default()
-        }
+    /// A scorer that measures recency at the time it scores.
+    pub fn new() -> RuleBasedScorer {
+        RuleBasedScorer::default()
     }
 
-    /// `0.5 ^ (elapsed / half_life)`; an access in the future counts as now.
-    pub fn recency(&self, episode: &Episode, context: &SalienceContext) -> f64 {
-        let elapsed = (context.now - episode.last_accessed).max(0.0);
-        if self.half_life <= 0.0 {
+    /// A scorer that measures recency at `now` (for tests and replays).
+    pub fn at(now: DateTime<Utc>) -> RuleBasedScorer {
+        RuleBasedScorer { now: Some(now) }
+    }
+
+    /// `exp(-Δt / τ)`, Δt in seconds since `last_access_ts` (0 when it is in the
+    /// future); with τ not above 0, 1 at Δt = 0 and 0 after.
+    pub fn recency(&self, context: &SalienceContext) -> f64 {
+        let now = self.now.unwrap_or_else(Utc::now);
+        let elapsed = (now - context.last_access_ts).num_milliseconds().max(0) as f64 / 1000.0;
+        let tau = context.decay_tau_seconds;
+        if tau.is_nan() || tau <= 0.0 {
             return if elapsed == 0.0 { 1.0 } else { 0.0 };
         }
-        0.5_f64.powf(elapsed / self.half_life)
+        (-elapsed / tau).exp()
     }
 
-    /// The share of the query's distinct words that are among the episode's words
-    /// (0 for an empty query).
-    pub fn relevance(&self, episode: &Episode, context: &SalienceContext) -> f64 {
-        let mut query = words(&context.query);
-        query.sort_unstable();
-        query.dedup();
-        if query.is_empty() {
+    /// The cosine of the query embedding and the episode's; 0 when either is
+    /// missing, they differ in length, or one is a zero vector.
+    pub fn relevance(&self, memory: &Episode, context: &SalienceContext) -> f64 {
+        let (Some(q), Some(m)) = (&context.query_embedding, &memory.embedding) else {
+            return 0.0;
+        };
+        if q.len() != m.len() || q.is_empty() {
             return 0.0;
         }
-        let content = words(&episode.content);
-        let found = query.iter().filter(|q| content.contains(q)).count();
-        found as f64 / query.len() as f64
+        let dot: f64 = q.iter().zip(m).map(|(a, b)| a * b).sum();
+        let norms = q.iter().map(|a| a * a).sum::<f64>().sqrt()
+            * m.iter().map(|b| b * b).sum::<f64>().sqrt();
+        if norms == 0.0 {
+            return 0.0;
+        }
+        dot / norms
     }
 
-    /// How many rules match the episode's words or tags.
-    pub fn rule_matches(&self, episode: &Episode) -> usize {
-        let mut vocabulary = words(&episode.content);
-        vocabulary.extend(episode.tags.iter().map(|t| t.to_lowercase()));
-        self.rules
-            .iter()
-            .filter(|rule| rule.keywords.iter().any(|k| vocabulary.contains(k)))
-            .count()
-    }
-}
-
-impl SalienceScorer for RuleBasedScorer {
-    fn score(&self, episode: &Episode, context: &SalienceContext) -> f64 {
-        let w = &self.weights;
-        let importance = if episode.importance.is_finite() {
-            episode.importance.clamp(0.0, 1.0)
+    /// The score, computed now. See the [module docs](self).
+    pub fn score_now(&self, memory: &Episode, context: &SalienceContext) -> f64 {
+        let importance = if memory.importance.is_finite() {
+            memory.importance.clamp(0.0, 1.0)
         } else {
             0.0
         };
-        let base = w.recency * self.recency(episode, context)
-            + w.relevance * self.relevance(episode, context)
-            + w.importance * importance;
-        let boost = (1.0 + w.access_boost * (f64::from(episode.access_count) / 10.0).tanh())
-            * (1.0 + w.rule_boost * (self.rule_matches(episode) as f64 / 5.0).tanh());
-        let score = base * boost;
+        let sum = context.weight("recency") * self.recency(context)
+            + context.weight("relevance") * self.relevance(memory, context)
+            + context.weight("importance") * importance;
+        let frequency = (context.access_count as f64 / 10.0).tanh();
+        let affinity = (context.rule_match_count as f64 / 5.0).tanh();
+        let score = sum * frequency * affinity;
         if score.is_finite() {
             score.clamp(0.0, 1.0)
         } else {
             0.0
         }
+    }
+}
+
+impl SalienceScorer for RuleBasedScorer {
+    fn score<'a>(&'a self, memory: &'a Episode, context: &'a SalienceContext) -> ScoreFuture<'a> {
+        Box::pin(std::future::ready(self.score_now(memory, context)))
     }
 }
 
@@ -218,21 +215,20 @@ pub struct Scored<'a> {
     pub score: f64,
 }
 
-/// The episodes scoring at least `threshold`, best first (ties by id).
-pub fn filter_salient<'a>(
+/// The episodes scoring at least `threshold` (each in its own context), best first,
+/// ties by id.
+pub async fn filter_salient<'a>(
     scorer: &dyn SalienceScorer,
-    episodes: &'a [Episode],
-    context: &SalienceContext,
+    candidates: &'a [(Episode, SalienceContext)],
     threshold: f64,
 ) -> Vec<Scored<'a>> {
-    let mut kept: Vec<Scored<'a>> = episodes
-        .iter()
-        .map(|episode| Scored {
-            episode,
-            score: scorer.score(episode, context),
-        })
-        .filter(|s| s.score >= threshold)
-        .collect();
+    let mut kept = Vec::new();
+    for (episode, context) in candidates {
+        let score = scorer.score(episode, context).await;
+        if score >= threshold {
+            kept.push(Scored { episode, score });
+        }
+    }
     kept.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

@@ -32,7 +32,7 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, ScriptedModel, ToolCallRequest,
 };
 use tackle::agent::openai::OpenAiModel;
-use tackle::agent::react::{ReactSkill, ReactState, TrajectoryStep};
+use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::replay::{load, InteractionKind, Mode};
 use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext};
 
@@ -298,35 +298,28 @@ const HELP: &str =
 live: TACKLE_OPENAI_BASE_URL, TACKLE_OPENAI_MODEL, TACKLE_OPENAI_API_KEY (or OPENAI_API_KEY)";
 
 fn print_state(state: &ReactState) {
-    let mut in_step = false;
-    let mut step = 0;
+    let mut last_step = None;
     for entry in &state.trajectory {
-        let starts_step = matches!(
-            entry,
-            TrajectoryStep::Thought { .. } | TrajectoryStep::Answer { .. }
-        ) || (!in_step && matches!(entry, TrajectoryStep::Action { .. }));
-        if starts_step {
-            step += 1;
-            println!("\nstep {step}");
-            in_step = true;
+        // A turn's calls share the step they were made in; the answer has none.
+        let step = entry.tool_call.as_ref().map(|call| call.step);
+        if step.is_none() || step != last_step {
+            println!("\nstep {}", step.map_or(state.step_index, |s| s + 1));
+            last_step = step;
         }
-        match entry {
-            TrajectoryStep::Thought { text } => println!("  think    {text}"),
-            TrajectoryStep::Action {
-                call_id,
-                tool,
-                arguments,
-            } => println!("  act      {tool} {arguments}   [{call_id}]"),
-            TrajectoryStep::Observation {
-                call_id,
-                ok,
-                content,
-            } => {
-                let mark = if *ok { "ok" } else { "FAILED" };
-                println!("  observe  [{call_id}] {mark}: {content}");
-                in_step = false;
-            }
-            TrajectoryStep::Answer { text } => println!("  answer   {text}"),
+        if !entry.thought.is_empty() {
+            let label = if entry.tool_call.is_some() {
+                "think "
+            } else {
+                "answer"
+            };
+            println!("  {label}   {}", entry.thought);
+        }
+        if let Some(call) = &entry.tool_call {
+            let id = call.call_id.as_deref().unwrap_or("");
+            println!("  act      {} {}   [{id}]", call.name, call.arguments);
+            let mark = if call.error.is_none() { "ok" } else { "FAILED" };
+            let observation = entry.observation.as_deref().unwrap_or("");
+            println!("  observe  [{id}] {mark}: {observation}");
         }
     }
     println!(

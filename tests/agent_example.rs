@@ -8,7 +8,6 @@
 mod agent_example;
 
 use agent_example::{committed_cassette, run, Args, Plan, DEFAULT_TASK};
-use tackle::agent::react::TrajectoryStep;
 
 #[tokio::test]
 async fn the_committed_run_replays_offline() {
@@ -24,7 +23,7 @@ async fn the_committed_run_replays_offline() {
         state.final_answer.as_deref(),
         Some("Oslo is about 1701.6 miles (2738.4 km) from Lisbon as the crow flies.")
     );
-    let tools: Vec<&str> = state.tool_calls.iter().map(|c| c.tool.as_str()).collect();
+    let tools: Vec<&str> = state.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         tools,
         [
@@ -38,10 +37,9 @@ async fn the_committed_run_replays_offline() {
     // The first step's two lookups were asked for in one turn.
     assert_eq!(state.tool_calls[0].step, 0);
     assert_eq!(state.tool_calls[1].step, 0);
-    assert!(matches!(
-        state.trajectory.last(),
-        Some(TrajectoryStep::Answer { .. })
-    ));
+    let answer = state.trajectory.last().unwrap();
+    assert!(answer.tool_call.is_none());
+    assert_eq!(Some(&answer.thought), state.final_answer.as_ref());
 }
 
 #[tokio::test]

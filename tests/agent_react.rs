@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
 };
-use tackle::agent::react::{ReactSkill, RepairHook, TrajectoryStep};
+use tackle::agent::react::{ReactSkill, RepairHook};
 use tackle::replay::Mode;
 use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext, ToolError};
 
@@ -105,29 +105,33 @@ async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
         state.final_answer.as_deref(),
         Some("Bergen is 463 km from Oslo; tomorrow: rain, 9°C.")
     );
-    let kinds: Vec<&str> = state
+    // Seed 004's trajectory: a step per tool call (the turn's thought on the first),
+    // then the answer, a step with no call.
+    let steps: Vec<(bool, Option<&str>, bool)> = state
         .trajectory
         .iter()
-        .map(|s| match s {
-            TrajectoryStep::Thought { .. } => "thought",
-            TrajectoryStep::Action { .. } => "action",
-            TrajectoryStep::Observation { .. } => "observation",
-            TrajectoryStep::Answer { .. } => "answer",
+        .map(|s| {
+            (
+                !s.thought.is_empty(),
+                s.tool_call.as_ref().map(|c| c.name.as_str()),
+                s.observation.is_some(),
+            )
         })
         .collect();
     assert_eq!(
-        kinds,
+        steps,
         [
-            "thought",
-            "action",
-            "action",
-            "observation",
-            "observation",
-            "answer"
+            (true, Some("geo.distance@1"), true),
+            (false, Some("weather.tomorrow@1"), true),
+            (true, None, false),
         ]
     );
+    assert_eq!(
+        state.trajectory[2].thought,
+        "Bergen is 463 km from Oslo; tomorrow: rain, 9°C."
+    );
     assert_eq!(state.tool_calls.len(), 2);
-    assert_eq!(state.tool_calls[0].tool, "geo.distance@1");
+    assert_eq!(state.tool_calls[0].name, "geo.distance@1");
     assert_eq!(state.tool_calls[0].result, Some(json!(463)));
     assert_eq!(state.error_budget, 3);
 }
@@ -237,16 +241,16 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         "three failed calls, then the budget is spent"
     );
     assert_eq!(state.stopped.as_deref(), Some("the error budget is spent"));
-    match &state.trajectory[1] {
-        TrajectoryStep::Observation { ok, content, .. } => {
-            assert!(!ok);
-            assert!(
-                content.starts_with("invalid input for `geo.distance@1`"),
-                "{content}"
-            );
-        }
-        other => panic!("expected an observation, got {other:?}"),
-    }
+    let first = &state.trajectory[0];
+    let record = first.tool_call.as_ref().unwrap();
+    let error = record.error.as_deref().unwrap();
+    assert!(
+        error.starts_with("invalid input for `geo.distance@1`"),
+        "{error}"
+    );
+    assert_eq!(first.observation.as_deref(), Some(error));
+    assert_eq!(record.error_kind, Some(tackle::ToolErrorKind::InvalidInput));
+    assert_eq!(record.result, None);
 
     // An unknown tool and a tool's own error are observations too.
     let confused = FunctionModel::new("confused", |r: &ChatRequest| {
@@ -272,7 +276,7 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     let errors: Vec<_> = state
         .tool_calls
         .iter()
-        .map(|c| c.error.map(|k| k.as_str()))
+        .map(|c| c.error_kind.map(|k| k.as_str()))
         .collect();
     assert_eq!(errors, [Some("NotFound"), Some("Execution")]);
 
@@ -352,7 +356,7 @@ async fn deferred_tools_are_offered_once_found() {
     let errors: Vec<_> = state
         .tool_calls
         .iter()
-        .map(|c| c.error.map(|k| k.as_str()))
+        .map(|c| c.error_kind.map(|k| k.as_str()))
         .collect();
     assert_eq!(
         errors,

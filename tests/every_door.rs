@@ -186,7 +186,7 @@ async fn a_react_run() {
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("done"));
     assert_eq!(
-        state.tool_calls[0].error,
+        state.tool_calls[0].error_kind,
         Some(ToolErrorKind::CapabilityDenied)
     );
     assert_refused(&audit, "vault.open@1");
@@ -508,7 +508,11 @@ async fn a_react_run_calls_only_the_tools_it_offers() {
     let state = skill.run("open the vault", &ctx).await.unwrap();
     assert_eq!(state.tool_calls.len(), names.len());
     for record in &state.tool_calls {
-        assert_eq!(record.error, Some(ToolErrorKind::NotFound), "{record:?}");
+        assert_eq!(
+            record.error_kind,
+            Some(ToolErrorKind::NotFound),
+            "{record:?}"
+        );
     }
     assert_eq!(
         OPENED.load(Ordering::SeqCst),

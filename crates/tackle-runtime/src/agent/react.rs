@@ -1,4 +1,5 @@
-//! The ReAct loop: think, act, observe, until the model answers.
+//! The ReAct loop: think, act, observe, until the model answers (seed 004's
+//! `ReactSkill`, with its `ReactState`, `ReactStep` and `ToolCallRecord`).
 //!
 //! [`ReactSkill::run`] gives the model the task and the tools; each step the model
 //! either answers (text and no tool calls: the run is done) or asks for tool calls,
@@ -41,74 +42,97 @@ use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
 
-/// One entry of a run's trajectory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TrajectoryStep {
-    /// What the model said while deciding.
-    Thought {
-        /// The text.
-        text: String,
-    },
-    /// A tool call the model asked for.
-    Action {
-        /// The model's id for the call.
-        call_id: String,
-        /// The tool's registry key (or the unknown name the model used).
-        tool: String,
-        /// The arguments.
-        arguments: Value,
-    },
-    /// What the call gave back.
-    Observation {
-        /// The call it answers.
-        call_id: String,
-        /// Whether the call succeeded.
-        ok: bool,
-        /// The result, or the error, as the model reads it.
-        content: String,
-    },
-    /// The model's final answer.
-    Answer {
-        /// The text.
-        text: String,
-    },
-}
-
-/// One tool call of a run and how it ended.
+/// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
+///
+/// On the wire: `name`, `arguments`, `result`, `error`, as the seed has them, and
+/// tackle's `call_id`, `step` and `error_kind` beside them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
-    /// The step it was made in, from 0.
-    pub step: usize,
-    /// The model's id for it.
-    pub call_id: String,
-    /// The tool's key.
-    pub tool: String,
-    /// The arguments.
+    /// The fully-qualified tool id (`namespace.name@version`), or the name the model
+    /// used when it names no tool of the run.
+    pub name: String,
+    /// The arguments (an object).
+    #[serde(default = "empty_object")]
     pub arguments: Value,
-    /// The result, or `None` when it failed.
+    /// The result; `None` (`null`) when the call failed.
+    #[serde(default)]
     pub result: Option<Value>,
-    /// The error kind, when it failed.
-    pub error: Option<ToolErrorKind>,
+    /// The error, as text, when the call failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The error's kind, when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ToolErrorKind>,
+    /// The model's id for the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The step it was made in, from 0.
+    #[serde(default)]
+    pub step: usize,
 }
 
-/// The state of a ReAct run.
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// One entry of a run's trajectory (seed 004's `ReactStep`): what the model thought,
+/// the tool call it made, and what the call gave back. A turn with several tool calls
+/// gives one step per call (the thought on the first); the final answer is a step
+/// with no tool call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReactStep {
+    /// What the model said (its reasoning, or its final answer).
+    pub thought: String,
+    /// The tool call, if the step made one.
+    #[serde(default)]
+    pub tool_call: Option<ToolCallRecord>,
+    /// What the call gave back, as the model reads it.
+    #[serde(default)]
+    pub observation: Option<String>,
+}
+
+/// The state of a ReAct run (seed 004's `ReactState`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReactState {
-    /// Thoughts, actions, observations and the answer, in order.
-    pub trajectory: Vec<TrajectoryStep>,
-    /// Every tool call made.
+    /// The steps, in order (append-only).
+    #[serde(default)]
+    pub trajectory: Vec<ReactStep>,
+    /// Every tool call made, in order.
+    #[serde(default)]
     pub tool_calls: Vec<ToolCallRecord>,
     /// Whether the model answered.
+    #[serde(default)]
     pub done: bool,
-    /// Failed calls still allowed before the run stops.
+    /// Failed calls still allowed before the run stops (default 3).
+    #[serde(default = "default_error_budget")]
     pub error_budget: u32,
     /// The model's answer, once done.
+    #[serde(default)]
     pub final_answer: Option<String>,
     /// Steps taken so far.
+    #[serde(default)]
     pub step_index: usize,
     /// Why the run stopped without an answer, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+}
+
+fn default_error_budget() -> u32 {
+    3
+}
+
+impl Default for ReactState {
+    fn default() -> ReactState {
+        ReactState {
+            trajectory: Vec::new(),
+            tool_calls: Vec::new(),
+            done: false,
+            error_budget: default_error_budget(),
+            final_answer: None,
+            step_index: 0,
+            stopped: None,
+        }
+    }
 }
 
 /// Gets a second chance at invalid arguments: given the call and the problems, new
@@ -313,13 +337,8 @@ impl ReactSkill {
     /// Runs the loop on `task` with the caller's context.
     pub async fn run(&self, task: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
         let mut state = ReactState {
-            trajectory: Vec::new(),
-            tool_calls: Vec::new(),
-            done: false,
             error_budget: self.error_budget,
-            final_answer: None,
-            step_index: 0,
-            stopped: None,
+            ..ReactState::default()
         };
         // The conversation and the offered tools grow in place, step by step.
         let mut request = ChatRequest {
@@ -340,21 +359,19 @@ impl ReactSkill {
             .map_err(|error| AgentError::Model { step, error })?;
             state.step_index += 1;
             if response.tool_calls.is_empty() {
-                state.trajectory.push(TrajectoryStep::Answer {
-                    text: response.text.clone(),
+                state.trajectory.push(ReactStep {
+                    thought: response.text.clone(),
+                    tool_call: None,
+                    observation: None,
                 });
                 state.final_answer = Some(response.text);
                 state.done = true;
                 break;
             }
-            if !response.text.is_empty() {
-                state.trajectory.push(TrajectoryStep::Thought {
-                    text: response.text.clone(),
-                });
-            }
             let observations = self
                 .act(
                     step,
+                    &response.text,
                     &response.tool_calls,
                     ctx,
                     &mut state,
@@ -387,6 +404,7 @@ impl ReactSkill {
     async fn act(
         &self,
         step: usize,
+        thought: &str,
         calls: &[ToolCallRequest],
         ctx: &ToolContext,
         state: &mut ReactState,
@@ -398,11 +416,6 @@ impl ReactSkill {
         for (i, c) in calls.iter().enumerate() {
             let offered_key = self.offered_key(&c.name);
             let key = offered_key.clone().unwrap_or_else(|| c.name.clone());
-            state.trajectory.push(TrajectoryStep::Action {
-                call_id: c.id.clone(),
-                tool: key.clone(),
-                arguments: c.arguments.clone(),
-            });
             if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
                 outcomes[i] = Some(Ok(self.search(&c.arguments, offered)));
             } else if offered_key.is_none() {
@@ -455,27 +468,34 @@ impl ReactSkill {
                 })
             });
             let arguments = repaired[i].take().unwrap_or_else(|| c.arguments.clone());
-            let (ok, content) = match &result {
-                Ok(Value::String(s)) => (true, s.clone()),
-                Ok(value) => (true, value.to_string()),
-                Err(e) => (false, e.to_string()),
+            let content = match &result {
+                Ok(Value::String(s)) => s.clone(),
+                Ok(value) => value.to_string(),
+                Err(e) => e.to_string(),
             };
-            if !ok {
+            if result.is_err() {
                 state.error_budget = state.error_budget.saturating_sub(1);
             }
-            state.trajectory.push(TrajectoryStep::Observation {
-                call_id: c.id.clone(),
-                ok,
-                content: content.clone(),
-            });
-            state.tool_calls.push(ToolCallRecord {
-                step,
-                call_id: c.id.clone(),
-                tool: keys[i].clone(),
+            let record = ToolCallRecord {
+                name: keys[i].clone(),
                 arguments,
-                error: result.as_ref().err().map(ToolError::kind),
+                error: result.as_ref().err().map(ToString::to_string),
+                error_kind: result.as_ref().err().map(ToolError::kind),
                 result: result.ok(),
+                call_id: Some(c.id.clone()),
+                step,
+            };
+            state.trajectory.push(ReactStep {
+                // The turn's thought goes with its first call.
+                thought: if i == 0 {
+                    thought.to_owned()
+                } else {
+                    String::new()
+                },
+                tool_call: Some(record.clone()),
+                observation: Some(content.clone()),
             });
+            state.tool_calls.push(record);
             texts.push(content);
         }
         texts

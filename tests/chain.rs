@@ -45,7 +45,7 @@ async fn steps_feed_each_other_through_the_context() {
             .with_mapping("sku", "order.items[0].sku")
             .with_mapping("qty", "order.items[0].qty"),
     ]);
-    chain.validate(rt.registry()).unwrap();
+    assert!(chain.validate(rt.registry()).valid);
     let result = chain.run(&rt, start("ada"), &ToolContext::new()).await;
     assert!(result.success, "{:?}", result.errors);
     assert_eq!(result.context["order"]["id"], "ada-9");
@@ -54,7 +54,12 @@ async fn steps_feed_each_other_through_the_context() {
         "merged from an empty output_key"
     );
     assert_eq!(result.step_results.len(), 2);
-    assert!(result.duration >= result.step_results[0].duration);
+    assert_eq!(result.step_results[0].key, "shop.latest_order@1");
+    assert_eq!(
+        result.step_results[1].data,
+        Some(json!({"sku": "A1", "total_cents": 500}))
+    );
+    assert!(result.duration_ms >= result.step_results[0].duration_ms);
 }
 
 #[tokio::test]
@@ -103,7 +108,7 @@ fn validation_names_unknown_tools_and_fields() {
         ChainStep::new("shop.latest_ordr", "o"),
         ChainStep::new("shop.price", "p").with_mapping("amount", "x"),
     ]);
-    let problems = chain.validate(rt.registry()).unwrap_err();
+    let problems = chain.problems(rt.registry());
     assert_eq!(problems.len(), 2);
     assert!(
         matches!(&problems[0], ChainError::UnknownTool { step: 0, message } if message.contains("did you mean"))
@@ -111,5 +116,11 @@ fn validation_names_unknown_tools_and_fields() {
     assert_eq!(
         problems[1].to_string(),
         "step 1: `shop.price@1` has no input field `amount`; its fields are: sku, qty"
+    );
+    let checked = chain.validate(rt.registry());
+    assert!(!checked.valid);
+    assert_eq!(
+        checked.errors,
+        problems.iter().map(ToString::to_string).collect::<Vec<_>>()
     );
 }

@@ -139,11 +139,11 @@ async fn a_chain() {
     let failure = result
         .step_results
         .iter()
-        .find(|s| s.tool == "vault.open")
+        .find(|s| s.key == "vault.open@1")
         .unwrap();
     assert_eq!(
-        failure.result.as_ref().map_err(|e| e.kind()).unwrap_err(),
-        ToolErrorKind::CapabilityDenied,
+        failure.error_kind,
+        Some(ToolErrorKind::CapabilityDenied),
         "{result:?}"
     );
     assert_refused(&audit, "vault.open@1");

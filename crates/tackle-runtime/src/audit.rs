@@ -40,6 +40,9 @@ pub enum GateDecision {
     Approved,
     /// An approval remembered for the same key and arguments let the call through.
     RememberedApproval,
+    /// The caller asked to skip this gate (schema validation, for trusted callers:
+    /// `Runtime::invoke` with `validate = false`).
+    Skipped,
     /// The gate stopped the call; why.
     Refused(String),
 }

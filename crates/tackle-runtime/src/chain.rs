@@ -9,25 +9,33 @@
 //! the chain when `stop_on_failure` is set (the default), else the chain goes on.
 //!
 //! [`ToolChain::validate`] checks a chain before it runs: every tool exists, and every
-//! mapped field is a property of the tool's input schema.
+//! mapped field is a property of the tool's input schema; [`ToolChain::execute`] does
+//! it first unless told not to (`validate_tools`).
+//!
+//! This is codomyrmex's `ToolChain` (seed 001): `ChainStep {tool_name, input_mapping,
+//! output_key}`, `add_step`, `clear`, `validate`, `execute(initial_input,
+//! stop_on_failure, validate_tools)`, and a `ChainResult {success, context,
+//! step_results, errors, duration_ms}` whose step results are the registry's
+//! [`InvokeResult`]s.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::Runtime;
+use crate::call::{InvokeResult, Runtime};
 use crate::context::ToolContext;
-use crate::error::ToolError;
 use crate::registry::Registry;
+use crate::validate::ValidationResult;
 
 /// One step of a chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainStep {
     /// The tool: full key, `namespace.name` or a unique bare name.
-    pub tool: String,
+    #[serde(alias = "tool")]
+    pub tool_name: String,
     /// Input field -> path in the context.
     #[serde(default)]
     pub input_mapping: BTreeMap<String, String>,
@@ -45,9 +53,9 @@ fn yes() -> bool {
 
 impl ChainStep {
     /// A step calling `tool`, storing its output under `output_key`.
-    pub fn new(tool: impl Into<String>, output_key: impl Into<String>) -> ChainStep {
+    pub fn new(tool_name: impl Into<String>, output_key: impl Into<String>) -> ChainStep {
         ChainStep {
-            tool: tool.into(),
+            tool_name: tool_name.into(),
             input_mapping: BTreeMap::new(),
             output_key: output_key.into(),
             stop_on_failure: true,
@@ -109,30 +117,39 @@ pub enum ChainError {
     },
 }
 
-/// What one step did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepResult {
-    /// The step's tool, as written.
-    pub tool: String,
-    /// The output, or why there is none.
-    pub result: Result<Value, ToolError>,
-    /// How long it took.
-    pub duration: Duration,
-}
-
-/// What a chain run did.
-#[derive(Clone, Debug, PartialEq)]
+/// What a chain run did (codomyrmex's `ChainResult`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChainResult {
     /// Whether every step that ran succeeded and none was skipped by a stop.
     pub success: bool,
     /// The context at the end.
     pub context: Map<String, Value>,
     /// Each step that ran, in order.
-    pub step_results: Vec<StepResult>,
+    pub step_results: Vec<InvokeResult>,
     /// Every problem, as text, in order.
     pub errors: Vec<String>,
-    /// How long the chain took.
-    pub duration: Duration,
+    /// How long the chain took, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// How [`ToolChain::execute`] runs a chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainOptions {
+    /// Stop at the first failed step (default `true`); a step may also go on past its
+    /// own failure ([`ChainStep::with_stop_on_failure`]).
+    pub stop_on_failure: bool,
+    /// Check the chain ([`ToolChain::validate`]) before running any step (default
+    /// `true`).
+    pub validate_tools: bool,
+}
+
+impl Default for ChainOptions {
+    fn default() -> ChainOptions {
+        ChainOptions {
+            stop_on_failure: true,
+            validate_tools: true,
+        }
+    }
 }
 
 /// A chain of tool calls. See the [module docs](self).
@@ -199,11 +216,39 @@ impl ToolChain {
         }
     }
 
+    /// Appends a step (codomyrmex's `add_step`).
+    pub fn add_step(&mut self, step: ChainStep) -> &mut ToolChain {
+        self.steps.push(step);
+        self
+    }
+
+    /// Removes every step (codomyrmex's `clear`).
+    pub fn clear(&mut self) {
+        self.steps.clear();
+    }
+
+    /// How many steps the chain has.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether the chain has no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Checks the chain before it runs (codomyrmex's `validate`): every tool exists,
+    /// and every mapped field is a property of its tool's input. The problems in
+    /// words; [`ToolChain::problems`] has them typed.
+    pub fn validate(&self, registry: &Registry) -> ValidationResult {
+        ValidationResult::from_errors(self.problems(registry).iter().map(ToString::to_string))
+    }
+
     /// Every problem with the chain that can be seen before it runs.
-    pub fn validate(&self, registry: &Registry) -> Result<(), Vec<ChainError>> {
+    pub fn problems(&self, registry: &Registry) -> Vec<ChainError> {
         let mut problems = Vec::new();
         for (step, s) in self.steps.iter().enumerate() {
-            let tool = match registry.resolve(&s.tool) {
+            let tool = match registry.resolve(&s.tool_name) {
                 Ok(tool) => tool,
                 Err(e) => {
                     problems.push(ChainError::UnknownTool {
@@ -232,25 +277,48 @@ impl ToolChain {
                 }
             }
         }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        problems
     }
 
-    /// Runs the chain over `input` (the starting context), every call through the door.
+    /// Runs the chain over `input` (the starting context), every call through the door,
+    /// with the default options (stop on failure, validate the tools first).
     pub async fn run(
         &self,
         runtime: &Runtime,
         input: Map<String, Value>,
         ctx: &ToolContext,
     ) -> ChainResult {
+        self.execute(runtime, Some(input), ctx, ChainOptions::default())
+            .await
+    }
+
+    /// Runs the chain (codomyrmex's `execute`): from `initial_input` (an empty
+    /// context when `None`), every step's call through the door.
+    pub async fn execute(
+        &self,
+        runtime: &Runtime,
+        initial_input: Option<Map<String, Value>>,
+        ctx: &ToolContext,
+        options: ChainOptions,
+    ) -> ChainResult {
         let started = Instant::now();
-        let mut context = input;
+        let mut context = initial_input.unwrap_or_default();
         let mut step_results = Vec::with_capacity(self.steps.len());
         let mut errors = Vec::new();
+        if options.validate_tools {
+            errors = self.validate(runtime.registry()).errors;
+            if !errors.is_empty() {
+                return ChainResult {
+                    success: false,
+                    context,
+                    step_results,
+                    errors,
+                    duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                };
+            }
+        }
         for (step, s) in self.steps.iter().enumerate() {
+            let stops = options.stop_on_failure && s.stop_on_failure;
             let mut arguments = Map::new();
             let mut missing = None;
             for (field, path) in &s.input_mapping {
@@ -269,14 +337,16 @@ impl ToolChain {
             }
             if let Some(problem) = missing {
                 errors.push(problem.to_string());
-                if s.stop_on_failure {
+                if stops {
                     break;
                 }
                 continue;
             }
             let begun = Instant::now();
-            let result = runtime.call(&s.tool, Value::Object(arguments), ctx).await;
-            let duration = begun.elapsed();
+            let result = runtime
+                .call(&s.tool_name, Value::Object(arguments), ctx)
+                .await;
+            let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
             let failed = match &result {
                 Ok(output) if s.output_key.is_empty() => match output {
                     Value::Object(map) => {
@@ -297,12 +367,12 @@ impl ToolChain {
                     true
                 }
             };
-            step_results.push(StepResult {
-                tool: s.tool.clone(),
-                result,
-                duration,
-            });
-            if failed && s.stop_on_failure {
+            let key = runtime
+                .registry()
+                .get(&s.tool_name)
+                .map_or(s.tool_name.as_str(), |t| t.key());
+            step_results.push(InvokeResult::from_outcome(key, result, duration_ms));
+            if failed && stops {
                 break;
             }
         }
@@ -311,7 +381,7 @@ impl ToolChain {
             context,
             step_results,
             errors,
-            duration: started.elapsed(),
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }
 }

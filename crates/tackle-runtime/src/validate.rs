@@ -44,13 +44,24 @@ impl fmt::Display for ValidationIssue {
     }
 }
 
-/// The outcome of validating one value: whether it is valid, and every problem if not.
+/// The outcome of validating one value (codomyrmex's `ValidationResult`): whether it
+/// is valid, and every problem if not, in words; the same problems with their JSON
+/// pointers are in [`issues`](ValidationResult::issues).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ValidationResult {
-    /// `true` when `errors` is empty.
+    /// `true` when there is no problem (default `true`).
+    #[serde(default = "yes")]
     pub valid: bool,
-    /// Every problem found, in the validator's order.
-    pub errors: Vec<ValidationIssue>,
+    /// Every problem, in words (`at /a: "x" is not of type "integer"`).
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Every problem, with its JSON pointer (not on the wire).
+    #[serde(skip)]
+    pub issues: Vec<ValidationIssue>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for ValidationResult {
@@ -65,13 +76,28 @@ impl ValidationResult {
         ValidationResult {
             valid: true,
             errors: Vec::new(),
+            issues: Vec::new(),
         }
     }
 
     /// A result holding these issues (valid only if there are none).
-    pub fn from_issues(errors: Vec<ValidationIssue>) -> ValidationResult {
+    pub fn from_issues(issues: Vec<ValidationIssue>) -> ValidationResult {
+        ValidationResult {
+            valid: issues.is_empty(),
+            errors: issues.iter().map(ToString::to_string).collect(),
+            issues,
+        }
+    }
+
+    /// A failing result with these problems, in words.
+    pub fn from_errors<S: Into<String>>(errors: impl IntoIterator<Item = S>) -> ValidationResult {
+        let errors: Vec<String> = errors.into_iter().map(Into::into).collect();
         ValidationResult {
             valid: errors.is_empty(),
+            issues: errors
+                .iter()
+                .map(|e| ValidationIssue::new("", e.clone()))
+                .collect(),
             errors,
         }
     }
@@ -79,8 +105,14 @@ impl ValidationResult {
     /// Combines two results: valid only if both are, with the errors of both.
     pub fn merge(mut self, other: ValidationResult) -> ValidationResult {
         self.errors.extend(other.errors);
+        self.issues.extend(other.issues);
         self.valid = self.valid && other.valid && self.errors.is_empty();
         self
+    }
+
+    /// `{"valid": ..., "errors": [...]}` (codomyrmex's `to_dict`).
+    pub fn to_dict(&self) -> Value {
+        serde_json::json!({"valid": self.valid, "errors": self.errors})
     }
 
     /// `Ok(())` when valid, else the issues.
@@ -88,9 +120,27 @@ impl ValidationResult {
         if self.valid {
             Ok(())
         } else {
-            Err(self.errors)
+            Err(self.issues)
         }
     }
+}
+
+/// Validates `data` against a JSON Schema (codomyrmex's `validate_input`): every
+/// keyword of the schema's draft (2020-12 when it names none), a superset of the
+/// seed's list. A schema that is not valid is itself the (only) error.
+pub fn validate_input(data: &Value, schema: &Value) -> ValidationResult {
+    match SchemaValidator::compile(schema) {
+        Ok(validator) => validator.validate(data),
+        Err(message) => {
+            ValidationResult::from_errors([format!("the schema is not valid: {message}")])
+        }
+    }
+}
+
+/// Validates an output against a JSON Schema (codomyrmex's `validate_output`): the
+/// same check as [`validate_input`], kept apart for clearer reports.
+pub fn validate_output(data: &Value, schema: &Value) -> ValidationResult {
+    validate_input(data, schema)
 }
 
 /// A compiled JSON Schema. Compile once, validate many times.
@@ -369,9 +419,9 @@ mod tests {
             let r = v.validate(&instance);
             assert!(!r.valid, "{instance} should fail {keyword}");
             assert_eq!(r.errors.len(), 1, "{instance}: {:?}", r.errors);
-            assert_eq!(r.errors[0].pointer, pointer, "{instance}");
+            assert_eq!(r.issues[0].pointer, pointer, "{instance}");
             assert!(
-                r.errors[0].schema_path.ends_with(keyword),
+                r.issues[0].schema_path.ends_with(keyword),
                 "{instance}: {:?}",
                 r.errors[0]
             );
@@ -382,7 +432,7 @@ mod tests {
     fn all_errors_are_listed_with_pointers() {
         let v = SchemaValidator::compile(&codomyrmex_schema()).unwrap();
         let r = v.validate(&json!({"name": 1, "age": "x", "tags": [true]}));
-        let pointers: Vec<_> = r.errors.iter().map(|e| e.pointer.as_str()).collect();
+        let pointers: Vec<_> = r.issues.iter().map(|e| e.pointer.as_str()).collect();
         assert_eq!(r.errors.len(), 3, "{:?}", r.errors);
         for p in ["/name", "/age", "/tags/0"] {
             assert!(pointers.contains(&p), "{pointers:?}");
@@ -398,12 +448,11 @@ mod tests {
         assert_eq!(m.errors.len(), 1);
         assert!(a.clone().merge(ValidationResult::ok()).valid);
         let json = serde_json::to_value(&m).unwrap();
-        assert_eq!(
-            json,
-            json!({"valid": false, "errors": [{"pointer": "/x", "schema_path": "", "message": "bad"}]})
-        );
-        assert_eq!(serde_json::from_value::<ValidationResult>(json).unwrap(), m);
-        assert_eq!(b.errors[0].to_string(), "at /x: bad");
+        // On the wire, codomyrmex's form: the problems in words.
+        assert_eq!(json, json!({"valid": false, "errors": ["at /x: bad"]}));
+        let back = serde_json::from_value::<ValidationResult>(json).unwrap();
+        assert_eq!((back.valid, &back.errors), (m.valid, &m.errors));
+        assert_eq!(b.issues[0].pointer, "/x");
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod audit;
 mod capability;
 pub(crate) mod dedupe;
 mod execute;
+mod invoke;
 mod operation;
 mod record;
 mod replay;
@@ -75,6 +76,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::Instrument;
 
+pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::Operation;
 
 use crate::approval::{ApprovalBinding, Approver};
@@ -180,6 +182,8 @@ pub(crate) struct Call<'a> {
     pub(crate) run: Option<OperationRun<'a>>,
     pub(crate) input: Input<'a>,
     pub(crate) ctx: &'a ToolContext,
+    /// Whether the schema stages check (a trusted caller may skip them).
+    pub(crate) validate: bool,
     /// The outcome so far: set by the router (replayed) or by execution, then shaped.
     pub(crate) outcome: Option<Result<Value, ToolError>>,
     /// Whether a replayed output was recorded shaped.
@@ -305,6 +309,7 @@ enum Mark {
     Passed,
     Approved,
     RememberedApproval,
+    Skipped,
     Refused,
 }
 
@@ -318,6 +323,7 @@ impl GateTrail {
             GateDecision::Passed => Mark::Passed,
             GateDecision::Approved => Mark::Approved,
             GateDecision::RememberedApproval => Mark::RememberedApproval,
+            GateDecision::Skipped => Mark::Skipped,
             GateDecision::Refused(reason) => {
                 self.refusal = Some(reason);
                 Mark::Refused
@@ -333,6 +339,7 @@ impl GateTrail {
             Mark::Passed => GateDecision::Passed,
             Mark::Approved => GateDecision::Approved,
             Mark::RememberedApproval => GateDecision::RememberedApproval,
+            Mark::Skipped => GateDecision::Skipped,
             Mark::Refused => GateDecision::Refused(self.refusal.clone().unwrap_or_default()),
         };
         Gates {
@@ -526,6 +533,7 @@ impl Runtime {
             run,
             input,
             ctx,
+            validate: true,
             outcome: None,
             served_shaped: false,
             pending: None,

@@ -6,7 +6,8 @@
 //! `InvalidOutput`. A replayed output is checked against the *current* schema (so a
 //! changed tool is noticed), unless it was recorded shaped (then it is not the tool's
 //! own output). A schema that accepts anything (an operation's) is not checked, and
-//! an operation's lazy input is then never made.
+//! an operation's lazy input is then never made. A trusted caller may skip both
+//! checks (`Runtime::invoke` with `validate = false`); the audit event says so.
 
 use std::ops::ControlFlow;
 
@@ -19,6 +20,10 @@ use crate::validate::SchemaValidator;
 
 #[inline]
 pub(super) fn input(call: &mut Call<'_>) -> Flow {
+    if !call.validate {
+        call.trail.gates.set(Gate::Input, GateDecision::Skipped);
+        return ControlFlow::Continue(());
+    }
     let tool = call.tool();
     let validators = match tool.validators() {
         Ok(v) => v,
@@ -54,6 +59,10 @@ pub(super) fn output(call: &mut Call<'_>) -> Flow {
         call.trail
             .gates
             .set(Gate::Output, GateDecision::NotRequired);
+        return ControlFlow::Continue(());
+    }
+    if !call.validate {
+        call.trail.gates.set(Gate::Output, GateDecision::Skipped);
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
@@ -100,7 +109,7 @@ fn refusal(
     side: SchemaSide,
     key: &str,
 ) -> (GateDecision, ToolError) {
-    let errors = validator.validate(value).errors;
+    let errors = validator.validate(value).issues;
     let decision = GateDecision::Refused(format!("{} problem(s)", errors.len()));
     let key = key.to_owned();
     (

@@ -46,6 +46,13 @@ use crate::error::{RegistryError, ToolError, ToolOrigin};
 use crate::version::compare_versions;
 use collision::Placement;
 
+/// What a query names in the registry.
+enum Found<'a> {
+    Tool(&'a Arc<Tool>),
+    Ambiguous(Vec<String>),
+    Missing,
+}
+
 /// Every callable tool. See the [module docs](self).
 ///
 /// ```
@@ -198,45 +205,62 @@ impl Registry {
     }
 
     /// Finds a tool by key, `namespace.name` (highest version) or unique bare name.
+    /// `NotFound` suggests the closest keys; `Ambiguous` lists the candidates.
     pub fn resolve(&self, query: &str) -> Result<&Arc<Tool>, ToolError> {
-        if let Some(&i) = self.by_key.get(query) {
-            return Ok(&self.tools[i]);
+        match self.find(query) {
+            Found::Tool(tool) => Ok(tool),
+            Found::Ambiguous(candidates) => Err(ToolError::Ambiguous {
+                query: query.to_owned(),
+                candidates,
+            }),
+            Found::Missing => Err(ToolError::NotFound {
+                query: query.to_owned(),
+                suggestions: self.suggest(query),
+            }),
         }
-        if !query.contains('@') {
-            if let Some(&i) = self.by_path.get(query).and_then(|v| v.first()) {
-                return Ok(&self.tools[i]);
-            }
-            if let Some(paths) = self.by_name.get(query) {
-                let highest = |p: &String| {
-                    self.by_path
-                        .get(p)
-                        .and_then(|v| v.first())
-                        .map(|&i| &self.tools[i])
-                };
-                if let [path] = paths.as_slice() {
-                    if let Some(tool) = highest(path) {
-                        return Ok(tool);
-                    }
-                }
-                return Err(ToolError::Ambiguous {
-                    query: query.to_owned(),
-                    candidates: paths
-                        .iter()
-                        .filter_map(highest)
-                        .map(|t| t.key.clone())
-                        .collect(),
-                });
-            }
-        }
-        Err(ToolError::NotFound {
-            query: query.to_owned(),
-            suggestions: self.suggest(query),
-        })
     }
 
-    /// Like [`Registry::resolve`], without the error.
+    /// Like [`Registry::resolve`], without the error (and without looking for
+    /// suggestions).
     pub fn get(&self, query: &str) -> Option<&Tool> {
-        self.resolve(query).ok().map(Arc::as_ref)
+        match self.find(query) {
+            Found::Tool(tool) => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// What a query names.
+    fn find(&self, query: &str) -> Found<'_> {
+        if let Some(&i) = self.by_key.get(query) {
+            return Found::Tool(&self.tools[i]);
+        }
+        if query.contains('@') {
+            return Found::Missing;
+        }
+        if let Some(&i) = self.by_path.get(query).and_then(|v| v.first()) {
+            return Found::Tool(&self.tools[i]);
+        }
+        let Some(paths) = self.by_name.get(query) else {
+            return Found::Missing;
+        };
+        let highest = |p: &String| {
+            self.by_path
+                .get(p)
+                .and_then(|v| v.first())
+                .map(|&i| &self.tools[i])
+        };
+        if let [path] = paths.as_slice() {
+            if let Some(tool) = highest(path) {
+                return Found::Tool(tool);
+            }
+        }
+        Found::Ambiguous(
+            paths
+                .iter()
+                .filter_map(highest)
+                .map(|t| t.key.clone())
+                .collect(),
+        )
     }
 
     /// Every tool, sorted by namespace, name and version.
@@ -247,6 +271,17 @@ impl Registry {
     /// The tools matching a query, in listing order.
     pub fn search(&self, query: &ToolQuery) -> Vec<&Arc<Tool>> {
         self.tools.iter().filter(|t| query.matches(t)).collect()
+    }
+
+    /// Every tool's key, in listing order (codomyrmex's `list_names`).
+    pub fn list_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.key.clone()).collect()
+    }
+
+    /// Whether `name` (a key, `namespace.name` or a unique bare name) names a tool
+    /// (codomyrmex's `in`).
+    pub fn contains(&self, name: &str) -> bool {
+        matches!(self.find(name), Found::Tool(_))
     }
 
     /// How many tools are registered.

@@ -439,7 +439,7 @@ impl Tool {
                 origin: self.origin.clone(),
                 index,
                 which,
-                errors: result.errors,
+                errors: result.issues,
             };
             let r = validators.input.validate(&example.input);
             if !r.valid {

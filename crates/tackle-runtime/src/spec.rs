@@ -299,26 +299,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_policy_follows_side_effects() {
-        assert_eq!(
-            ReplayPolicy::default_for(SideEffects::None),
-            ReplayPolicy::RecordedResult
-        );
-        assert_eq!(
-            ReplayPolicy::default_for(SideEffects::Read),
-            ReplayPolicy::RecordedResult
-        );
-        assert_eq!(
-            ReplayPolicy::default_for(SideEffects::Write),
-            ReplayPolicy::MustStub
-        );
-        assert_eq!(
-            ReplayPolicy::default_for(SideEffects::External),
-            ReplayPolicy::MustStub
-        );
-    }
-
-    #[test]
     fn recorded_result_refused_on_mutating_tools() {
         let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Send mail.");
         spec.replay_policy = ReplayPolicy::RecordedResult;
@@ -330,11 +310,7 @@ mod tests {
 
     #[test]
     fn names_and_versions_are_checked() {
-        assert!(check_name("name", "add_2-x").is_ok());
-        assert!(check_name("name", "a.b").unwrap_err().contains("'.'"));
-        assert!(check_name("name", "").is_err());
-        assert!(check_version("2.1.0-rc.1+build").is_ok());
-        assert!(check_version("1 0").unwrap_err().contains("' '"));
+        // The character rules themselves are tested where they live (tackle-contract).
         let mut spec = ToolSpec::new(
             "llm.openai",
             "complete",

@@ -102,4 +102,6 @@ mod guides {
     struct Macro;
     #[doc = include_str!("../docs/mcp.md")]
     struct Mcp;
+    #[doc = include_str!("../docs/seeds.md")]
+    struct Seeds;
 }

@@ -212,17 +212,7 @@ async fn a_skill() {
         .with_tools(&["vault.open"])
         .build()
         .unwrap();
-    let model = ScriptedModel::new([
-        ChatResponse::calls(
-            "opening",
-            vec![ToolCallRequest {
-                id: "c1".into(),
-                name: "vault_open".into(),
-                arguments: shelf(),
-            }],
-        ),
-        ChatResponse::text("{\"found\": \"nothing\"}"),
-    ]);
+    let model = vault_model_then("{\"found\": \"nothing\"}");
     let err = skill
         .run::<Opened>(
             Arc::new(model),

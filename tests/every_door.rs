@@ -18,7 +18,10 @@ use tackle::agent::react::{AgentError, ReactSkill};
 use tackle::agent::skill::{Skill, SkillError, SkillKind};
 use tackle::audit::{AuditEvent, Execution, GateDecision, MemoryAudit};
 use tackle::chain::{ChainStep, ToolChain};
-use tackle::pipeline::{Broker, BrokerFuture, BrokerHandle, BrokerReply, Pipeline, PipelineError};
+use tackle::pipeline::{
+    broker_request_tool, Broker, BrokerFuture, BrokerHandle, BrokerResponse, Pipeline,
+    PipelineError,
+};
 use tackle::{
     tool, DynamicTool, Executor, Registry, RegistryError, Runtime, SideEffects, SkillState,
     ToolCall, ToolContext, ToolErrorKind, ToolSpec,
@@ -268,13 +271,11 @@ fn vault_model_then(answer: &str) -> ScriptedModel {
 struct Echo;
 
 impl Broker for Echo {
-    fn send<'a>(&'a self, agent_id: &'a str, intent: &'a Value) -> BrokerFuture<'a> {
+    fn request<'a>(&'a self, agent_id: &'a str, intent: &'a str) -> BrokerFuture<'a> {
         Box::pin(async move {
-            Ok(BrokerReply {
-                source: agent_id.to_owned(),
-                external_id: "m-1".into(),
-                response: intent.clone(),
-            })
+            Ok(BrokerResponse::new("m-1")
+                .with_field("agent", json!(agent_id))
+                .with_field("echo", json!(intent)))
         })
     }
 }
@@ -305,22 +306,48 @@ async fn a_pipelines_broker_node() {
     let doc =
         Pipeline::from_yaml("name: p\nnodes:\n  - id: ask\n    kind: broker\n    out: reply\n")
             .unwrap();
-    let state = json!({"agent_id": "travel", "intent": {"go": "Oslo"}});
+    let state = json!({"agent_id": "travel", "intent": "go to Oslo"});
     let ctx = ToolContext::new().with_resource(BrokerHandle::new(Echo));
     let err = doc.run(&rt, state.clone(), &ctx).await.unwrap_err();
     match err {
-        PipelineError::Denied { missing, .. } => assert_eq!(missing, ["broker:send"]),
+        PipelineError::Denied { missing, .. } => assert_eq!(missing, ["tools:broker_request"]),
         other => panic!("{other}"),
     }
-    assert_refused(&audit, "broker.send@1");
+    assert_refused(&audit, "nautilus.broker_request@1");
     let done = doc
-        .run(&rt, state, &ctx.with_grant("broker:send"))
+        .run(&rt, state, &ctx.with_grant("tools:broker_request"))
         .await
         .unwrap();
-    assert_eq!(done["reply"]["response"], json!({"go": "Oslo"}));
-    let sends = events_of(&audit, "broker.send@1");
+    assert_eq!(done["reply"]["echo"], "go to Oslo");
+    let sends = events_of(&audit, "nautilus.broker_request@1");
     assert_eq!(sends.len(), 2);
     assert!(sends[1].error.is_none());
+}
+
+#[tokio::test]
+async fn the_broker_request_tool() {
+    let audit = Arc::new(MemoryAudit::new());
+    let mut rt = Runtime::from_inventory()
+        .unwrap()
+        .with_audit(Arc::clone(&audit));
+    rt.registry_mut().register(broker_request_tool()).unwrap();
+    let ctx = ToolContext::new().with_resource(BrokerHandle::new(Echo));
+    let input = json!({"agent_id": "travel", "intent": "go"});
+    let err = rt
+        .call("nautilus.broker_request@1", input.clone(), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::CapabilityDenied);
+    assert_refused(&audit, "nautilus.broker_request@1");
+    let out = rt
+        .call(
+            "nautilus.broker_request@1",
+            input,
+            &ctx.with_grant("tools:broker_request"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["__stargraph_provenance__"]["external_id"], "m-1");
 }
 
 #[tokio::test]

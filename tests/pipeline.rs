@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use tackle::pipeline::{Broker, BrokerFuture, BrokerHandle, BrokerReply, Pipeline, PipelineError};
+use tackle::pipeline::{
+    Broker, BrokerFuture, BrokerHandle, BrokerResponse, Pipeline, PipelineError,
+};
 use tackle::{tool, Runtime, ToolContext, ToolErrorKind};
 
 /// Look a city up: its country and population.
@@ -33,24 +35,22 @@ fn book(what: String) -> String {
 /// A broker that answers every intent and notes what it was sent.
 #[derive(Default)]
 struct EchoBroker {
-    sent: Mutex<Vec<(String, Value)>>,
+    sent: Mutex<Vec<(String, String)>>,
 }
 
 impl Broker for EchoBroker {
-    fn send<'a>(&'a self, agent_id: &'a str, intent: &'a Value) -> BrokerFuture<'a> {
+    fn request<'a>(&'a self, agent_id: &'a str, intent: &'a str) -> BrokerFuture<'a> {
         Box::pin(async move {
             self.sent
                 .lock()
                 .unwrap()
-                .push((agent_id.to_owned(), intent.clone()));
+                .push((agent_id.to_owned(), intent.to_owned()));
             if agent_id == "offline-agent" {
                 return Err("agent offline-agent is not connected".to_owned());
             }
-            Ok(BrokerReply {
-                source: format!("agents/{agent_id}"),
-                external_id: "msg-42".into(),
-                response: json!({"accepted": true, "echo": intent}),
-            })
+            Ok(BrokerResponse::new("msg-42")
+                .with_field("accepted", json!(true))
+                .with_field("echo", json!(intent)))
         })
     }
 }
@@ -74,10 +74,10 @@ nodes:
     out: brief
   - id: handoff
     kind: broker
-    agent: state.route.agent_id
-    intent: state.route.intent
+    agent_id_field: state.route.agent_id
+    intent_field: route.intent
     requires: ["agents:travel"]
-    out: reply
+    output_field: reply
 "#;
 
 fn runtime() -> Runtime {
@@ -87,7 +87,7 @@ fn runtime() -> Runtime {
 fn start() -> Value {
     json!({
         "request": {"city": "Oslo"},
-        "route": {"agent_id": "travel-agent", "intent": {"goal": "plan", "tags": ["city"]}},
+        "route": {"agent_id": "travel-agent", "intent": "plan a city trip"},
     })
 }
 
@@ -110,7 +110,7 @@ async fn a_document_runs_tools_and_the_broker_over_the_state() {
     let broker = Arc::new(EchoBroker::default());
     let ctx = ToolContext::new()
         .with_grant("agents:*")
-        .with_grant("broker:send")
+        .with_grant("tools:broker_request")
         .with_resource(BrokerHandle(broker.clone()));
     let state = pipeline.run(&runtime(), start(), &ctx).await.unwrap();
 
@@ -123,16 +123,15 @@ async fn a_document_runs_tools_and_the_broker_over_the_state() {
     assert_eq!(
         state["reply"],
         json!({
-            "response": {"accepted": true, "echo": {"goal": "plan", "tags": ["city"]}},
-            "provenance": {"origin": "tool", "source": "agents/travel-agent", "external_id": "msg-42"},
+            "request_id": "msg-42",
+            "accepted": true,
+            "echo": "plan a city trip",
+            "__stargraph_provenance__": {"origin": "tool", "source": "nautilus", "external_id": "msg-42"},
         })
     );
     assert_eq!(
         broker.sent.lock().unwrap().as_slice(),
-        [(
-            "travel-agent".to_owned(),
-            json!({"goal": "plan", "tags": ["city"]})
-        )]
+        [("travel-agent".to_owned(), "plan a city trip".to_owned())]
     );
 }
 
@@ -174,6 +173,10 @@ fn nodes_must_fit_their_kind() {
             "belongs to broker nodes",
         ),
         (
+            "  - id: a\n    kind: tool\n    tool: t\n    intent_field: x\n    out: y\n",
+            "belongs to broker nodes",
+        ),
+        (
             "  - id: a\n    kind: tool\n    tool: t\n    inputs: {city: \"{{city}}\"}\n    out: y\n",
             "is not a state template",
         ),
@@ -182,8 +185,8 @@ fn nodes_must_fit_their_kind() {
             "never closes",
         ),
         (
-            "  - id: a\n    kind: broker\n    intent: route.intent\n    out: y\n",
-            "is not a state path",
+            "  - id: a\n    kind: broker\n    intent: \"state.\"\n    out: y\n",
+            "is not a state field",
         ),
     ];
     for (node, expected) in cases {
@@ -209,7 +212,7 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
     let rt = runtime();
     let ctx = ToolContext::new()
         .with_grant("agents:*")
-        .with_grant("broker:send");
+        .with_grant("tools:broker_request");
 
     let unknown = Pipeline::from_yaml(&DOC.replace("text.brief", "text.summary")).unwrap();
     match unknown.run(&rt, start(), &ctx).await {
@@ -282,7 +285,7 @@ async fn capabilities_are_checked_per_node() {
 
     // The broker node's own `requires` is missing.
     let ctx = ToolContext::new()
-        .with_grant("broker:send")
+        .with_grant("tools:broker_request")
         .with_resource(broker.clone());
     match pipeline.run(&rt, start(), &ctx).await {
         Err(PipelineError::Denied {
@@ -296,12 +299,14 @@ async fn capabilities_are_checked_per_node() {
         }
         other => panic!("{other:?}"),
     }
-    // Every broker node needs broker:send.
+    // Every broker node needs tools:broker_request.
     let ctx = ToolContext::new()
         .with_grant("agents:travel")
         .with_resource(broker.clone());
     match pipeline.run(&rt, start(), &ctx).await {
-        Err(PipelineError::Denied { missing, .. }) => assert_eq!(missing, ["broker:send"]),
+        Err(PipelineError::Denied { missing, .. }) => {
+            assert_eq!(missing, ["tools:broker_request"])
+        }
         other => panic!("{other:?}"),
     }
     // A tool node's tool is behind the door's own capability gate.
@@ -351,7 +356,7 @@ async fn a_recorded_run_replays_without_calling_the_broker() {
             rt.set_cassette(Some(cassette.clone()));
             let ctx = ToolContext::new()
                 .with_grant("agents:travel")
-                .with_grant("broker:send")
+                .with_grant("tools:broker_request")
                 .with_resource(BrokerHandle(broker));
             let state = pipeline.run(&rt, start(), &ctx).await;
             cassette.finish().unwrap();

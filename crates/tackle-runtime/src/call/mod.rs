@@ -8,7 +8,7 @@
 //!
 //! [`Runtime::call`] is that door for tools, and [`Runtime::perform`] the same door for
 //! [operations](Operation): model completions (`llm.<provider>.complete@<model>`),
-//! broker sends, anything else with an effect. Whoever makes a call (user code, the
+//! broker requests, anything else with an effect. Whoever makes a call (user code, the
 //! executor, a chain, an agent loop, a pipeline, the MCP server) makes it here, so no
 //! caller can skip a stage. Each stage is a small unit in its own file, with one job,
 //! run in this order:

@@ -1,8 +1,8 @@
 //! Operations: effects that are not registered tools, described like tools so that
 //! they pass the same door.
 //!
-//! A model completion (`llm.<provider>.complete@<model>`), a broker send
-//! (`broker.send@1`), any future effect: each is an [`Operation`], made from a
+//! A model completion (`llm.<provider>.complete@<model>`), a broker request
+//! (`nautilus.broker_request@1`), any future effect: each is an [`Operation`], made from a
 //! [`ToolSpec`] (key, permissions, side effects, replay policy, time limit) and
 //! performed with [`Runtime::perform`](super::Runtime::perform), which runs every
 //! stage of the door with the code the caller gives. So an operation is refused
@@ -13,7 +13,7 @@ use crate::registry::Tool;
 use crate::spec::ToolSpec;
 
 /// An effect with a spec but no registered code: a model completion
-/// (`llm.<provider>.complete@<model>`), a broker send (`broker.send@1`), any other
+/// (`llm.<provider>.complete@<model>`), a broker request (`nautilus.broker_request@1`), any other
 /// effect that is not a registered tool. Made from a [`ToolSpec`] (key, permissions,
 /// side effects, replay policy, time limit) and performed with
 /// [`Runtime::perform`](super::Runtime::perform), which runs every stage of the door

@@ -6,7 +6,7 @@
 //! against the tool's schema), send the call on to run with a record pending (the
 //! record stage stores it), or end the call (`CassetteMiss`, `ReplayGap`,
 //! `Divergence`). Tool calls match in any order; operations (model completions,
-//! broker sends) must come in their recorded order.
+//! broker requests) must come in their recorded order.
 
 use std::ops::ControlFlow;
 

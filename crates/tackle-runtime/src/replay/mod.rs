@@ -1,7 +1,7 @@
 //! Replay: record a run's side-effecting calls once, then replay them offline.
 //!
 //! A [`Cassette`] sits inside the door, at its replay stage. Every call through the
-//! door (tool calls, and operations such as model completions and broker sends) is
+//! door (tool calls, and operations such as model completions and broker requests) is
 //! keyed by its key and the canonical JSON of its redacted input. What happens then
 //! depends on the call's [`ReplayPolicy`](crate::spec::ReplayPolicy) and the
 //! cassette's [`Mode`]:

@@ -1,11 +1,19 @@
-//! Pipeline documents: a YAML list of nodes run in order over a shared state.
+//! Pipeline documents: a YAML graph of nodes run in order over a shared state.
 //!
-//! A pipeline is written, reviewed and versioned as data. It has a `name` and a list
-//! of `nodes`; each node reads from the *state* (a JSON object that starts as the
-//! caller's input) and writes its result back under its `out` key.
+//! A pipeline is written, reviewed and versioned as data. It has a name (`name`, or
+//! `graph` as the seed documents write it) and a list of `nodes`; each node reads from
+//! the *state* (a JSON object that starts as the caller's input) and writes its result
+//! back under its output key (`out`, by default the node's id).
 //!
 //! ```yaml
-//! name: city-brief
+//! graph: city-brief
+//! state_schema:                     # the state's fields, for readers and tooling
+//!   request: dict
+//!   agent_id: str
+//!   intent: str
+//! tools:                            # the tools the graph uses
+//!   - id: atlas.lookup
+//!     version: "1"
 //! nodes:
 //!   - id: lookup
 //!     kind: tool
@@ -14,11 +22,11 @@
 //!       city: "{{state.request.city}}"
 //!     out: city
 //!   - id: ask
-//!     kind: broker                  # hands an intent to another agent
-//!     agent: state.route.agent_id   # where the agent id is in the state (default agent_id)
-//!     intent: state.route.intent    # where the intent is (default intent)
+//!     kind: broker                  # asks another agent through the broker
+//!     agent_id_field: agent_id      # default agent_id
+//!     intent_field: intent          # default intent
+//!     output_field: reply           # default: the node's id
 //!     requires: ["agents:travel"]   # capabilities this node needs, besides its own
-//!     out: reply
 //! ```
 //!
 //! * **`kind: tool`** calls `tool` through the door (capabilities, validation, replay,
@@ -27,58 +35,39 @@
 //!   inside a longer string are rendered as text (strings as they are, other values as
 //!   JSON). Paths use dot notation with array indices (`items[0].sku`), as in
 //!   [`chain`](crate::chain).
-//! * **`kind: broker`** sends the intent to the agent named by the state through the
-//!   [`Broker`] the caller put in the context
-//!   ([`ToolContext::with_resource`]`(`[`BrokerHandle`]`)`), and writes the reply in a
-//!   provenance envelope: `{"response": ..., "provenance": {"origin": "tool", "source":
-//!   ..., "external_id": ...}}`. The send is an operation of the door,
-//!   [`broker_send`] (`broker.send@1`): it requires the capability `broker:send`
-//!   (deny by default), is audited like any call, and with a cassette on the runtime
-//!   it is recorded once and replayed offline without calling the broker (must-stub,
-//!   in order, like model calls).
+//! * **`kind: broker`** is a [`BrokerNode`]: it asks the [`Broker`] in the caller's
+//!   context for the intent on behalf of the agent id (both strings in the state) and
+//!   writes the response plus a `__stargraph_provenance__` envelope. It passes the door
+//!   as `nautilus.broker_request@1`, requiring `tools:broker_request`; see
+//!   [`broker`](self::broker) for the details, and [`broker_request_tool`] for the same
+//!   request as a tool.
 //!
 //! Every node may list `requires`; the caller must hold each before the node runs.
+//! `state_schema` and `tools` are kept as written ([`Pipeline::state_schema`],
+//! [`Pipeline::tools`]); the nodes check what they read when they run.
 //! Parsing is strict: an unknown field, a wrong type or bad YAML is an error with its
 //! line and column; a field that does not belong to the node's kind, a missing one,
 //! or a duplicate id names the node. [`Pipeline::check`] finds unknown tools before
 //! anything runs, and a run that fails returns the state as it was, with the node.
 
+pub mod broker;
+
 use std::collections::BTreeSet;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::call::{Operation, Runtime};
+use crate::call::Runtime;
 use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::Registry;
-use crate::spec::{SideEffects, ToolSpec};
 
-/// The capability a broker send requires.
-pub const BROKER_CAPABILITY: &str = "broker:send";
-
-/// The operation of a broker send, `broker.send@1` (input: the agent id and the
-/// intent): `external`, must-stub, requiring [`BROKER_CAPABILITY`].
-pub fn broker_send() -> &'static Operation {
-    static SEND: LazyLock<Operation> = LazyLock::new(|| {
-        let mut spec = ToolSpec::new(
-            "broker",
-            "send",
-            "1",
-            SideEffects::External,
-            "Hands an intent to another agent through the broker.",
-        );
-        spec.permissions = vec![BROKER_CAPABILITY.to_owned()];
-        spec.input_schema = Value::Bool(true);
-        spec.output_schema = Value::Bool(true);
-        Operation::new(spec)
-    });
-    &SEND
-}
+use broker::Failure;
+pub use broker::{
+    broker_request, broker_request_spec, broker_request_tool, Broker, BrokerFuture, BrokerHandle,
+    BrokerNode, BrokerNodeConfig, BrokerResponse, BROKER_CAPABILITY, PROVENANCE_KEY,
+};
 
 /// What kind of node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,7 +75,7 @@ pub fn broker_send() -> &'static Operation {
 pub enum NodeKind {
     /// Calls a tool.
     Tool,
-    /// Hands an intent to another agent through the broker.
+    /// Asks another agent through the broker.
     Broker,
 }
 
@@ -104,61 +93,76 @@ pub struct Node {
     /// (tool) The input, with `{{state.path}}` templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Map<String, Value>>,
-    /// (broker) Where the agent id is in the state: `state.path`, default `agent_id`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    /// (broker) Where the intent is in the state: `state.path`, default `intent`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intent: Option<String>,
+    /// (broker) The state field holding the agent id (`agent` is read too): a field
+    /// or a path such as `state.route.agent_id`; default `agent_id`.
+    #[serde(default, alias = "agent", skip_serializing_if = "Option::is_none")]
+    pub agent_id_field: Option<String>,
+    /// (broker) The state field holding the intent (`intent` is read too); default
+    /// `intent`.
+    #[serde(default, alias = "intent", skip_serializing_if = "Option::is_none")]
+    pub intent_field: Option<String>,
     /// Capabilities the caller must hold for this node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
-    /// Where the result goes in the state.
-    pub out: String,
+    /// Where the result goes in the state (`output_field` is read too); default the
+    /// node's id.
+    #[serde(
+        default,
+        alias = "output_field",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub out: Option<String>,
+}
+
+impl Node {
+    /// The state key the node writes: `out`, or the node's id.
+    pub fn output_key(&self) -> &str {
+        self.out.as_deref().unwrap_or(&self.id)
+    }
+
+    /// A broker node's configuration, with the defaults filled in; `None` for a tool
+    /// node.
+    pub fn broker(&self) -> Option<BrokerNode> {
+        (self.kind == NodeKind::Broker).then(|| {
+            BrokerNode::new(BrokerNodeConfig {
+                agent_id_field: self.agent_id_field.clone().unwrap_or("agent_id".into()),
+                intent_field: self.intent_field.clone().unwrap_or("intent".into()),
+                output_field: self.output_key().to_owned(),
+            })
+            .with_id(self.id.clone())
+        })
+    }
+}
+
+/// A tool a graph declares it uses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRef {
+    /// The tool's id (`name` or `namespace.name`).
+    pub id: String,
+    /// Its version, as written.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
 }
 
 /// A pipeline document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pipeline {
-    /// The pipeline's name.
+    /// The pipeline's name (`graph` is read too); may be left out.
+    #[serde(default, alias = "graph", skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// A description, for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The state's fields and their types, as written (`agent_id: str`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub state_schema: Map<String, Value>,
+    /// The tools the graph declares it uses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolRef>,
     /// The nodes, run in order.
     pub nodes: Vec<Node>,
-}
-
-/// What a broker answered.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BrokerReply {
-    /// Who answered (a system or agent name), for provenance.
-    pub source: String,
-    /// The answer's id in that system.
-    pub external_id: String,
-    /// The answer.
-    pub response: Value,
-}
-
-/// The future a [`Broker`] returns.
-pub type BrokerFuture<'a> = Pin<Box<dyn Future<Output = Result<BrokerReply, String>> + Send + 'a>>;
-
-/// Hands intents to other agents (a message bus, an agent-to-agent protocol, ...).
-pub trait Broker: Send + Sync {
-    /// Sends `intent` to the agent `agent_id`; its reply, or why there is none.
-    fn send<'a>(&'a self, agent_id: &'a str, intent: &'a Value) -> BrokerFuture<'a>;
-}
-
-/// The broker, as a context resource: `ctx.with_resource(BrokerHandle::new(b))`.
-#[derive(Clone)]
-pub struct BrokerHandle(pub Arc<dyn Broker>);
-
-impl BrokerHandle {
-    /// Wraps a broker.
-    pub fn new(broker: impl Broker + 'static) -> BrokerHandle {
-        BrokerHandle(Arc::new(broker))
-    }
 }
 
 /// Why a pipeline could not be read, checked or run.
@@ -205,9 +209,21 @@ pub enum PipelineError {
         /// The state when it happened.
         state: Box<Value>,
     },
+    /// A field a broker node reads is not a string.
+    #[error("node `{node}`: state field `{field}` is {found}, not a string")]
+    NotAString {
+        /// The node's id.
+        node: String,
+        /// The field.
+        field: String,
+        /// What it is.
+        found: &'static str,
+        /// The state when it happened.
+        state: Box<Value>,
+    },
     /// A broker node ran with no broker in the context.
     #[error(
-        "node `{node}` needs a broker: add `BrokerHandle` to the context with `with_resource`"
+        "node `{node}`: no broker is registered: add `BrokerHandle` to the context with `with_resource`"
     )]
     MissingBroker {
         /// The node's id.
@@ -255,6 +271,7 @@ impl PipelineError {
     pub fn state(&self) -> Option<&Value> {
         match self {
             PipelineError::MissingState { state, .. }
+            | PipelineError::NotAString { state, .. }
             | PipelineError::MissingBroker { state, .. }
             | PipelineError::Denied { state, .. }
             | PipelineError::Tool { state, .. }
@@ -292,7 +309,7 @@ impl Pipeline {
     /// # }
     /// ```
     pub fn from_yaml(text: &str) -> Result<Pipeline, PipelineError> {
-        let pipeline: Pipeline = serde_norway::from_str(text).map_err(|e| {
+        let pipeline: Pipeline = yaml_serde::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             let text = e.to_string();
             // The location is in the error's fields; say it once.
@@ -318,7 +335,7 @@ impl Pipeline {
                 node: node.id.clone(),
                 message,
             };
-            if node.out.is_empty() {
+            if node.output_key().is_empty() {
                 return Err(bad("`out` is empty".into()));
             }
             match node.kind {
@@ -326,9 +343,12 @@ impl Pipeline {
                     if node.tool.is_none() {
                         return Err(bad("a tool node needs `tool`".into()));
                     }
-                    for field in [("agent", &node.agent), ("intent", &node.intent)] {
-                        if field.1.is_some() {
-                            return Err(bad(format!("`{}` belongs to broker nodes", field.0)));
+                    for (name, field) in [
+                        ("agent_id_field", &node.agent_id_field),
+                        ("intent_field", &node.intent_field),
+                    ] {
+                        if field.is_some() {
+                            return Err(bad(format!("`{name}` belongs to broker nodes")));
                         }
                     }
                     if let Some(inputs) = &node.inputs {
@@ -339,12 +359,15 @@ impl Pipeline {
                     if node.tool.is_some() || node.inputs.is_some() {
                         return Err(bad("`tool` and `inputs` belong to tool nodes".into()));
                     }
-                    for path in [&node.agent, &node.intent].into_iter().flatten() {
-                        state_path(path).ok_or_else(|| {
-                            bad(format!(
-                                "`{path}` is not a state path such as state.route.intent"
-                            ))
-                        })?;
+                    for path in [&node.agent_id_field, &node.intent_field]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if field_path(path).is_empty() {
+                            return Err(bad(format!(
+                                "`{path}` is not a state field such as intent or route.intent"
+                            )));
+                        }
                     }
                 }
             }
@@ -394,15 +417,21 @@ impl Pipeline {
                     state: snapshot(&state),
                 });
             }
-            let result = match node.kind {
-                NodeKind::Tool => self.run_tool(node, runtime, &state, ctx).await,
-                NodeKind::Broker => run_broker(node, &state, ctx, runtime).await,
+            let result = match node.broker() {
+                None => self
+                    .run_tool(node, runtime, &state, ctx)
+                    .await
+                    .map(|value| (node.output_key().to_owned(), value)),
+                Some(broker) => broker
+                    .patch(runtime, &state, ctx)
+                    .await
+                    .map(|patch| patch.into_iter().next().unwrap_or_default()),
             };
             match result {
-                Ok(value) => {
-                    state.insert(node.out.clone(), value);
+                Ok((key, value)) => {
+                    state.insert(key, value);
                 }
-                Err(failure) => return Err(failure.into_error(node, snapshot(&state))),
+                Err(failure) => return Err(failure.into_error(&node.id, snapshot(&state))),
             }
         }
         Ok(Value::Object(state))
@@ -422,99 +451,19 @@ impl Pipeline {
     }
 }
 
-/// A node's failure before the node and state are attached.
-enum Failure {
-    Denied(Vec<String>),
-    Missing(String),
-    NoBroker,
-    Tool(ToolError),
-    Broker(String),
-}
-
-impl Failure {
-    fn into_error(self, node: &Node, state: Box<Value>) -> PipelineError {
-        let node = node.id.clone();
-        match self {
-            Failure::Denied(missing) => PipelineError::Denied {
-                node,
-                missing,
-                state,
-            },
-            Failure::Missing(path) => PipelineError::MissingState { node, path, state },
-            Failure::NoBroker => PipelineError::MissingBroker { node, state },
-            Failure::Tool(error) => PipelineError::Tool { node, error, state },
-            Failure::Broker(message) => PipelineError::Broker {
-                node,
-                message,
-                state,
-            },
-        }
-    }
-}
-
-async fn run_broker(
-    node: &Node,
-    state: &Map<String, Value>,
-    ctx: &ToolContext,
-    runtime: &Runtime,
-) -> Result<Value, Failure> {
-    let agent_path = node
-        .agent
-        .as_deref()
-        .map_or("agent_id", |p| state_path(p).unwrap_or(p));
-    let intent_path = node
-        .intent
-        .as_deref()
-        .map_or("intent", |p| state_path(p).unwrap_or(p));
-    let agent = lookup(state, agent_path).ok_or_else(|| Failure::Missing(agent_path.to_owned()))?;
-    let agent = match agent {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let intent =
-        lookup(state, intent_path).ok_or_else(|| Failure::Missing(intent_path.to_owned()))?;
-    let broker = ctx
-        .resource::<BrokerHandle>()
-        .map_err(|_| Failure::NoBroker)?;
-    let send = broker_send();
-    let sent = runtime
-        .perform(
-            send,
-            || json!({ "agent_id": agent, "intent": intent }),
-            ctx,
-            || async {
-                let failed = |message: String| ToolError::Execution {
-                    key: send.key().to_owned(),
-                    message,
-                };
-                let reply = broker.0.send(&agent, intent).await.map_err(failed)?;
-                serde_json::to_value(&reply).map_err(|e| failed(e.to_string()))
-            },
-        )
-        .await
-        .map_err(|e| match e {
-            ToolError::CapabilityDenied { missing, .. } => Failure::Denied(missing),
-            ToolError::Execution { message, .. } => Failure::Broker(message),
-            other => Failure::Broker(other.to_string()),
-        })?;
-    let reply: BrokerReply = serde_json::from_value(sent)
-        .map_err(|e| Failure::Broker(format!("the recorded reply does not fit: {e}")))?;
-    Ok(json!({
-        "response": reply.response,
-        "provenance": {
-            "origin": "tool",
-            "source": reply.source,
-            "external_id": reply.external_id,
-        },
-    }))
+/// A state field as a node names it, `state.` optional: `state.a.b` and `a.b` ->
+/// `a.b`.
+pub(crate) fn field_path(field: &str) -> &str {
+    let field = field.trim();
+    field.strip_prefix("state.").unwrap_or(field)
 }
 
 /// `state.a.b` -> `a.b`.
-fn state_path(path: &str) -> Option<&str> {
+pub(crate) fn state_path(path: &str) -> Option<&str> {
     path.trim().strip_prefix("state.").filter(|p| !p.is_empty())
 }
 
-fn kind_of(value: &Value) -> &'static str {
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -42,8 +42,8 @@ fn trip_planner() -> Result<Skill, SkillError> {
         .with_system_prompt("You plan road trips.")
         .with_requires(&["trips:plan"])
         .with_example(
-            "Oslo to Bergen",
-            json!({"destination": "Bergen", "km": 463, "stops": {}}),
+            json!({"task": "Oslo to Bergen"}),
+            Some(json!({"destination": "Bergen", "km": 463, "stops": {}})),
         )
         .build()
 }
@@ -143,7 +143,10 @@ fn tools_must_exist_and_identity_is_checked() {
     // An example whose output is not the state is refused.
     let bad_example = Skill::builder::<TripPlan>("trip", "1.0.0", SkillKind::Utility)
         .with_description("x")
-        .with_example("Oslo to Bergen", json!({"destination": "Bergen"}))
+        .with_example(
+            json!({"task": "Oslo to Bergen"}),
+            Some(json!({"destination": "Bergen"})),
+        )
         .build();
     match bad_example {
         Err(SkillError::BadExample {

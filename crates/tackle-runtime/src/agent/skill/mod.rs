@@ -17,14 +17,32 @@
 //! semver (`1.2.0`), and the [`site_id`](Skill::site_id) is `name@version`. The
 //! [`kind`](SkillKind) (`agent`, `workflow`, `utility`) is catalogue metadata.
 //!
+//! A skill may have a **subgraph**: a [pipeline](crate::pipeline) document, inline or
+//! by path. A skill with a subgraph whose kind is not `agent` runs it
+//! deterministically ([`Skill::run_workflow`]), with no model: the inputs are the
+//! initial state, and the state's declared keys are read back as the typed state.
+//!
+//! **The write whitelist.** A skill writes only its declared output keys
+//! ([`declared_output_keys`](Skill::declared_output_keys)). A subgraph node whose output
+//! key is not declared is refused when the skill is built
+//! ([`SkillError::UndeclaredWrite`]); a subgraph tool that the skill does not list in
+//! `tools` is refused when it is registered; an agent's answer with an undeclared key is
+//! refused at the boundary ([`SkillError::BadAnswer`], naming the key). Nothing is
+//! silently dropped.
+//!
+//! The portable form of a skill is a [`SkillSpec`] (plain serde, its state as a JSON
+//! Schema): [`Skill::to_spec`], [`Skill::from_spec`].
+//!
 //! Skills register at link time like tools, with
 //! [`register_skill!`](crate::register_skill) naming a function that builds the skill,
 //! and [`Skills::from_inventory`] collects them against a registry. A run
 //! ([`Skill::run`]) is a [ReAct](crate::agent::react) loop over the skill's tools whose
-//! final answer must be a JSON object of the state type; it is validated against the
+//! final answer must be a JSON object of the state type (and nothing else); it is validated against the
 //! state's schema and returned as the typed state. With `bubble_events` (the default)
 //! the progress and stream events of the skill's tool calls reach the caller's event
 //! sink; without it they are kept inside the skill.
+
+mod spec;
 
 use std::any::type_name;
 use std::collections::BTreeMap;
@@ -35,13 +53,16 @@ use serde_json::Value;
 
 use crate::agent::model::ChatModel;
 use crate::agent::react::{AgentError, ReactSkill, ReactState};
+use crate::call::Runtime;
 use crate::context::ToolContext;
 use crate::executor::Executor;
+use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
 use crate::schema::output_schema;
 use crate::validate::SchemaValidator;
 
 pub use crate::abi::SkillState;
+pub use spec::{Example, SkillSpec, Subgraph};
 
 /// What a skill is, for catalogues and routing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -53,15 +74,6 @@ pub enum SkillKind {
     Workflow,
     /// A small helper other skills use.
     Utility,
-}
-
-/// An example of a skill's use: a task and the state it should end in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SkillExample {
-    /// The task given.
-    pub task: String,
-    /// The state expected, as JSON (validated against the state's schema).
-    pub output: Value,
 }
 
 /// Why a skill could not be built, registered or run.
@@ -90,8 +102,8 @@ pub enum SkillError {
         /// The state type.
         state: &'static str,
     },
-    /// An example's output does not fit the state.
-    #[error("skill `{site_id}`: example {index} does not fit the state: {problems}")]
+    /// An example is not objects, or its expected output does not fit the state.
+    #[error("skill `{site_id}`: example {index}: {problems}")]
     BadExample {
         /// The skill.
         site_id: String,
@@ -99,6 +111,73 @@ pub enum SkillError {
         index: usize,
         /// What is wrong.
         problems: String,
+    },
+    /// The subgraph could not be read, or does not fit its tools.
+    #[error("skill `{site_id}`: subgraph: {error}")]
+    Subgraph {
+        /// The skill.
+        site_id: String,
+        /// What is wrong.
+        error: Box<PipelineError>,
+    },
+    /// The subgraph writes a key the state does not declare.
+    #[error(
+        "skill `{site_id}`: node `{node}` writes `{key}`, which is not a declared output key ({declared:?})"
+    )]
+    UndeclaredWrite {
+        /// The skill.
+        site_id: String,
+        /// The node.
+        node: String,
+        /// The key it writes.
+        key: String,
+        /// The keys the state declares.
+        declared: Vec<String>,
+    },
+    /// A subgraph calls a tool the skill does not list in its tools.
+    #[error(
+        "skill `{site_id}`: node `{node}` calls `{tool}`, which is not among the skill's tools"
+    )]
+    ToolNotListed {
+        /// The skill.
+        site_id: String,
+        /// The node.
+        node: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A portable spec's declared output keys are not the state type's.
+    #[error("skill `{site_id}`: the spec declares {spec:?}, the state type `{state}` {actual:?}")]
+    SpecMismatch {
+        /// The skill.
+        site_id: String,
+        /// The keys the spec declares.
+        spec: Vec<String>,
+        /// The state type.
+        state: &'static str,
+        /// Its keys.
+        actual: Vec<String>,
+    },
+    /// The skill has no subgraph to run as a workflow.
+    #[error("skill `{0}` has no subgraph to run")]
+    NoSubgraph(String),
+    /// A workflow run's subgraph failed; the error keeps the state.
+    #[error("skill `{site_id}`: {error}")]
+    Workflow {
+        /// The skill.
+        site_id: String,
+        /// What failed, with the state at that point.
+        error: Box<PipelineError>,
+    },
+    /// A workflow ended in a state that does not fit the state type.
+    #[error("skill `{site_id}`: the final state is not a valid state: {problems}")]
+    BadState {
+        /// The skill.
+        site_id: String,
+        /// What is wrong.
+        problems: String,
+        /// The subgraph's final state.
+        state: Box<Value>,
     },
     /// A tool the skill uses is not registered.
     #[error("skill `{site_id}` uses `{tool}`, which is not registered")]
@@ -179,7 +258,9 @@ pub struct Skill {
     tools: Vec<String>,
     system_prompt: String,
     requires: Vec<String>,
-    examples: Vec<SkillExample>,
+    examples: Vec<Example>,
+    subgraph: Option<Subgraph>,
+    graph: Option<Pipeline>,
     bubble_events: bool,
     state_type: &'static str,
     state_schema: Value,
@@ -191,6 +272,7 @@ pub struct Skill {
 #[must_use]
 pub struct SkillBuilder {
     skill: Skill,
+    raw_examples: Vec<(Value, Option<Value>)>,
 }
 
 impl Skill {
@@ -216,11 +298,59 @@ impl Skill {
                 system_prompt: String::new(),
                 requires: Vec::new(),
                 examples: Vec::new(),
+                subgraph: None,
+                graph: None,
                 bubble_events: true,
                 state_type: type_name::<S>(),
                 state_schema,
                 output_keys,
             },
+            raw_examples: Vec::new(),
+        }
+    }
+
+    /// Binds a portable spec to the state type `S`: the spec's declared output keys
+    /// (when it lists them) must be `S`'s, and everything is checked as
+    /// [`SkillBuilder::build`] checks it (a subgraph path is read).
+    pub fn from_spec<S: SkillState>(spec: SkillSpec) -> Result<Skill, SkillError> {
+        let mut builder = Skill::builder::<S>(spec.name, spec.version, spec.kind)
+            .with_description(spec.description)
+            .with_bubble_events(spec.bubble_events);
+        builder.skill.tools = spec.tools;
+        builder.skill.requires = spec.requires;
+        builder.skill.system_prompt = spec.system_prompt.unwrap_or_default();
+        builder.skill.subgraph = spec.subgraph;
+        builder.skill.examples = spec.examples;
+        let mut declared = spec.declared_output_keys;
+        declared.sort();
+        let mut actual = builder.skill.output_keys.clone();
+        actual.sort();
+        if !declared.is_empty() && declared != actual {
+            return Err(SkillError::SpecMismatch {
+                site_id: builder.skill.site_id(),
+                spec: declared,
+                state: builder.skill.state_type,
+                actual,
+            });
+        }
+        builder.build()
+    }
+
+    /// The skill as portable data.
+    pub fn to_spec(&self) -> SkillSpec {
+        SkillSpec {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            kind: self.kind,
+            description: self.description.clone(),
+            tools: self.tools.clone(),
+            subgraph: self.subgraph.clone(),
+            system_prompt: (!self.system_prompt.is_empty()).then(|| self.system_prompt.clone()),
+            state_schema: self.state_schema.clone(),
+            requires: self.requires.clone(),
+            examples: self.examples.clone(),
+            bubble_events: self.bubble_events,
+            declared_output_keys: self.output_keys.clone(),
         }
     }
 
@@ -265,8 +395,18 @@ impl Skill {
     }
 
     /// The examples.
-    pub fn examples(&self) -> &[SkillExample] {
+    pub fn examples(&self) -> &[Example] {
         &self.examples
+    }
+
+    /// The subgraph, as given (a path or a document).
+    pub fn subgraph(&self) -> Option<&Subgraph> {
+        self.subgraph.as_ref()
+    }
+
+    /// The subgraph's document, read.
+    pub fn graph(&self) -> Option<&Pipeline> {
+        self.graph.as_ref()
     }
 
     /// Whether tool events reach the caller's sink.
@@ -274,7 +414,13 @@ impl Skill {
         self.bubble_events
     }
 
-    /// The declared output keys: the state type's fields, as serialized.
+    /// The declared output keys: the state type's fields, as serialized. The skill may
+    /// write these keys and no other.
+    pub fn declared_output_keys(&self) -> &[String] {
+        &self.output_keys
+    }
+
+    /// The same as [`declared_output_keys`](Self::declared_output_keys).
     pub fn output_keys(&self) -> &[String] {
         &self.output_keys
     }
@@ -308,12 +454,121 @@ impl Skill {
                 });
             }
         }
+        if let Some(graph) = &self.graph {
+            graph
+                .check(registry)
+                .map_err(|error| SkillError::Subgraph {
+                    site_id: self.site_id(),
+                    error: Box::new(error),
+                })?;
+            let listed: Vec<&str> = self
+                .tools
+                .iter()
+                .filter_map(|t| registry.resolve(t).ok().map(|tool| tool.key()))
+                .collect();
+            for node in &graph.nodes {
+                let Some(tool) = &node.tool else { continue };
+                let key = registry.resolve(tool).map(|t| t.key()).unwrap_or(tool);
+                if !listed.contains(&key) {
+                    return Err(SkillError::ToolNotListed {
+                        site_id: self.site_id(),
+                        node: node.id.clone(),
+                        tool: tool.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the subgraph over `inputs` (a JSON object, the initial state) with no
+    /// model, after checking `requires` against `ctx`; the state's declared keys are
+    /// read back as `S`. See the [module docs](self).
+    pub async fn run_workflow<S: SkillState>(
+        &self,
+        runtime: &Runtime,
+        inputs: Value,
+        ctx: &ToolContext,
+    ) -> Result<SkillRun<S>, SkillError> {
+        let site_id = self.site_id();
+        self.check_state::<S>()?;
+        let Some(graph) = &self.graph else {
+            return Err(SkillError::NoSubgraph(site_id));
+        };
+        let missing = self.missing_capabilities(ctx);
+        if !missing.is_empty() {
+            return Err(SkillError::Denied { site_id, missing });
+        }
+        let inner_ctx;
+        let ctx = if self.bubble_events {
+            ctx
+        } else {
+            inner_ctx = ctx.clone().without_events();
+            &inner_ctx
+        };
+        let input_keys: Vec<String> = inputs
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        let end = graph
+            .run(runtime, inputs, ctx)
+            .await
+            .map_err(|error| SkillError::Workflow {
+                site_id: site_id.clone(),
+                error: Box::new(error),
+            })?;
+        let Value::Object(end) = end else {
+            return Err(SkillError::NoSubgraph(site_id));
+        };
+        // The boundary: every key the run added is declared (the build checked the
+        // nodes; this holds whatever a node did).
+        if let Some(key) = end
+            .keys()
+            .find(|k| !input_keys.contains(k) && !self.output_keys.contains(k))
+        {
+            return Err(SkillError::UndeclaredWrite {
+                site_id,
+                node: "(subgraph)".into(),
+                key: key.clone(),
+                declared: self.output_keys.clone(),
+            });
+        }
+        let out: serde_json::Map<String, Value> = end
+            .iter()
+            .filter(|(k, _)| self.output_keys.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let out = Value::Object(out);
+        let bad = |problems: String| SkillError::BadState {
+            site_id: site_id.clone(),
+            problems,
+            state: Box::new(Value::Object(end.clone())),
+        };
+        check_against(&self.state_schema, &out).map_err(bad)?;
+        let state = serde_json::from_value(out).map_err(|e| bad(e.to_string()))?;
+        Ok(SkillRun {
+            state,
+            run: ReactState::default(),
+            graph_state: Some(Value::Object(end)),
+        })
+    }
+
+    fn check_state<S: SkillState>(&self) -> Result<(), SkillError> {
+        if type_name::<S>() != self.state_type {
+            return Err(SkillError::WrongState {
+                site_id: self.site_id(),
+                declared: self.state_type,
+                asked: type_name::<S>(),
+            });
+        }
         Ok(())
     }
 
     /// Runs the skill on `task`: checks `requires` against `ctx` first, then runs the
     /// ReAct loop with `model` over the skill's tools, and reads the final answer as
-    /// the state `S` (which must be the skill's state type).
+    /// the state `S` (which must be the skill's state type). A skill with a subgraph
+    /// whose kind is not `agent` runs the subgraph instead, with the state
+    /// `{"task": task}` and no model call ([`run_workflow`](Self::run_workflow)).
     pub async fn run<S: SkillState>(
         &self,
         model: Arc<dyn ChatModel>,
@@ -322,12 +577,10 @@ impl Skill {
         ctx: &ToolContext,
     ) -> Result<SkillRun<S>, SkillError> {
         let site_id = self.site_id();
-        if type_name::<S>() != self.state_type {
-            return Err(SkillError::WrongState {
-                site_id,
-                declared: self.state_type,
-                asked: type_name::<S>(),
-            });
+        self.check_state::<S>()?;
+        if self.graph.is_some() && self.kind != SkillKind::Agent {
+            let inputs = serde_json::json!({ "task": task });
+            return self.run_workflow(executor.runtime(), inputs, ctx).await;
         }
         let missing = self.missing_capabilities(ctx);
         if !missing.is_empty() {
@@ -363,7 +616,11 @@ impl Skill {
             });
         };
         match self.read_state::<S>(answer) {
-            Ok(state) => Ok(SkillRun { state, run }),
+            Ok(state) => Ok(SkillRun {
+                state,
+                run,
+                graph_state: None,
+            }),
             Err(problems) => Err(SkillError::BadAnswer {
                 site_id,
                 problems,
@@ -393,6 +650,15 @@ impl Skill {
             .trim();
         let value: Value =
             serde_json::from_str(text).map_err(|e| format!("the answer is not JSON ({e})"))?;
+        if let Some(key) = value
+            .as_object()
+            .and_then(|m| m.keys().find(|k| !self.output_keys.contains(k)))
+        {
+            return Err(format!(
+                "it writes `{key}`, which is not a declared output key ({})",
+                self.output_keys.join(", ")
+            ));
+        }
         check_against(&self.state_schema, &value)?;
         serde_json::from_value(value).map_err(|e| e.to_string())
     }
@@ -414,8 +680,10 @@ fn check_against(schema: &Value, value: &Value) -> Result<(), String> {
 pub struct SkillRun<S> {
     /// The state the skill ended in.
     pub state: S,
-    /// The trajectory and tool calls.
+    /// The trajectory and tool calls (empty for a workflow run).
     pub run: ReactState,
+    /// A workflow run's final subgraph state (inputs and every node's output).
+    pub graph_state: Option<Value>,
 }
 
 impl SkillBuilder {
@@ -443,12 +711,24 @@ impl SkillBuilder {
         self
     }
 
-    /// Adds an example.
-    pub fn with_example(mut self, task: impl Into<String>, output: Value) -> SkillBuilder {
-        self.skill.examples.push(SkillExample {
-            task: task.into(),
-            output,
-        });
+    /// Adds an example: `inputs` (a JSON object; an agent skill's task is
+    /// `inputs["task"]`) and the output expected, if stated (a state of the skill).
+    /// Both are checked by [`build`](Self::build).
+    pub fn with_example(mut self, inputs: Value, expected_output: Option<Value>) -> SkillBuilder {
+        self.raw_examples.push((inputs, expected_output));
+        self
+    }
+
+    /// The subgraph: a pipeline document run by [`Skill::run_workflow`].
+    pub fn with_subgraph(mut self, graph: Pipeline) -> SkillBuilder {
+        self.skill.subgraph = Some(Subgraph::Inline(Box::new(graph)));
+        self
+    }
+
+    /// The subgraph, from a YAML pipeline document at `path` (read by
+    /// [`build`](Self::build)).
+    pub fn with_subgraph_file(mut self, path: impl Into<String>) -> SkillBuilder {
+        self.skill.subgraph = Some(Subgraph::Path(path.into()));
         self
     }
 
@@ -458,9 +738,10 @@ impl SkillBuilder {
         self
     }
 
-    /// Checks the name, version, description, state and examples.
+    /// Checks the name, version, description, state and examples, reads the subgraph
+    /// and checks that its nodes write only declared output keys.
     pub fn build(self) -> Result<Skill, SkillError> {
-        let skill = self.skill;
+        let mut skill = self.skill;
         if !is_slug(&skill.name) {
             return Err(SkillError::BadName(skill.name));
         }
@@ -479,14 +760,65 @@ impl SkillBuilder {
                 state: skill.state_type,
             });
         }
+        let first_raw = skill.examples.len();
+        for (i, (inputs, expected)) in self.raw_examples.into_iter().enumerate() {
+            let bad = |problems: String| SkillError::BadExample {
+                site_id: skill.site_id(),
+                index: first_raw + i,
+                problems,
+            };
+            let Value::Object(inputs) = inputs else {
+                return Err(bad("the inputs are not a JSON object".into()));
+            };
+            let expected_output = match expected {
+                None => None,
+                Some(Value::Object(out)) => Some(out),
+                Some(_) => return Err(bad("the expected output is not a JSON object".into())),
+            };
+            skill.examples.push(Example {
+                inputs,
+                expected_output,
+            });
+        }
         for (index, example) in skill.examples.iter().enumerate() {
-            check_against(&skill.state_schema, &example.output).map_err(|problems| {
-                SkillError::BadExample {
+            if let Some(out) = &example.expected_output {
+                check_against(&skill.state_schema, &Value::Object(out.clone())).map_err(
+                    |problems| SkillError::BadExample {
+                        site_id: skill.site_id(),
+                        index,
+                        problems: format!("the expected output does not fit the state: {problems}"),
+                    },
+                )?;
+            }
+        }
+        skill.graph = match &skill.subgraph {
+            None => None,
+            Some(Subgraph::Inline(graph)) => Some((**graph).clone()),
+            Some(Subgraph::Path(path)) => {
+                let read = std::fs::read_to_string(path).map_err(|e| PipelineError::Parse {
+                    line: 0,
+                    column: 0,
+                    message: format!("cannot read `{path}`: {e}"),
+                });
+                let graph = read.and_then(|text| Pipeline::from_yaml(&text));
+                Some(graph.map_err(|error| SkillError::Subgraph {
                     site_id: skill.site_id(),
-                    index,
-                    problems,
+                    error: Box::new(error),
+                })?)
+            }
+        };
+        if let Some(graph) = &skill.graph {
+            for node in &graph.nodes {
+                let key = node.output_key();
+                if !skill.output_keys.iter().any(|k| k == key) {
+                    return Err(SkillError::UndeclaredWrite {
+                        site_id: skill.site_id(),
+                        node: node.id.clone(),
+                        key: key.to_owned(),
+                        declared: skill.output_keys.clone(),
+                    });
                 }
-            })?;
+            }
         }
         Ok(skill)
     }

@@ -138,15 +138,30 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         .filter(|s| s.starts_with("tool.call"))
         .collect();
     assert_eq!(calls.len(), 4, "one span per call: {spans:?}");
+    // The seed's attribute set (Graphorin's `graphorin.tool.*`, without the prefix).
+    let (head, duration) = calls[0].split_once(" tool.duration_ms=").unwrap();
     assert_eq!(
-        calls[0].as_str(),
-        "tool.call call.id=0 tool.key=bank.pay@1 tool.side_effects=external tool.trust=first-party call.outcome=ok"
+        head,
+        "tool.call tool.call_id=0 tool.name=bank.pay@1 tool.side_effect_class=external \
+         tool.trust_class=first-party tool.sensitivity=internal tool.sandbox.kind=in-process \
+         tool.result.max_tokens=16384 tool.result.truncation.strategy=middle \
+         tool.result.truncation.applied=false tool.inbound.sanitization.policy=pass-through"
     );
+    let (ms, outcome) = duration.split_once(' ').unwrap();
+    assert!(ms.parse::<f64>().unwrap() >= 0.0);
+    assert_eq!(outcome, "call.outcome=ok");
     assert!(calls[1].ends_with("call.outcome=Execution"), "{}", calls[1]);
     // A key that resolves to no tool still leaves a span, without the tool's fields.
     assert_eq!(
-        calls[3].as_str(),
-        "tool.call call.id=3 call.outcome=NotFound"
+        calls[3].split(" tool.duration_ms=").next().unwrap(),
+        "tool.call tool.call_id=3"
+    );
+    assert!(calls[3].ends_with("call.outcome=NotFound"), "{}", calls[3]);
+    assert_eq!(
+        calls[3].matches('=').count(),
+        3,
+        "no tool attributes: {}",
+        calls[3]
     );
     let all = spans.join("\n") + &serde_json::to_string(&events).unwrap();
     assert!(

@@ -31,7 +31,7 @@ async fn tools_of_a_renamed_dependency_register_and_run() {
     assert_eq!(spec.side_effects, SideEffects::Write);
     assert_eq!(spec.replay_policy, ReplayPolicy::FailLoud);
     assert_eq!(spec.execution_mode, ExecutionMode::Sequential);
-    assert_eq!(spec.result_shaping, ResultShaping::SpillToFile);
+    assert_eq!(spec.result_shaping, Some(ResultShaping::SpillToFile));
     assert_eq!(spec.trust, Trust::Trusted);
     assert_eq!(
         spec.cost_estimate.map(|d| d.to_string()),

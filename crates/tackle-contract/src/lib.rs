@@ -66,6 +66,13 @@ pub mod attr {
     pub const TRUST: &str = "trust";
     /// `blocking`: a synchronous tool that blocks.
     pub const BLOCKING: &str = "blocking";
+    /// `sensitivity = public | internal | confidential | secret`.
+    pub const SENSITIVITY: &str = "sensitivity";
+    /// `preferred_model = "fast" | "balanced" | "smart" | "<model>"`.
+    pub const PREFERRED_MODEL: &str = "preferred_model";
+    /// `defer_loading`: the tool is found through `tool_search` instead of being
+    /// offered up front.
+    pub const DEFER_LOADING: &str = "defer_loading";
     /// `params(a = "...")`: parameter descriptions.
     pub const PARAMS: &str = "params";
     /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it
@@ -96,6 +103,9 @@ pub mod attr {
         SECRETS,
         TRUST,
         BLOCKING,
+        SENSITIVITY,
+        PREFERRED_MODEL,
+        DEFER_LOADING,
         PARAMS,
         CRATE,
     ];
@@ -373,6 +383,54 @@ words! {
         SpillToFile = "spill-to-file",
         /// Asks the runtime's summarizer hook for a summary within the limit.
         Summarize = "summarize",
+    }
+}
+
+/// The longest result, in estimated tokens, before the door shapes it, for a tool that
+/// does not set `max_result_tokens`: 16384. A tool that sets `0` is never shaped.
+pub const DEFAULT_MAX_RESULT_TOKENS: u32 = 16384;
+
+impl ResultShaping {
+    /// The strategy of a tool that does not choose one, by the tool's name: `tail` for
+    /// `code_execution` (the start of a program's output says most), `summarize` for
+    /// `web_search`, `middle` for every other tool.
+    pub const fn default_for_tool(name: &str) -> ResultShaping {
+        if same(name, "code_execution") {
+            ResultShaping::Tail
+        } else if same(name, "web_search") {
+            ResultShaping::Summarize
+        } else {
+            ResultShaping::Middle
+        }
+    }
+}
+
+words! {
+    /// How sensitive a tool's results are. Spilled results carry it to the spill
+    /// writer, and the door's span records it; `secret` results are never spilled.
+    #[derive(Default, PartialOrd, Ord)]
+    pub enum Sensitivity ("sensitivity") {
+        /// Anyone may see it.
+        Public = "public",
+        /// For the operator's own people and systems.
+        #[default]
+        Internal = "internal",
+        /// For those who need it.
+        Confidential = "confidential",
+        /// Never written outside the process.
+        Secret = "secret",
+    }
+}
+
+words! {
+    /// A cost tier a tool may prefer its model from: cheaper and quicker, to smarter.
+    pub enum ModelHint ("model hint") {
+        /// The quickest, cheapest model.
+        Fast = "fast",
+        /// The middle ground.
+        Balanced = "balanced",
+        /// The most capable model.
+        Smart = "smart",
     }
 }
 

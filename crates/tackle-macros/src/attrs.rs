@@ -13,7 +13,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, MetaNameValue, Token};
 
 use tackle_contract::{
-    attr, ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, Trust, Words,
+    attr, ExecutionMode, ReplayPolicy, ResultShaping, Sensitivity, SideEffects, Trust, Words,
 };
 
 use crate::json;
@@ -56,6 +56,9 @@ pub struct ToolAttrs {
     pub secrets: Vec<LitStr>,
     pub trust: Option<Word<Trust>>,
     pub blocking: bool,
+    pub sensitivity: Option<Word<Sensitivity>>,
+    pub preferred_model: Option<LitStr>,
+    pub defer_loading: bool,
     pub params: Vec<(Ident, LitStr)>,
     /// `crate = "path"`: where the `tackle` crate is.
     pub krate: Option<syn::Path>,
@@ -160,6 +163,18 @@ impl ToolAttrs {
                 other => self.needs_approval = flag(key, span, other)?,
             },
             attr::BLOCKING => self.blocking = flag(key, span, raw)?,
+            attr::DEFER_LOADING => self.defer_loading = flag(key, span, raw)?,
+            attr::SENSITIVITY => self.sensitivity = Some(word(key, span, raw)?),
+            attr::PREFERRED_MODEL => {
+                let lit = lit_str(key, span, raw)?;
+                if lit.value().trim().is_empty() {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "`preferred_model` is a tier (\"fast\", \"balanced\", \"smart\") or a model's name, not empty",
+                    ));
+                }
+                self.preferred_model = Some(lit);
+            }
             attr::TIMEOUT_MS => self.timeout_ms = Some(int(key, span, raw)?),
             attr::MAX_RESULT_TOKENS => self.max_result_tokens = Some(int(key, span, raw)?),
             attr::COST_ESTIMATE => self.cost_estimate = Some(decimal(span, raw)?),

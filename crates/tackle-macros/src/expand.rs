@@ -5,8 +5,8 @@ use quote::{format_ident, quote};
 use syn::ItemFn;
 
 use tackle_contract::{
-    attr, is_name, is_namespace, is_version, ExecutionMode, ResultShaping, SideEffects, Trust,
-    Words, NAME_CHARACTERS, VERSION_CHARACTERS,
+    attr, is_name, is_namespace, is_version, ExecutionMode, Sensitivity, SideEffects, Trust, Words,
+    NAME_CHARACTERS, VERSION_CHARACTERS,
 };
 
 use crate::attrs::{self, ToolAttrs};
@@ -372,12 +372,15 @@ fn generate(
             .execution_mode
             .map_or(ExecutionMode::default(), |w| w.value),
     );
-    let result_shaping = word_tokens(
+    let result_shaping = opt(attrs.result_shaping.map(|w| word_tokens(&p, w.value)));
+    let sensitivity = word_tokens(
         &p,
         attrs
-            .result_shaping
-            .map_or(ResultShaping::default(), |w| w.value),
+            .sensitivity
+            .map_or(Sensitivity::default(), |w| w.value),
     );
+    let preferred_model = opt(attrs.preferred_model.as_ref());
+    let defer_loading = attrs.defer_loading;
     let secrets = &attrs.secrets;
     let approval_when = match &attrs.approval_when {
         Some(path) => quote! {
@@ -483,6 +486,9 @@ fn generate(
                 secrets: &[#(#secrets),*],
                 approval_when: #approval_when,
                 trust: #trust,
+                sensitivity: #sensitivity,
+                preferred_model: #preferred_model,
+                defer_loading: #defer_loading,
                 blocking: #blocking,
                 uses_context: #uses_context,
             };

@@ -33,6 +33,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
+use tackle_runtime::events::DEFAULT_EVENT_QUEUE_DEPTH;
 use tackle_runtime::{event_queue, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec};
 
 use crate::names::NameMap;
@@ -279,7 +280,7 @@ impl ServerHandler for McpServer {
             .get_progress_token()
             .filter(|_| tool.takes_context());
         let forwarder = progress.map(|token| {
-            let (sink, mut events) = event_queue(256);
+            let (sink, mut events) = event_queue(DEFAULT_EVENT_QUEUE_DEPTH);
             ctx = ctx.clone().with_events(sink.clone());
             let peer = context.peer.clone();
             let task = tokio::spawn(async move {

@@ -21,7 +21,10 @@ use serde_json::{Map, Value};
 pub use crate::context::ToolContext;
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
-pub use crate::spec::{ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolSpec, Trust};
+pub use crate::spec::{
+    ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity, SideEffects, ToolSpec,
+    Trust,
+};
 pub use inventory;
 pub use rust_decimal;
 pub use schemars;
@@ -142,11 +145,14 @@ pub struct StaticSpec {
     pub needs_approval: bool,
     pub timeout_ms: Option<u64>,
     pub max_result_tokens: Option<u32>,
-    pub result_shaping: ResultShaping,
+    pub result_shaping: Option<ResultShaping>,
     pub secrets: &'static [&'static str],
     pub approval_when: Option<fn(&Value) -> bool>,
     pub trust: Trust,
     pub blocking: bool,
+    pub sensitivity: Sensitivity,
+    pub preferred_model: Option<&'static str>,
+    pub defer_loading: bool,
     /// Whether the function takes the `ToolContext` (and so may stream, report
     /// progress or read secrets); the door gives other tools no per-call scope.
     pub uses_context: bool,
@@ -195,6 +201,9 @@ impl StaticSpec {
             secrets: strings(self.secrets),
             trust: self.trust,
             blocking: self.blocking,
+            sensitivity: self.sensitivity,
+            preferred_model: self.preferred_model.map(PreferredModel::parse),
+            defer_loading: self.defer_loading,
         }
     }
 }

@@ -8,9 +8,17 @@
 //! [`Counters::snapshot`]. Inputs, outputs and secret values never appear in events:
 //! error messages are scrubbed of the caller's secrets first.
 //!
-//! Each call also runs inside a `tracing` span named `tool.call`, with the fields
-//! `tool.key`, `tool.side_effects`, `tool.trust`, `call.id` and, once known,
-//! `call.outcome`.
+//! Each call also runs inside a `tracing` span named `tool.call` whose attributes are
+//! the seed's (Graphorin's `graphorin.tool.*`, without the prefix): `tool.call_id`,
+//! and once the tool is known `tool.name` (its key), `tool.side_effect_class`,
+//! `tool.trust_class`, `tool.sensitivity`, `tool.sandbox.kind` (`in-process`),
+//! `tool.result.max_tokens` (0: shaping off), `tool.result.truncation.strategy` and
+//! `tool.result.truncation.applied`, `tool.inbound.sanitization.policy` and
+//! `tool.inbound.sanitization.patterns_hit_count`, then `tool.duration_ms` and
+//! `call.outcome` (`ok` or the error kind).
+//!
+//! [`CounterSnapshot::named`] gives the counters under the seed's stable names
+//! (`tool.executor.*`, `tool.result.*`, `tool.inbound.sanitization.*`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -100,6 +108,9 @@ pub struct AuditEvent {
     pub shaped: Option<ShapeReport>,
     /// Instruction-like text found in the result.
     pub findings: Vec<Finding>,
+    /// Whether the memory guard found a region the call changed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub memory_guard_mismatch: bool,
 }
 
 /// A failed call's error, in an audit event.
@@ -175,6 +186,7 @@ pub struct Counters {
     approvals_granted: AtomicU64,
     shaped: AtomicU64,
     flagged: AtomicU64,
+    memory_guard_mismatches: AtomicU64,
 }
 
 impl fmt::Debug for Counters {
@@ -204,9 +216,44 @@ pub struct CounterSnapshot {
     pub shaped: u64,
     /// Results with instruction-like text.
     pub flagged: u64,
+    /// Calls after which the memory guard found a region changed.
+    pub memory_guard_mismatches: u64,
 }
 
 impl CounterSnapshot {
+    /// The counters under their stable names, as a metrics exporter publishes them:
+    /// `tool.executor.calls.total`, `tool.executor.ok.total`,
+    /// `tool.executor.errors.total{kind="<Kind>"}` for each kind that happened,
+    /// `tool.executor.replayed.total`, `tool.executor.deduplicated.total`,
+    /// `tool.executor.approvals.asked.total`, `tool.executor.approvals.granted.total`,
+    /// `tool.executor.memory_guard.mismatch.total`, `tool.result.truncated.total` and
+    /// `tool.inbound.sanitization.flagged.total`.
+    pub fn named(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let mut put = |name: &str, n: u64| {
+            out.insert(name.to_owned(), n);
+        };
+        put("tool.executor.calls.total", self.calls);
+        put("tool.executor.ok.total", self.ok);
+        put("tool.executor.replayed.total", self.replayed);
+        put("tool.executor.deduplicated.total", self.deduplicated);
+        put("tool.executor.approvals.asked.total", self.approvals_asked);
+        put(
+            "tool.executor.approvals.granted.total",
+            self.approvals_granted,
+        );
+        put(
+            "tool.executor.memory_guard.mismatch.total",
+            self.memory_guard_mismatches,
+        );
+        put("tool.result.truncated.total", self.shaped);
+        put("tool.inbound.sanitization.flagged.total", self.flagged);
+        for (kind, n) in &self.errors {
+            out.insert(format!("tool.executor.errors.total{{kind=\"{kind}\"}}"), *n);
+        }
+        out
+    }
+
     /// Failed calls of one kind.
     pub fn errors_of(&self, kind: ToolErrorKind) -> u64 {
         self.errors.get(kind.as_str()).copied().unwrap_or(0)
@@ -232,6 +279,7 @@ impl Counters {
             approvals_granted: get(&self.approvals_granted),
             shaped: get(&self.shaped),
             flagged: get(&self.flagged),
+            memory_guard_mismatches: get(&self.memory_guard_mismatches),
         }
     }
 
@@ -250,6 +298,10 @@ impl Counters {
             }
             _ => {}
         }
+    }
+
+    pub(crate) fn memory_guard_mismatch(&self) {
+        self.memory_guard_mismatches.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn approval(&self, asked: bool, granted: bool) {

@@ -64,6 +64,8 @@ struct ContextInner {
     /// What the door keeps across the calls of one run (an executor run's
     /// idempotency memory).
     run_memory: Option<Arc<dyn Any + Send + Sync>>,
+    /// The run the calls belong to, as the caller names it.
+    run_id: Option<Arc<str>>,
 }
 
 /// What the door adds to the context for one call.
@@ -279,6 +281,18 @@ impl ToolContext {
     /// The run's memory, when the context belongs to a run.
     pub(crate) fn run_memory(&self) -> Option<&(dyn Any + Send + Sync)> {
         self.inner.run_memory.as_deref()
+    }
+
+    /// Names the run the calls made with this context belong to (spilled results go
+    /// under it: `<root>/<run_id>/<call_id>.<ext>`).
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> ToolContext {
+        Arc::make_mut(&mut self.inner).run_id = Some(Arc::from(run_id.into()));
+        self
+    }
+
+    /// The run's id, when the caller named one.
+    pub fn run_id(&self) -> Option<&str> {
+        self.inner.run_id.as_deref()
     }
 
     /// The id of the running call; `None` outside a call.

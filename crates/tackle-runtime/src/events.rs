@@ -74,6 +74,14 @@ pub struct EventSink(Arc<Queue>);
 /// The receiving side of an event queue.
 pub struct EventReceiver(Arc<Queue>);
 
+/// The depth of a queue made by [`default_event_queue`]: 256 events.
+pub const DEFAULT_EVENT_QUEUE_DEPTH: usize = 256;
+
+/// A bounded event queue of [`DEFAULT_EVENT_QUEUE_DEPTH`] (256) events.
+pub fn default_event_queue() -> (EventSink, EventReceiver) {
+    event_queue(DEFAULT_EVENT_QUEUE_DEPTH)
+}
+
 /// A bounded event queue holding at most `capacity` events (at least 1); when full,
 /// the oldest event makes room for the newest.
 pub fn event_queue(capacity: usize) -> (EventSink, EventReceiver) {

@@ -47,20 +47,24 @@ pub use approval::{
     Approval, ApprovalBinding, ApprovalDecision, ApprovalRequest, ApproveWith, Approver,
 };
 pub use audit::{AuditEvent, AuditSink, CounterSnapshot, Counters, MemoryAudit};
-pub use call::{CallReport, Operation, Runtime};
+pub use call::{CallReport, MemoryGuard, Operation, Runtime};
 pub use capability::Capabilities;
 pub use context::CancellationToken;
 pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};
 pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
-pub use events::{event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind};
+pub use events::{
+    default_event_queue, event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind,
+    DEFAULT_EVENT_QUEUE_DEPTH,
+};
 pub use executor::{CallOutcome, Executor, ToolCall};
 pub use registry::{
-    registrations, ApprovalPredicate, CollisionNote, CollisionStrategy, DynamicTool, Registry,
-    Tool, ToolHandler, ToolQuery, ToolRegistration,
+    registrations, ApprovalPredicate, CollisionNote, CollisionStrategy, DynamicTool,
+    IdempotencyKeyFn, Registry, Tool, ToolHandler, ToolQuery, ToolRegistration,
 };
 pub use sanitize::{Sanitization, SanitizePolicy};
-pub use shape::{Shaping, Summarizer};
+pub use shape::{FileSpillWriter, Shaping, Spill, SpillWriter, Summarizer};
 pub use spec::{
-    ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
+    ExecutionMode, ModelHint, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity,
+    SideEffects, ToolExample, ToolSpec, Trust, DEFAULT_MAX_RESULT_TOKENS,
 };
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};

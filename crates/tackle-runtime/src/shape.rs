@@ -7,11 +7,21 @@
 //! * `middle` keeps the beginning and the end, with a marker saying how many tokens
 //!   were left out between them;
 //! * `tail` keeps the beginning and drops the tail, with a marker at the end;
-//! * `spill-to-file` writes the whole result to a file readable by its owner only
-//!   (mode 0600) in a per-run directory (mode 0700), and returns a handle: the path,
-//!   the size and a short preview. Nothing is lost;
+//! * `spill-to-file` hands the whole result to the runtime's [`SpillWriter`] and
+//!   returns a handle: the path, the size and a short preview. Nothing is lost. The
+//!   default writer, [`FileSpillWriter`], writes
+//!   `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>` (`txt` for text, `json`
+//!   otherwise), the file readable by its owner only (mode 0600), the directories mode
+//!   0700. The run id is the context's ([`ToolContext::with_run_id`]) or, without one,
+//!   the runtime's own. A `secret` tool's results are never spilled (they are shaped as
+//!   `middle`, and the report says why);
 //! * `summarize` passes the text to the runtime's [`Summarizer`] hook. Without a hook,
 //!   or when the hook fails, the result is shaped as `middle`, and the report says why.
+//!
+//! A tool that sets no `max_result_tokens` is shaped at
+//! [`DEFAULT_MAX_RESULT_TOKENS`](crate::spec::DEFAULT_MAX_RESULT_TOKENS) (16384); `0`
+//! turns shaping off. A tool that sets no strategy gets the default for its name
+//! ([`ResultShaping::default_for_tool`]).
 //!
 //! Lengths are estimated at four characters a token ([`estimate_tokens`]); a string
 //! result is shaped as it is, any other result as its compact JSON text. Shaping runs
@@ -29,11 +39,165 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::spec::ResultShaping;
+use crate::spec::{ResultShaping, Sensitivity};
+
+#[cfg(doc)]
+use crate::context::ToolContext;
+
+/// One result to spill, as the door hands it to a [`SpillWriter`].
+#[derive(Clone, Copy, Debug)]
+pub struct Spill<'a> {
+    /// The run the call belongs to.
+    pub run_id: &'a str,
+    /// The call's id in the run.
+    pub call_id: &'a str,
+    /// The tool's key.
+    pub key: &'a str,
+    /// `txt` for a text result, `json` for any other.
+    pub extension: &'a str,
+    /// The whole result.
+    pub content: &'a str,
+    /// The tool's sensitivity, for the writer to honour (never `secret`: those are not
+    /// spilled).
+    pub sensitivity: Sensitivity,
+}
+
+/// Where spilled results go: a file system, a sandbox's volume, object storage.
+pub trait SpillWriter: Send + Sync {
+    /// Stores `spill` and says where (the path in the handle the model gets), or why
+    /// it could not.
+    fn write(&self, spill: &Spill<'_>) -> Result<PathBuf, String>;
+}
+
+/// The default [`SpillWriter`]: `<root>/<run_id>/<call_id>.<ext>`, files mode 0600 and
+/// directories mode 0700, never overwriting (a taken name gets `-2`, `-3`, ...).
+#[derive(Clone, Debug)]
+pub struct FileSpillWriter {
+    root: PathBuf,
+}
+
+impl FileSpillWriter {
+    /// A writer under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> FileSpillWriter {
+        FileSpillWriter { root: root.into() }
+    }
+
+    /// The default root: `<temp dir>/tackle-spill`.
+    pub fn default_root() -> PathBuf {
+        std::env::temp_dir().join("tackle-spill")
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Default for FileSpillWriter {
+    fn default() -> FileSpillWriter {
+        FileSpillWriter::new(FileSpillWriter::default_root())
+    }
+}
+
+/// A path segment made of `text`: ASCII letters, digits, `-`, `_` and `.` kept, any
+/// other character `_`, never empty or a dot name.
+fn segment(text: &str) -> String {
+    let safe: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() || safe.chars().all(|c| c == '.') {
+        format!("_{safe}")
+    } else {
+        safe
+    }
+}
+
+impl SpillWriter for FileSpillWriter {
+    fn write(&self, spill: &Spill<'_>) -> Result<PathBuf, String> {
+        let dir = self.root.join(segment(spill.run_id));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let stem = segment(spill.call_id);
+        for n in 1..=1000u32 {
+            let name = match n {
+                1 => format!("{stem}.{}", spill.extension),
+                n => format!("{stem}-{n}.{}", spill.extension),
+            };
+            let path = dir.join(name);
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            match options.open(&path) {
+                Ok(mut file) => {
+                    return file
+                        .write_all(spill.content.as_bytes())
+                        .and_then(|()| file.sync_all())
+                        .map(|()| path.clone())
+                        .map_err(|e| {
+                            let _ = std::fs::remove_file(&path);
+                            format!("{}: {e}", path.display())
+                        });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+        Err(format!(
+            "{}: every name for call `{}` is taken",
+            dir.display(),
+            spill.call_id
+        ))
+    }
+}
 
 /// Estimated tokens of `text`: one per four characters, rounded up.
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
+}
+
+/// Whether `value`'s text (a string as it is, anything else as compact JSON) surely has
+/// at most `max_chars` characters, from an upper bound computed without serializing
+/// (and without recursion). `false` means "maybe not": measure it.
+pub(crate) fn surely_fits(value: &Value, max_chars: u64) -> bool {
+    if let Value::String(s) = value {
+        return s.len() as u64 <= max_chars;
+    }
+    // A string's JSON text is at most 6 characters per byte (`\u001f`) plus quotes.
+    let string = |s: &str| 2 + 6 * s.len() as u64;
+    let mut total = 0u64;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null | Value::Bool(_) => 5,
+            Value::Number(_) => 32,
+            Value::String(s) => string(s),
+            Value::Array(items) => {
+                stack.extend(items);
+                2 + items.len() as u64
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                2 + map.keys().map(|k| string(k) + 2).sum::<u64>()
+            }
+        };
+        if total > max_chars {
+            return false;
+        }
+    }
+    true
 }
 
 /// The future a [`Summarizer`] returns: the summary, or why there is none.
@@ -63,31 +227,71 @@ pub struct ShapeReport {
     pub fallback: Option<String>,
 }
 
-/// A runtime's shaping settings: where spilled results go and the summarizer hook.
-#[derive(Default)]
+/// A runtime's shaping settings: the spill writer, the summarizer hook, and the run id
+/// of calls whose context has none.
 pub struct Shaping {
-    spill_root: Option<PathBuf>,
-    run_dir: OnceLock<Result<PathBuf, String>>,
-    spilled: AtomicU64,
+    writer: Arc<dyn SpillWriter>,
+    root: Option<PathBuf>,
+    run_id: String,
+    last_spill: OnceLock<PathBuf>,
     summarizer: Option<Arc<dyn Summarizer>>,
+}
+
+impl Default for Shaping {
+    fn default() -> Shaping {
+        static RUNS: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let n = RUNS.fetch_add(1, Ordering::Relaxed);
+        Shaping {
+            writer: Arc::new(FileSpillWriter::default()),
+            root: Some(FileSpillWriter::default_root()),
+            run_id: format!("run-{}-{nanos:x}-{n}", std::process::id()),
+            last_spill: OnceLock::new(),
+            summarizer: None,
+        }
+    }
 }
 
 impl fmt::Debug for Shaping {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shaping")
-            .field("spill_root", &self.spill_root)
-            .field("run_dir", &self.run_dir.get())
+            .field("root", &self.root)
+            .field("run_id", &self.run_id)
             .field("summarizer", &self.summarizer.is_some())
             .finish()
     }
 }
 
 impl Shaping {
-    /// Spilled results go into a new directory under `root` (default: the system's
-    /// temporary directory), created on first use, one per runtime.
+    /// Spilled results go under `root` with the default writer:
+    /// `<root>/<run_id>/<call_id>.<ext>`.
     pub fn with_spill_root(mut self, root: impl Into<PathBuf>) -> Shaping {
-        self.spill_root = Some(root.into());
+        let root = root.into();
+        self.writer = Arc::new(FileSpillWriter::new(root.clone()));
+        self.root = Some(root);
         self
+    }
+
+    /// Spilled results go to `writer` instead of files.
+    pub fn with_spill_writer(mut self, writer: impl SpillWriter + 'static) -> Shaping {
+        self.writer = Arc::new(writer);
+        self.root = None;
+        self
+    }
+
+    /// The run id of calls whose context sets none (default: made per runtime,
+    /// `run-<pid>-<time>-<n>`).
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> Shaping {
+        self.run_id = run_id.into();
+        self
+    }
+
+    /// The run id of calls whose context sets none.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// The hook for the `summarize` strategy.
@@ -96,21 +300,29 @@ impl Shaping {
         self
     }
 
-    /// The directory this runtime spills into, once something was spilled.
+    /// The directory the default writer spills this runtime's own run into
+    /// (`<root>/<run_id>`), once something was spilled there; `None` with another
+    /// writer.
     pub fn run_dir(&self) -> Option<&Path> {
-        self.run_dir.get().and_then(|r| r.as_deref().ok())
+        self.last_spill.get().map(PathBuf::as_path)
     }
 
-    /// Shapes `value` (the result of tool `key`, call `call_id`) to `max_tokens`;
-    /// `None` when it already fits.
+    /// Shapes `value` (the result of tool `key`, call `call_id` of run `run_id`, or of
+    /// the runtime's run) to `max_tokens`; `None` when it already fits.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn shape(
         &self,
         key: &str,
+        run_id: Option<&str>,
         call_id: u64,
         value: &Value,
         max_tokens: u32,
         strategy: ResultShaping,
+        sensitivity: Sensitivity,
     ) -> Option<(Value, ShapeReport)> {
+        if surely_fits(value, u64::from(max_tokens) * 4) {
+            return None;
+        }
         let json_text;
         let text = match value {
             Value::String(s) => s.as_str(),
@@ -133,25 +345,28 @@ impl Shaping {
         let shaped = match strategy {
             ResultShaping::Middle => Value::String(middle(text, max_tokens)),
             ResultShaping::Tail => Value::String(tail(text, max_tokens)),
-            ResultShaping::SpillToFile => match self.spill(key, call_id, text, value.is_string()) {
-                Ok(path) => {
-                    let preview: String = text.chars().take(preview_chars(max_tokens)).collect();
-                    let handle = json!({
-                        "spilled": format!("spill://{}", path.display()),
-                        "path": path.display().to_string(),
-                        "bytes": text.len(),
-                        "tokens": original_tokens,
-                        "preview": preview,
-                    });
-                    report.spill_path = Some(path);
-                    handle
+            ResultShaping::SpillToFile => {
+                match self.spill(key, run_id, call_id, text, value.is_string(), sensitivity) {
+                    Ok(path) => {
+                        let preview: String =
+                            text.chars().take(preview_chars(max_tokens)).collect();
+                        let handle = json!({
+                            "spilled": format!("spill://{}", path.display()),
+                            "path": path.display().to_string(),
+                            "bytes": text.len(),
+                            "tokens": original_tokens,
+                            "preview": preview,
+                        });
+                        report.spill_path = Some(path);
+                        handle
+                    }
+                    Err(why) => {
+                        report.strategy = ResultShaping::Middle;
+                        report.fallback = Some(format!("could not spill to a file: {why}"));
+                        Value::String(middle(text, max_tokens))
+                    }
                 }
-                Err(why) => {
-                    report.strategy = ResultShaping::Middle;
-                    report.fallback = Some(format!("could not spill to a file: {why}"));
-                    Value::String(middle(text, max_tokens))
-                }
-            },
+            }
             ResultShaping::Summarize => {
                 let summary = match &self.summarizer {
                     Some(hook) => hook.summarize(key, text, max_tokens).await,
@@ -180,43 +395,33 @@ impl Shaping {
         Some((shaped, report))
     }
 
-    fn spill(&self, key: &str, call_id: u64, text: &str, is_text: bool) -> Result<PathBuf, String> {
-        let dir = self
-            .run_dir
-            .get_or_init(|| {
-                let root = self.spill_root.clone().unwrap_or_else(std::env::temp_dir);
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default();
-                let dir = root.join(format!("tackle-run-{}-{nanos:x}", std::process::id()));
-                let mut builder = std::fs::DirBuilder::new();
-                builder.recursive(true);
-                #[cfg(unix)]
-                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-                builder
-                    .create(&dir)
-                    .map(|()| dir.clone())
-                    .map_err(|e| format!("{}: {e}", dir.display()))
-            })
-            .clone()?;
-        let n = self.spilled.fetch_add(1, Ordering::Relaxed);
-        let safe_key: String = key
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let ext = if is_text { "txt" } else { "json" };
-        let path = dir.join(format!("{n:04}-call{call_id}-{safe_key}.{ext}"));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    fn spill(
+        &self,
+        key: &str,
+        run_id: Option<&str>,
+        call_id: u64,
+        text: &str,
+        is_text: bool,
+        sensitivity: Sensitivity,
+    ) -> Result<PathBuf, String> {
+        if sensitivity == Sensitivity::Secret {
+            return Err("the tool's results are secret and are not written out".into());
+        }
+        let call_id = call_id.to_string();
+        let spill = Spill {
+            run_id: run_id.unwrap_or(&self.run_id),
+            call_id: &call_id,
+            key,
+            extension: if is_text { "txt" } else { "json" },
+            content: text,
+            sensitivity,
+        };
+        let path = self.writer.write(&spill)?;
+        if run_id.is_none() && self.root.is_some() {
+            if let Some(dir) = path.parent() {
+                let _ = self.last_spill.set(dir.to_path_buf());
+            }
+        }
         Ok(path)
     }
 }
@@ -285,7 +490,15 @@ mod tests {
         let shaping = Shaping::default();
         let value = Value::String(text.clone());
         let (shaped, report) = shaping
-            .shape("t.log@1", 1, &value, 100, ResultShaping::Middle)
+            .shape(
+                "t.log@1",
+                None,
+                1,
+                &value,
+                100,
+                ResultShaping::Middle,
+                Sensitivity::Internal,
+            )
             .await
             .expect("too long");
         let s = shaped.as_str().unwrap();
@@ -296,7 +509,15 @@ mod tests {
         assert_eq!(report.shaped_tokens, estimate_tokens(s));
 
         let (shaped, _) = shaping
-            .shape("t.log@1", 2, &value, 100, ResultShaping::Tail)
+            .shape(
+                "t.log@1",
+                None,
+                2,
+                &value,
+                100,
+                ResultShaping::Tail,
+                Sensitivity::Internal,
+            )
             .await
             .expect("too long");
         let s = shaped.as_str().unwrap();
@@ -307,10 +528,12 @@ mod tests {
         assert!(shaping
             .shape(
                 "t.log@1",
+                None,
                 3,
                 &Value::String("short".into()),
                 100,
-                ResultShaping::Middle
+                ResultShaping::Middle,
+                Sensitivity::Internal,
             )
             .await
             .is_none());
@@ -320,10 +543,158 @@ mod tests {
     async fn multibyte_text_is_cut_on_character_boundaries() {
         let text = "é".repeat(1_000) + &"ü".repeat(1_000);
         let (shaped, _) = Shaping::default()
-            .shape("t.x@1", 1, &Value::String(text), 50, ResultShaping::Middle)
+            .shape(
+                "t.x@1",
+                None,
+                1,
+                &Value::String(text),
+                50,
+                ResultShaping::Middle,
+                Sensitivity::Internal,
+            )
             .await
             .expect("too long");
         let s = shaped.as_str().unwrap();
         assert!(s.starts_with('é') && s.ends_with('ü'));
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_text() {
+        let values = [
+            serde_json::json!({"a": [1, 2.5, null, true], "b\u{1}": "x\n\"y\u{1f}"}),
+            serde_json::json!([[[]], {}, "", -1e300]),
+            Value::String("é".repeat(10)),
+        ];
+        for value in values {
+            let len = match &value {
+                Value::String(s) => s.chars().count(),
+                other => other.to_string().chars().count(),
+            } as u64;
+            assert!(!surely_fits(&value, len - 1), "{value}");
+            assert!(surely_fits(&value, len * 6 + 64), "{value}");
+        }
+    }
+
+    #[tokio::test]
+    async fn spills_go_to_run_and_call_and_secrets_never_do() {
+        let root = std::env::temp_dir().join(format!("tackle-spill-unit-{}", std::process::id()));
+        let shaping = Shaping::default().with_spill_root(&root);
+        let value = Value::String(numbered(500));
+        let (handle, report) = shaping
+            .shape(
+                "t.log@1",
+                Some("run 7"),
+                12,
+                &value,
+                20,
+                ResultShaping::SpillToFile,
+                Sensitivity::Confidential,
+            )
+            .await
+            .expect("too long");
+        let path = report.spill_path.expect("spilled");
+        assert_eq!(path, root.join("run_7").join("12.txt"));
+        assert_eq!(handle["path"], path.display().to_string());
+        // The same call id again in the same run does not overwrite.
+        let (_, again) = shaping
+            .shape(
+                "t.log@1",
+                Some("run 7"),
+                12,
+                &value,
+                20,
+                ResultShaping::SpillToFile,
+                Sensitivity::Internal,
+            )
+            .await
+            .expect("too long");
+        assert_eq!(
+            again.spill_path.unwrap(),
+            root.join("run_7").join("12-2.txt")
+        );
+        assert_eq!(
+            shaping.run_dir(),
+            None,
+            "the runtime's own run spilled nothing"
+        );
+        let (_, own) = shaping
+            .shape(
+                "t.log@1",
+                None,
+                3,
+                &value,
+                20,
+                ResultShaping::SpillToFile,
+                Sensitivity::Internal,
+            )
+            .await
+            .expect("too long");
+        let own = own.spill_path.unwrap();
+        assert_eq!(own, root.join(shaping.run_id()).join("3.txt"));
+        assert_eq!(shaping.run_dir(), own.parent());
+        // A secret result is shaped in memory, and the report says why.
+        let (shaped, report) = shaping
+            .shape(
+                "t.log@1",
+                Some("run 7"),
+                13,
+                &value,
+                20,
+                ResultShaping::SpillToFile,
+                Sensitivity::Secret,
+            )
+            .await
+            .expect("too long");
+        assert!(report.spill_path.is_none() && shaped.is_string());
+        assert_eq!(report.strategy, ResultShaping::Middle);
+        assert!(report.fallback.unwrap().contains("secret"));
+        assert!(!root.join("run_7").join("13.txt").exists());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[tokio::test]
+    async fn an_injected_writer_gets_every_spill() {
+        struct Collect(std::sync::Mutex<Vec<(String, String, String, Sensitivity)>>);
+        impl SpillWriter for Arc<Collect> {
+            fn write(&self, spill: &Spill<'_>) -> Result<PathBuf, String> {
+                self.0.lock().unwrap().push((
+                    spill.run_id.to_owned(),
+                    spill.call_id.to_owned(),
+                    spill.extension.to_owned(),
+                    spill.sensitivity,
+                ));
+                Ok(PathBuf::from(format!(
+                    "mem://{}/{}",
+                    spill.run_id, spill.call_id
+                )))
+            }
+        }
+        let seen = Arc::new(Collect(std::sync::Mutex::new(Vec::new())));
+        let shaping = Shaping::default()
+            .with_spill_writer(Arc::clone(&seen))
+            .with_run_id("r1");
+        let value = serde_json::json!({"rows": numbered(300)});
+        let (handle, _) = shaping
+            .shape(
+                "t.log@1",
+                None,
+                5,
+                &value,
+                20,
+                ResultShaping::SpillToFile,
+                Sensitivity::Public,
+            )
+            .await
+            .expect("too long");
+        assert_eq!(handle["path"], "mem://r1/5");
+        assert_eq!(
+            seen.0.lock().unwrap().as_slice(),
+            [(
+                "r1".to_owned(),
+                "5".to_owned(),
+                "json".to_owned(),
+                Sensitivity::Public
+            )]
+        );
     }
 }

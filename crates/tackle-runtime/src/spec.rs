@@ -19,9 +19,30 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use tackle_contract::{
-    check_name, check_version, ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, Trust,
-    UnknownWord,
+    check_name, check_version, ExecutionMode, ModelHint, ReplayPolicy, ResultShaping, Sensitivity,
+    SideEffects, Trust, UnknownWord, DEFAULT_MAX_RESULT_TOKENS,
 };
+
+/// The model a tool prefers for the step that calls it: a cost tier (`fast`,
+/// `balanced`, `smart`) or a model by name. A named model wins over a tier.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PreferredModel {
+    /// A cost tier.
+    Hint(ModelHint),
+    /// A model by name (`provider/model` or the model alone).
+    Model(String),
+}
+
+impl PreferredModel {
+    /// A tier if `text` is one's word, else a model's name.
+    pub fn parse(text: &str) -> PreferredModel {
+        ModelHint::parse(text).map_or_else(
+            || PreferredModel::Model(text.to_owned()),
+            PreferredModel::Hint,
+        )
+    }
+}
 
 /// One example call of a tool: an input and, optionally, the output it gives.
 /// Examples are validated against the tool's schemas when the registry is built.
@@ -94,12 +115,17 @@ pub struct ToolSpec {
     /// Per-call time limit in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// Longest result, in tokens, before the door shapes it.
+    /// Longest result, in estimated tokens, before the door shapes it: unset is
+    /// [`DEFAULT_MAX_RESULT_TOKENS`] (16384), `0` disables shaping (the registry warns
+    /// once per tool). See [`result_token_limit`](Self::result_token_limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_result_tokens: Option<u32>,
-    /// How a result longer than `max_result_tokens` is shaped.
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub result_shaping: ResultShaping,
+    /// How a result longer than the limit is shaped: unset is the default for the
+    /// tool's name ([`ResultShaping::default_for_tool`]: `tail` for `code_execution`,
+    /// `summarize` for `web_search`, `middle` otherwise). See
+    /// [`shaping`](Self::shaping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_shaping: Option<ResultShaping>,
     /// Names of the secrets the tool may read with `ToolContext::secret`; any other
     /// is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -110,6 +136,16 @@ pub struct ToolSpec {
     /// A synchronous tool that blocks: it runs on a blocking thread, off the async workers.
     #[serde(default, skip_serializing_if = "is_false")]
     pub blocking: bool,
+    /// How sensitive its results are (default `internal`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sensitivity: Sensitivity,
+    /// The model it prefers for the step that calls it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_model: Option<PreferredModel>,
+    /// Whether a ReAct run leaves it out of the tools offered up front; the model
+    /// finds it with `tool_search`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defer_loading: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -163,11 +199,31 @@ impl ToolSpec {
             needs_approval: false,
             timeout_ms: None,
             max_result_tokens: None,
-            result_shaping: ResultShaping::Middle,
+            result_shaping: None,
             secrets: Vec::new(),
             trust: Trust::FirstParty,
             blocking: false,
+            sensitivity: Sensitivity::Internal,
+            preferred_model: None,
+            defer_loading: false,
         }
+    }
+
+    /// The limit the door shapes results to: `max_result_tokens`, or
+    /// [`DEFAULT_MAX_RESULT_TOKENS`] when unset; `None` when set to `0` (disabled).
+    pub fn result_token_limit(&self) -> Option<u32> {
+        match self.max_result_tokens {
+            None => Some(DEFAULT_MAX_RESULT_TOKENS),
+            Some(0) => None,
+            Some(n) => Some(n),
+        }
+    }
+
+    /// The strategy a long result is shaped by: `result_shaping`, or the default for
+    /// the tool's name.
+    pub fn shaping(&self) -> ResultShaping {
+        self.result_shaping
+            .unwrap_or(ResultShaping::default_for_tool(&self.name))
     }
 
     /// The registry key, `namespace.name@version`.
@@ -213,7 +269,8 @@ mod wire {
     use serde_json::Value;
 
     use super::{
-        ExecutionMode, ReplayPolicy, ResultShaping, SideEffects, ToolExample, ToolSpec, Trust,
+        ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity, SideEffects,
+        ToolExample, ToolSpec, Trust,
     };
 
     #[derive(Deserialize)]
@@ -252,13 +309,19 @@ mod wire {
         #[serde(default)]
         max_result_tokens: Option<u32>,
         #[serde(default)]
-        result_shaping: ResultShaping,
+        result_shaping: Option<ResultShaping>,
         #[serde(default)]
         secrets: Vec<String>,
         #[serde(default)]
         trust: Trust,
         #[serde(default)]
         blocking: bool,
+        #[serde(default)]
+        sensitivity: Sensitivity,
+        #[serde(default)]
+        preferred_model: Option<PreferredModel>,
+        #[serde(default)]
+        defer_loading: bool,
     }
 
     impl From<SpecWire> for ToolSpec {
@@ -289,6 +352,9 @@ mod wire {
                 secrets: w.secrets,
                 trust: w.trust,
                 blocking: w.blocking,
+                sensitivity: w.sensitivity,
+                preferred_model: w.preferred_model,
+                defer_loading: w.defer_loading,
             }
         }
     }

@@ -36,11 +36,12 @@ use crate::agent::model::{
     complete, completion, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest,
     ToolDefinition,
 };
-use crate::agent::search::ToolIndex;
+use crate::agent::search::{Embedder, ToolIndex};
 use crate::call::Operation;
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
+use crate::registry::Tool;
 
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
 ///
@@ -200,7 +201,9 @@ pub struct ReactSkill {
     tools: Vec<ToolDefinition>,
     names: HashMap<String, String>,
     deferred: HashMap<String, ToolDefinition>,
+    deferred_tools: Vec<Arc<Tool>>,
     deferred_index: Option<ToolIndex>,
+    embedder: Option<Arc<dyn Embedder>>,
     system_prompt: String,
     max_steps: usize,
     error_budget: u32,
@@ -235,7 +238,8 @@ pub fn model_name(key: &str) -> String {
 
 impl ReactSkill {
     /// A skill that lets `model` use the tools `keys` (each must resolve in the
-    /// executor's registry), with default limits.
+    /// executor's registry), with default limits. Tools whose spec sets
+    /// `defer_loading` are deferred (see [`with_deferred`](Self::with_deferred)).
     pub fn new(
         model: Arc<dyn ChatModel>,
         executor: Arc<Executor>,
@@ -243,12 +247,17 @@ impl ReactSkill {
     ) -> Result<ReactSkill, AgentError> {
         let mut tools = Vec::with_capacity(keys.len());
         let mut names = HashMap::new();
+        let mut deferred = Vec::new();
         for key in keys {
             let tool = executor
                 .runtime()
                 .registry()
                 .resolve(key)
                 .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+            if tool.spec().defer_loading {
+                deferred.push(tool.key().to_owned());
+                continue;
+            }
             let name = model_name(tool.key());
             names.insert(name.clone(), tool.key().to_owned());
             tools.push(ToolDefinition {
@@ -257,19 +266,40 @@ impl ReactSkill {
                 parameters: tool.spec().input_schema.clone(),
             });
         }
-        Ok(ReactSkill {
+        let skill = ReactSkill {
             completion: completion(model.as_ref()),
             model,
             executor,
             tools,
             names,
             deferred: HashMap::new(),
+            deferred_tools: Vec::new(),
             deferred_index: None,
+            embedder: None,
             system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
             max_steps: 10,
             error_budget: 3,
             repair: None,
-        })
+        };
+        if deferred.is_empty() {
+            return Ok(skill);
+        }
+        let deferred: Vec<&str> = deferred.iter().map(String::as_str).collect();
+        skill.with_deferred(&deferred)
+    }
+
+    /// Gives `tool_search` an embedder: its first tier ranks the deferred tools by
+    /// the cosine similarity of their text to the query, before BM25 and name match
+    /// (see [`ToolIndex`]).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> ReactSkill {
+        self.embedder = Some(embedder);
+        if self.deferred_index.is_some() {
+            self.deferred_index = Some(ToolIndex::over(
+                self.deferred_tools.iter().map(|t| &**t),
+                self.embedder.clone(),
+            ));
+        }
+        self
     }
 
     /// Replaces the system prompt.
@@ -300,7 +330,6 @@ impl ReactSkill {
     /// instead, and each tool it finds is offered from the next step on. For large
     /// toolsets, where offering everything would drown the model.
     pub fn with_deferred(mut self, keys: &[&str]) -> Result<ReactSkill, AgentError> {
-        let mut found = Vec::with_capacity(keys.len());
         for key in keys {
             let tool = self
                 .executor
@@ -318,9 +347,14 @@ impl ReactSkill {
                     parameters: tool.spec().input_schema.clone(),
                 },
             );
-            found.push(Arc::clone(tool));
+            if !self.deferred_tools.iter().any(|t| t.key() == tool.key()) {
+                self.deferred_tools.push(Arc::clone(tool));
+            }
         }
-        self.deferred_index = Some(ToolIndex::over(found.iter().map(|t| &**t), None));
+        self.deferred_index = Some(ToolIndex::over(
+            self.deferred_tools.iter().map(|t| &**t),
+            self.embedder.clone(),
+        ));
         Ok(self)
     }
 
@@ -570,7 +604,7 @@ fn search_definition() -> ToolDefinition {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What the tool should do."},
-                "k": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many tools at most (default 5)."}
+                "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many tools at most (default 5)."}
             },
             "required": ["query"]
         }),

@@ -2,17 +2,20 @@
 //!
 //! Offering a model ten thousand tool definitions is slow and expensive; offering the
 //! ones that match the task is not. A [`ToolIndex`] is built once from a registry and
-//! answers [`ToolIndex::search`] in three tiers:
+//! answers [`ToolIndex::search`] with the first of three tiers that finds anything
+//! ([`SearchHit::tier`] says which):
 //!
-//! 1. **BM25** over each tool's words: its key, name, namespace, description, tags and
+//! 1. **semantic**, when the index has an [`Embedder`]: tools ranked by the cosine
+//!    similarity of their text to the query's, those above zero;
+//! 2. **BM25** over each tool's words: its key, name, namespace, description, tags and
 //!    parameter names and descriptions (split on non-alphanumerics and camel case,
 //!    lowercased);
-//! 2. when BM25 finds nothing, a **name match**: tools whose name or key contains the
-//!    query, then the names closest to it by edit distance;
-//! 3. optionally an **embedder** ([`Embedder`]): its cosine similarity is blended into
-//!    the BM25 scores of the candidates, so near-synonyms can rise.
+//! 3. a **name match**: tools whose name or key contains the query, then the names
+//!    closest to it by edit distance.
 //!
-//! Deprecated tools are left out.
+//! A ReAct run offers this search to its model as the tool `tool_search({query, k =
+//! 5})` when some of its tools are deferred (`defer_loading`). Deprecated tools are
+//! left out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,6 +37,19 @@ pub struct SearchHit {
     pub key: String,
     /// Its score (higher is better; comparable within one search only).
     pub score: f64,
+    /// The tier that found it.
+    pub tier: SearchTier,
+}
+
+/// The tiers of a search, in the order they are tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchTier {
+    /// Cosine similarity of embeddings.
+    Semantic,
+    /// BM25 over the tools' words.
+    Bm25,
+    /// The query in a name, or a name close to it.
+    Name,
 }
 
 /// Splits text into lowercase words, also at camel-case and `_`/`.`/`-` boundaries.
@@ -182,6 +198,21 @@ impl ToolIndex {
         if k == 0 || self.docs.is_empty() {
             return Vec::new();
         }
+        if let Some(embedder) = &self.embedder {
+            let q = embedder.embed(query);
+            let semantic: Vec<(u32, f64)> = self
+                .docs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| {
+                    let similarity = f64::from(cosine(&q, d.vector.as_deref()?));
+                    (similarity > 0.0).then_some((i as u32, similarity))
+                })
+                .collect();
+            if !semantic.is_empty() {
+                return self.ranked(semantic, k, SearchTier::Semantic);
+            }
+        }
         let mut terms = words(query);
         terms.sort_unstable();
         terms.dedup();
@@ -211,23 +242,20 @@ impl ToolIndex {
                 *slot += score;
             }
         }
-        let mut scores: Vec<(u32, f64)> = touched
+        let mut hits: Vec<(u32, f64)> = touched
             .into_iter()
             .map(|d| (d, dense[d as usize]))
             .collect();
-        if let (Some(embedder), false) = (&self.embedder, scores.is_empty()) {
-            let q = embedder.embed(query);
-            let best = scores.iter().map(|s| s.1).fold(0.0, f64::max);
-            for (doc, score) in scores.iter_mut() {
-                if let Some(v) = &self.docs[*doc as usize].vector {
-                    *score += best * f64::from(cosine(&q, v));
-                }
-            }
-        }
-        let mut hits = scores;
+        let mut tier = SearchTier::Bm25;
         if hits.is_empty() {
             hits = self.by_name(query);
+            tier = SearchTier::Name;
         }
+        self.ranked(hits, k, tier)
+    }
+
+    /// The `k` best of `hits`, best first (ties by key).
+    fn ranked(&self, mut hits: Vec<(u32, f64)>, k: usize, tier: SearchTier) -> Vec<SearchHit> {
         hits.sort_by(|a, b| {
             b.1.total_cmp(&a.1).then_with(|| {
                 self.docs[a.0 as usize]
@@ -240,6 +268,7 @@ impl ToolIndex {
             .map(|(doc, score)| SearchHit {
                 key: self.docs[doc as usize].key.clone(),
                 score,
+                tier,
             })
             .collect()
     }

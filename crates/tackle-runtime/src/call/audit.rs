@@ -1,7 +1,8 @@
 //! Stage 12, audit: every call, however it ended, leaves an audit event, counters and
 //! a tracing span (see [`crate::audit`]).
 //!
-//! The span (`tool.call`) is opened before the first stage and wraps them all; the
+//! The span (`tool.call`) is opened before the first stage and wraps them all, with
+//! the attributes of [`crate::audit`] filled in as the stages learn them; the
 //! counters are updated for every call; the event goes to the runtime's audit sink,
 //! and costs nothing when there is none.
 
@@ -18,14 +19,22 @@ use crate::error::ToolError;
 pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
     let span = tracing::info_span!(
         "tool.call",
-        call.id = tracing::field::Empty,
-        tool.key = tracing::field::Empty,
-        tool.side_effects = tracing::field::Empty,
-        tool.trust = tracing::field::Empty,
+        tool.call_id = tracing::field::Empty,
+        tool.name = tracing::field::Empty,
+        tool.side_effect_class = tracing::field::Empty,
+        tool.trust_class = tracing::field::Empty,
+        tool.sensitivity = tracing::field::Empty,
+        tool.sandbox.kind = tracing::field::Empty,
+        tool.result.max_tokens = tracing::field::Empty,
+        tool.result.truncation.strategy = tracing::field::Empty,
+        tool.result.truncation.applied = tracing::field::Empty,
+        tool.inbound.sanitization.policy = tracing::field::Empty,
+        tool.inbound.sanitization.patterns_hit_count = tracing::field::Empty,
+        tool.duration_ms = tracing::field::Empty,
         call.outcome = tracing::field::Empty,
     );
     if !span.is_disabled() {
-        span.record("call.id", call.id());
+        span.record("tool.call_id", call.id());
     }
     span
 }
@@ -38,6 +47,10 @@ pub(super) fn stage(
     start: Option<Instant>,
 ) {
     if !call.span.is_disabled() {
+        if let Some(start) = start {
+            call.span
+                .record("tool.duration_ms", start.elapsed().as_secs_f64() * 1000.0);
+        }
         call.span.record(
             "call.outcome",
             match result {
@@ -65,6 +78,7 @@ pub(super) fn stage(
             error: result.as_ref().err().map(AuditError::of),
             shaped: trail.shaped.as_deref().cloned(),
             findings: trail.findings.clone(),
+            memory_guard_mismatch: trail.memory_guard_mismatch,
         });
     }
 }

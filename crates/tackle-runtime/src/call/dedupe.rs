@@ -124,10 +124,15 @@ fn idempotency_key<'a>(call: &mut Call<'a>) -> Option<(&'a Idempotency, String)>
     let ctx = call.ctx;
     let tool = call.tool();
     let spec = call.spec();
-    let field = spec.idempotency_key.as_deref()?;
     if !spec.side_effects.mutates() {
         return None;
     }
+    if let Some(make) = &tool.idempotency_fn {
+        let memory = ctx.run_memory()?.downcast_ref::<Idempotency>()?;
+        let key = (make.0)(call.input.get(), ctx);
+        return Some((memory, format!("{}\n{key}", tool.key())));
+    }
+    let field = spec.idempotency_key.as_deref()?;
     let memory = ctx.run_memory()?.downcast_ref::<Idempotency>()?;
     let value = call.input.get().get(field)?;
     Some((memory, format!("{}\n{}", tool.key(), canonical(value))))

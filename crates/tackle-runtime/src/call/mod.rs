@@ -55,6 +55,7 @@ mod audit;
 mod capability;
 pub(crate) mod dedupe;
 mod execute;
+mod guard;
 mod invoke;
 mod operation;
 mod record;
@@ -76,6 +77,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::Instrument;
 
+pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::Operation;
 
@@ -124,6 +126,7 @@ pub struct Runtime {
     audit: Option<Arc<dyn AuditSink>>,
     counters: Counters,
     next_call: AtomicU64,
+    memory_guard: Option<Arc<dyn MemoryGuard>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -281,6 +284,7 @@ pub(crate) struct Trail {
     pub(crate) execution: Execution,
     pub(crate) shaped: Option<Box<ShapeReport>>,
     pub(crate) findings: Vec<Finding>,
+    pub(crate) memory_guard_mismatch: bool,
 }
 
 /// The gates of the door, as the audit event names them.
@@ -402,6 +406,13 @@ impl Runtime {
     /// Sets the sanitization policies.
     pub fn with_sanitization(mut self, sanitization: Sanitization) -> Runtime {
         self.sanitization = sanitization;
+        self
+    }
+
+    /// Watches tools' memory regions with `guard`: a snapshot before each live call
+    /// of a watched tool, compared after it (see [`MemoryGuard`]).
+    pub fn with_memory_guard(mut self, guard: impl MemoryGuard + 'static) -> Runtime {
+        self.memory_guard = Some(Arc::new(guard));
         self
     }
 
@@ -558,7 +569,9 @@ impl Runtime {
         dedupe::stage(call).await?;
         replay::stage(self, call)?;
         approval::stage(self, call).await?;
+        let snapshot = guard::before(self, call);
         execute::stage(call).await?;
+        guard::after(self, call, snapshot);
         validate::output(call)?;
         shape::stage(self, call).await?;
         sanitize::stage(self, call)?;
@@ -572,6 +585,8 @@ impl Runtime {
         start: Option<Instant>,
     ) -> Result<Value, ToolError> {
         call.span = audit::span(call);
+        // The span's duration needs a clock even without an audit sink.
+        let start = start.or_else(|| (!call.span.is_disabled()).then(Instant::now));
         let flow = if call.span.is_disabled() {
             self.stages(call).await
         } else {

@@ -22,10 +22,18 @@ pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     call.tool = Some(tool);
     call.spec = Some(spec);
     if !call.span.is_disabled() {
-        call.span.record("tool.key", tool.key());
-        call.span
-            .record("tool.side_effects", spec.side_effects.as_str());
-        call.span.record("tool.trust", spec.trust.as_str());
+        let span = &call.span;
+        span.record("tool.name", tool.key());
+        span.record("tool.side_effect_class", spec.side_effects.as_str());
+        span.record("tool.trust_class", spec.trust.as_str());
+        span.record("tool.sensitivity", spec.sensitivity.as_str());
+        span.record("tool.sandbox.kind", "in-process");
+        span.record(
+            "tool.result.max_tokens",
+            spec.result_token_limit().unwrap_or(0),
+        );
+        span.record("tool.result.truncation.strategy", spec.shaping().as_str());
+        span.record("tool.result.truncation.applied", false);
     }
     ControlFlow::Continue(())
 }

@@ -21,6 +21,10 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     };
     let policy = door.sanitization.policy_for(trust);
+    if !call.span.is_disabled() {
+        call.span
+            .record("tool.inbound.sanitization.policy", policy.as_str());
+    }
     if policy == SanitizePolicy::PassThrough {
         call.trail
             .gates
@@ -28,6 +32,12 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     }
     call.trail.findings = sanitize(output, policy, tool.key(), trust);
+    if !call.span.is_disabled() {
+        call.span.record(
+            "tool.inbound.sanitization.patterns_hit_count",
+            call.trail.findings.len(),
+        );
+    }
     if call.trail.findings.is_empty() || !door.sanitization.fail_closed {
         call.trail
             .gates

@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 
 use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
+use crate::shape::surely_fits;
 
 #[inline]
 pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
@@ -17,21 +18,36 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     }
     let tool = call.tool();
     let spec = call.spec();
-    let Some(max) = spec.max_result_tokens else {
+    let Some(max) = spec.result_token_limit() else {
         return ControlFlow::Continue(());
     };
+    if let Some(Ok(output)) = &call.outcome {
+        // Most results are far below the limit: no need to measure them.
+        if surely_fits(output, u64::from(max) * 4) {
+            return ControlFlow::Continue(());
+        }
+    }
     let call_id = call.id();
     let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
     // Boxed: rare, and it keeps the common call's future small.
-    let shaped =
-        Box::pin(
-            door.shaping
-                .shape(tool.key(), call_id, output, max, spec.result_shaping),
-        )
-        .await;
+    let shaped = Box::pin(door.shaping.shape(
+        tool.key(),
+        call.ctx.run_id(),
+        call_id,
+        output,
+        max,
+        spec.shaping(),
+        spec.sensitivity,
+    ))
+    .await;
     if let Some((shaped, report)) = shaped {
+        if !call.span.is_disabled() {
+            call.span
+                .record("tool.result.truncation.strategy", report.strategy.as_str());
+            call.span.record("tool.result.truncation.applied", true);
+        }
         call.trail.shaped = Some(Box::new(report));
         call.outcome = Some(Ok(shaped));
     }

@@ -32,6 +32,7 @@
 pub mod collision;
 pub mod query;
 pub mod tool;
+pub mod warn;
 
 use std::sync::Arc;
 
@@ -39,7 +40,7 @@ pub use crate::abi::{registrations, ToolFuture, ToolRegistration};
 pub use collision::{CollisionNote, CollisionStrategy};
 pub use query::ToolQuery;
 pub(crate) use tool::HandlerKind;
-pub use tool::{ApprovalPredicate, DynamicTool, Tool, ToolHandler};
+pub use tool::{ApprovalPredicate, DynamicTool, IdempotencyKeyFn, Tool, ToolHandler};
 
 use crate::canonical::FnvMap;
 use crate::error::{RegistryError, ToolError, ToolOrigin};
@@ -132,7 +133,9 @@ impl Registry {
     /// from its spec's key only when [`CollisionStrategy::AutoPrefix`] moved it).
     pub fn register(&mut self, tool: DynamicTool) -> Result<String, RegistryError> {
         let takeover = tool.gated_takeover;
-        let tool = Tool::from_written(
+        warn::check(&tool.spec, tool.idempotency_fn.is_some());
+        let idempotency_fn = tool.idempotency_fn;
+        let mut tool = Tool::from_written(
             tool.spec,
             tool.handler,
             ToolOrigin::Dynamic {
@@ -140,6 +143,7 @@ impl Registry {
             },
             tool.approval_when,
         );
+        tool.idempotency_fn = idempotency_fn;
         let key = self.insert(tool, takeover)?;
         self.reindex();
         Ok(key)

@@ -64,6 +64,21 @@ pub struct DynamicTool {
     pub(super) source: String,
     pub(super) approval_when: Option<ApprovalPredicate>,
     pub(super) gated_takeover: bool,
+    pub(super) idempotency_fn: Option<IdempotencyKeyFn>,
+}
+
+/// Makes a call's idempotency key from its validated input and its context: calls of
+/// one run with the same key are one call (see [`DynamicTool::with_idempotency_key`]).
+#[derive(Clone)]
+pub struct IdempotencyKeyFn(pub(crate) Arc<KeyFn>);
+
+/// The closure behind an [`IdempotencyKeyFn`].
+type KeyFn = dyn Fn(&Value, &ToolContext) -> String + Send + Sync;
+
+impl fmt::Debug for IdempotencyKeyFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IdempotencyKeyFn(..)")
+    }
 }
 
 /// Decides from a call's validated input whether the call needs approval.
@@ -107,6 +122,7 @@ impl DynamicTool {
             source: "dynamic".into(),
             approval_when: None,
             gated_takeover: false,
+            idempotency_fn: None,
         }
     }
 
@@ -117,6 +133,19 @@ impl DynamicTool {
         predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
     ) -> DynamicTool {
         self.approval_when = Some(ApprovalPredicate(Arc::new(predicate)));
+        self
+    }
+
+    /// Makes each call's idempotency key with `key` (from the validated input and the
+    /// context) instead of reading the spec's `idempotency_key` field. For a `write` or
+    /// `external` tool, calls of one executor run with the same key run once; the
+    /// others get the first one's outcome. Whether the key is deterministic is the
+    /// tool author's contract; tackle does not check it.
+    pub fn with_idempotency_key(
+        mut self,
+        key: impl Fn(&Value, &ToolContext) -> String + Send + Sync + 'static,
+    ) -> DynamicTool {
+        self.idempotency_fn = Some(IdempotencyKeyFn(Arc::new(key)));
         self
     }
 
@@ -157,6 +186,7 @@ pub struct Tool {
     /// The schemas' fingerprint, computed on first use.
     fingerprint: OnceLock<String>,
     approval_when: Option<ApprovalPredicate>,
+    pub(crate) idempotency_fn: Option<IdempotencyKeyFn>,
     /// Whether calls get a per-call context scope (tools that never see the context
     /// do not).
     scoped: bool,
@@ -229,6 +259,7 @@ impl Tool {
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
             approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
+            idempotency_fn: None,
             scoped: m.uses_context,
             call_info: OnceLock::new(),
         }
@@ -260,6 +291,7 @@ impl Tool {
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
             approval_when,
+            idempotency_fn: None,
             scoped: true,
             call_info: OnceLock::new(),
         }
@@ -308,6 +340,7 @@ impl Tool {
                 let mut spec = make();
                 // A collision strategy may have moved the tool.
                 spec.namespace.clone_from(&self.meta.namespace);
+                super::warn::check(&spec, false);
                 spec
             }),
         }

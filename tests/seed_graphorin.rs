@@ -1,0 +1,521 @@
+//! Seed 003 (Graphorin tools): the defaults and hooks, each a row of `docs/seeds.md`.
+//! One-time warnings are checked with a capturing `tracing` subscriber installed for
+//! the whole binary; each test uses its own tool keys, as warnings are once per key.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{json, Value};
+use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
+use tackle::agent::react::{ReactSkill, SEARCH_TOOL};
+use tackle::agent::search::{Embedder, SearchTier, ToolIndex};
+use tackle::audit::MemoryAudit;
+use tackle::call::MemoryGuard;
+use tackle::events::{default_event_queue, DEFAULT_EVENT_QUEUE_DEPTH};
+use tackle::registry::DynamicTool;
+use tackle::shape::Shaping;
+use tackle::spec::{
+    ModelHint, PreferredModel, ResultShaping, Sensitivity, DEFAULT_MAX_RESULT_TOKENS,
+};
+use tackle::{tool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext, ToolSpec};
+
+/// Every WARN event's message, for the whole binary.
+fn warnings() -> &'static Mutex<Vec<String>> {
+    static WARNINGS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        tracing::subscriber::set_global_default(Capture).expect("no other subscriber");
+    });
+    WARNINGS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn warned_about(key: &str) -> Vec<String> {
+    warnings()
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|w| w.contains(&format!("`{key}`")))
+        .cloned()
+        .collect()
+}
+
+struct Capture;
+
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            warnings().lock().unwrap().push(message.0);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn echo(spec: ToolSpec) -> DynamicTool {
+    DynamicTool::new(spec, |_ctx, input| async move { Ok::<_, String>(input) })
+}
+
+/// A long text: `n` numbered lines.
+fn long(n: usize) -> String {
+    (0..n).map(|i| format!("line {i:05}\n")).collect()
+}
+
+/// Returns `n` lines of text.
+#[tool(namespace = "g", version = "1", side_effects = none)]
+fn lines(n: u32) -> String {
+    long(n as usize)
+}
+
+/// Runs code (here: returns its lines).
+#[tool(namespace = "g", version = "1", side_effects = none)]
+fn code_execution(n: u32) -> String {
+    long(n as usize)
+}
+
+/// Returns `n` lines, never shaped.
+#[tool(namespace = "g", version = "1", side_effects = none, max_result_tokens = 0)]
+fn unshaped(n: u32) -> String {
+    long(n as usize)
+}
+
+/// Reads the payroll.
+#[tool(namespace = "g", version = "1", side_effects = read, sensitivity = secret, preferred_model = "smart", defer_loading)]
+fn payroll() -> String {
+    "42".into()
+}
+
+#[tokio::test]
+async fn results_are_shaped_at_16384_tokens_by_default_and_0_turns_it_off() {
+    assert_eq!(DEFAULT_MAX_RESULT_TOKENS, 16384);
+    let rt = Runtime::from_inventory().unwrap();
+    let ctx = ToolContext::new();
+    // 7,000 lines of 11 characters: about 19,250 tokens, over the default.
+    let report = rt.call_report("g.lines", json!({"n": 7000}), &ctx).await;
+    let shaped = report.shaped.expect("shaped at the default limit");
+    assert_eq!(shaped.strategy, ResultShaping::Middle);
+    assert!(shaped.shaped_tokens <= 16384 && shaped.original_tokens > 16384);
+    // Below it: as it is.
+    let report = rt.call_report("g.lines", json!({"n": 100}), &ctx).await;
+    assert!(report.shaped.is_none());
+    assert_eq!(report.result.unwrap(), json!(long(100)));
+
+    let spec = rt.registry().resolve("g.unshaped").unwrap().spec().clone();
+    assert_eq!(spec.result_token_limit(), None);
+    let report = rt.call_report("g.unshaped", json!({"n": 7000}), &ctx).await;
+    assert!(report.shaped.is_none());
+    assert_eq!(report.result.unwrap(), json!(long(7000)));
+    // Warned once, however often the tool is used or the registry built.
+    let _ = Runtime::from_inventory()
+        .unwrap()
+        .registry()
+        .resolve("g.unshaped")
+        .unwrap()
+        .spec();
+    let warned = warned_about("g.unshaped@1");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("max_result_tokens = 0"), "{warned:?}");
+}
+
+#[tokio::test]
+async fn the_truncation_strategy_defaults_by_tool_kind() {
+    assert_eq!(
+        ResultShaping::default_for_tool("code_execution"),
+        ResultShaping::Tail
+    );
+    assert_eq!(
+        ResultShaping::default_for_tool("web_search"),
+        ResultShaping::Summarize
+    );
+    assert_eq!(
+        ResultShaping::default_for_tool("lookup"),
+        ResultShaping::Middle
+    );
+    let rt = Runtime::from_inventory().unwrap();
+    let report = rt
+        .call_report("g.code_execution", json!({"n": 7000}), &ToolContext::new())
+        .await;
+    assert_eq!(report.shaped.unwrap().strategy, ResultShaping::Tail);
+    let text = report.result.unwrap();
+    assert!(text.as_str().unwrap().starts_with("line 00000"));
+    assert!(!text.as_str().unwrap().contains("line 06999"));
+    // A web_search tool is summarized (here there is no summarizer: middle, said so).
+    let mut registry = Registry::default();
+    let mut spec = ToolSpec::new("web", "web_search", "1", SideEffects::Read, "Searches.");
+    spec.max_result_tokens = Some(10);
+    assert_eq!(spec.shaping(), ResultShaping::Summarize);
+    spec.result_shaping = Some(ResultShaping::Tail);
+    assert_eq!(
+        spec.shaping(),
+        ResultShaping::Tail,
+        "a chosen strategy wins"
+    );
+    spec.result_shaping = None;
+    registry.register(echo(spec)).unwrap();
+    let report = Runtime::new(registry)
+        .call_report(
+            "web.web_search",
+            json!({"q": long(50)}),
+            &ToolContext::new(),
+        )
+        .await;
+    let shaped = report.shaped.unwrap();
+    assert_eq!(shaped.strategy, ResultShaping::Middle);
+    assert_eq!(
+        shaped.fallback.as_deref(),
+        Some("no summarizer is configured")
+    );
+}
+
+#[tokio::test]
+async fn the_event_queue_is_256_deep_and_drops_the_oldest() {
+    assert_eq!(DEFAULT_EVENT_QUEUE_DEPTH, 256);
+    let mut registry = Registry::default();
+    let spec = ToolSpec::new("g", "chatty", "1", SideEffects::None, "Streams 300 chunks.");
+    registry
+        .register(DynamicTool::new(
+            spec,
+            |ctx: ToolContext, _input| async move {
+                for i in 0..300 {
+                    ctx.stream(format!("{i} "));
+                }
+                Ok::<_, String>(Value::Null)
+            },
+        ))
+        .unwrap();
+    let rt = Runtime::new(registry);
+    let (sink, mut events) = default_event_queue();
+    rt.call("g.chatty", json!({}), &ToolContext::new().with_events(sink))
+        .await
+        .unwrap();
+    let kept = events.drain();
+    // Started, 300 chunks, Finished: 302 events, the oldest 46 dropped.
+    assert_eq!(kept.len(), 256);
+    assert_eq!(events.dropped(), 46);
+    assert_eq!(kept[0].seq, 46);
+}
+
+#[test]
+fn more_than_five_examples_warn_once() {
+    let mut spec = ToolSpec::new("g", "many_examples", "1", SideEffects::None, "Echoes.");
+    spec.input_schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    spec.examples = (0..7)
+        .map(|n| serde_json::from_value(json!({"input": {"n": n}})).unwrap())
+        .collect();
+    for _ in 0..2 {
+        let mut registry = Registry::default();
+        registry.register(echo(spec.clone())).unwrap();
+        assert_eq!(
+            registry
+                .resolve("g.many_examples")
+                .unwrap()
+                .spec()
+                .examples
+                .len(),
+            7
+        );
+    }
+    let warned = warned_about("g.many_examples@1");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("7 examples"), "{warned:?}");
+    // Five or fewer: no warning.
+    spec.name = "five_examples".into();
+    spec.examples.truncate(5);
+    Registry::default().register(echo(spec)).unwrap();
+    assert!(warned_about("g.five_examples@1").is_empty());
+}
+
+#[tokio::test]
+async fn an_idempotency_key_callback_and_the_warning_without_one() {
+    let runs = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&runs);
+    let spec = ToolSpec::new("g", "charge", "1", SideEffects::External, "Charges a card.");
+    let mut spec = spec;
+    spec.input_schema = json!({
+        "type": "object",
+        "properties": {"order": {"type": "string"}, "attempt": {"type": "integer"}},
+    });
+    let charge = DynamicTool::new(spec.clone(), move |_ctx, input: Value| {
+        let counted = Arc::clone(&counted);
+        async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(json!({"charged": input["order"]}))
+        }
+    })
+    .with_idempotency_key(|input, _ctx| format!("order:{}", input["order"]));
+    let mut registry = Registry::default();
+    registry.register(charge).unwrap();
+    // The same order twice (a retry with another attempt number) runs once.
+    let executor = Executor::new(Arc::new(Runtime::new(registry)));
+    let calls = vec![
+        ToolCall::new("a", "g.charge", json!({"order": "o-1", "attempt": 1})),
+        ToolCall::new("b", "g.charge", json!({"order": "o-1", "attempt": 2})),
+        ToolCall::new("c", "g.charge", json!({"order": "o-2", "attempt": 1})),
+    ];
+    let outcomes = executor.execute_batch(calls, &ToolContext::new()).await;
+    assert!(outcomes.iter().all(|o| o.result().is_ok()), "{outcomes:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert!(
+        warned_about("g.charge@1").is_empty(),
+        "a keyed tool is not warned about"
+    );
+
+    spec.name = "refund".into();
+    Registry::default().register(echo(spec)).unwrap();
+    let warned = warned_about("g.refund@1");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("no idempotency key"), "{warned:?}");
+}
+
+#[test]
+fn preferred_model_sensitivity_and_defer_loading_on_the_spec() {
+    let rt = Runtime::from_inventory().unwrap();
+    let spec = rt.registry().resolve("g.payroll").unwrap().spec().clone();
+    assert_eq!(
+        spec.preferred_model,
+        Some(PreferredModel::Hint(ModelHint::Smart))
+    );
+    assert_eq!(spec.sensitivity, Sensitivity::Secret);
+    assert!(spec.defer_loading);
+    let wire = serde_json::to_value(&spec).unwrap();
+    assert_eq!(wire["preferred_model"], "smart");
+    assert_eq!(wire["sensitivity"], "secret");
+    assert_eq!(wire["defer_loading"], true);
+    let back: ToolSpec = serde_json::from_value(wire).unwrap();
+    assert_eq!(back, spec);
+
+    let mut named = ToolSpec::new("g", "x", "1", SideEffects::None, "x");
+    named.preferred_model = Some(PreferredModel::parse("openai/gpt-4.1-mini"));
+    let wire = serde_json::to_value(&named).unwrap();
+    assert_eq!(wire["preferred_model"], "openai/gpt-4.1-mini");
+    let back: ToolSpec = serde_json::from_value(wire).unwrap();
+    assert_eq!(
+        back.preferred_model,
+        Some(PreferredModel::Model("openai/gpt-4.1-mini".into()))
+    );
+    assert_eq!(back.sensitivity, Sensitivity::Internal, "the default");
+    assert_eq!(
+        PreferredModel::parse("fast"),
+        PreferredModel::Hint(ModelHint::Fast)
+    );
+}
+
+/// Watches the `read` tools: their shared counter must not move.
+struct WatchCounter(Arc<AtomicU64>);
+
+impl MemoryGuard for WatchCounter {
+    fn snapshot(&self, tool: &ToolSpec, _ctx: &ToolContext) -> Option<Value> {
+        (!tool.side_effects.mutates()).then(|| json!(self.0.load(Ordering::SeqCst)))
+    }
+}
+
+#[tokio::test]
+async fn the_memory_guard_counts_and_audits_a_changed_region() {
+    let shared = Arc::new(AtomicU64::new(0));
+    let mut registry = Registry::default();
+    for (name, effects) in [
+        ("peek", SideEffects::Read),
+        ("poke", SideEffects::Read),
+        ("bump", SideEffects::Write),
+    ] {
+        let shared = Arc::clone(&shared);
+        let mut spec = ToolSpec::new("mem", name, "1", effects, "Touches the counter.");
+        spec.idempotency_key = None;
+        registry
+            .register(DynamicTool::new(spec, move |_ctx, _input| {
+                let shared = Arc::clone(&shared);
+                async move {
+                    if name != "peek" {
+                        shared.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok::<_, String>(json!(shared.load(Ordering::SeqCst)))
+                }
+            }))
+            .unwrap();
+    }
+    let audit = Arc::new(MemoryAudit::new());
+    let rt = Runtime::new(registry)
+        .with_audit(Arc::clone(&audit))
+        .with_memory_guard(WatchCounter(Arc::clone(&shared)));
+    let ctx = ToolContext::new();
+    for key in ["mem.peek", "mem.poke", "mem.bump"] {
+        rt.call(key, json!({}), &ctx).await.unwrap();
+    }
+    let flagged: Vec<(String, bool)> = audit
+        .events()
+        .into_iter()
+        .map(|e| (e.key, e.memory_guard_mismatch))
+        .collect();
+    assert_eq!(
+        flagged,
+        [
+            ("mem.peek@1".to_owned(), false),
+            ("mem.poke@1".to_owned(), true),
+            ("mem.bump@1".to_owned(), false), // a write tool is not watched here
+        ]
+    );
+    let named = rt.counters().snapshot().named();
+    assert_eq!(named["tool.executor.memory_guard.mismatch.total"], 1);
+    assert_eq!(named["tool.executor.calls.total"], 3);
+}
+
+#[tokio::test]
+async fn counters_have_the_seeds_stable_names() {
+    let rt = Runtime::from_inventory().unwrap();
+    let ctx = ToolContext::new();
+    rt.call("g.lines", json!({"n": 7000}), &ctx).await.unwrap();
+    rt.call("g.lines", json!({"n": "many"}), &ctx)
+        .await
+        .unwrap_err();
+    let named = rt.counters().snapshot().named();
+    assert_eq!(named["tool.executor.calls.total"], 2);
+    assert_eq!(named["tool.executor.ok.total"], 1);
+    assert_eq!(
+        named["tool.executor.errors.total{kind=\"InvalidInput\"}"],
+        1
+    );
+    assert_eq!(named["tool.result.truncated.total"], 1);
+    assert_eq!(named["tool.inbound.sanitization.flagged.total"], 0);
+    for name in named.keys() {
+        assert!(
+            name.starts_with("tool.executor.")
+                || name.starts_with("tool.result.")
+                || name.starts_with("tool.inbound.sanitization."),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn spills_land_at_root_run_id_call_id() {
+    let root = std::env::temp_dir().join(format!("tackle-seed-spill-{}", std::process::id()));
+    let mut registry = Registry::default();
+    let mut spec = ToolSpec::new("g", "dump", "1", SideEffects::None, "Dumps text.");
+    spec.max_result_tokens = Some(20);
+    spec.result_shaping = Some(ResultShaping::SpillToFile);
+    registry.register(echo(spec)).unwrap();
+    let rt = Runtime::new(registry).with_shaping(Shaping::default().with_spill_root(&root));
+    let ctx = ToolContext::new().with_run_id("run-42");
+    let report = rt
+        .call_report("g.dump", json!({"text": long(100)}), &ctx)
+        .await;
+    let path = report.shaped.unwrap().spill_path.unwrap();
+    assert_eq!(
+        path,
+        root.join("run-42").join(format!("{}.json", report.call_id))
+    );
+    let whole: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(whole["text"], long(100), "nothing is lost");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A toy embedder: one dimension per word of a small vocabulary.
+struct Vocabulary;
+
+impl Embedder for Vocabulary {
+    fn embed(&self, text: &str) -> Vec<f32> {
+        let text = text.to_lowercase();
+        ["salary", "wage", "payroll", "weather"]
+            .iter()
+            .map(|w| {
+                // "wage" and "salary" mean the same here.
+                let synonym = matches!(*w, "salary" | "wage")
+                    && (text.contains("salary") || text.contains("wage"));
+                if text.contains(w) || synonym {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn tool_search_tries_embeddings_then_bm25_then_names() {
+    let mut registry = Registry::default();
+    for (name, description) in [
+        ("payslip", "Shows the salary of an employee."),
+        ("forecast", "Tells the weather of a city."),
+    ] {
+        registry
+            .register(echo(ToolSpec::new(
+                "hr",
+                name,
+                "1",
+                SideEffects::Read,
+                description,
+            )))
+            .unwrap();
+    }
+    let semantic = ToolIndex::build_with(&registry, Some(Arc::new(Vocabulary)));
+    let hits = semantic.search("what is my wage", 5);
+    assert_eq!(hits[0].key, "hr.payslip@1");
+    assert_eq!(hits[0].tier, SearchTier::Semantic);
+    // Nothing similar: BM25.
+    let hits = semantic.search("city", 5);
+    assert_eq!(
+        (hits[0].key.as_str(), hits[0].tier),
+        ("hr.forecast@1", SearchTier::Bm25)
+    );
+    // No word matches: names.
+    let plain = ToolIndex::build(&registry);
+    let hits = plain.search("paysilp", 5);
+    assert_eq!(
+        (hits[0].key.as_str(), hits[0].tier),
+        ("hr.payslip@1", SearchTier::Name)
+    );
+}
+
+#[tokio::test]
+async fn a_deferred_tool_is_found_with_tool_search_k_5() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let executor = Arc::new(Executor::new(rt));
+    let model = Arc::new(ScriptedModel::new([
+        ChatResponse::calls(
+            "search first",
+            vec![ToolCallRequest {
+                id: "s".into(),
+                name: SEARCH_TOOL.into(),
+                arguments: json!({"query": "payroll"}),
+            }],
+        ),
+        ChatResponse::calls(
+            "now call it",
+            vec![ToolCallRequest {
+                id: "p".into(),
+                name: "g_payroll".into(),
+                arguments: json!({}),
+            }],
+        ),
+        ChatResponse::text("42"),
+    ]));
+    let skill = ReactSkill::new(model, executor, &["g.lines", "g.payroll"]).unwrap();
+    let offered: Vec<String> = skill.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(offered, ["g_lines", SEARCH_TOOL], "payroll is deferred");
+    let search = skill.tools().pop().unwrap();
+    assert_eq!(search.parameters["properties"]["k"]["default"], 5);
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let run = skill.run("what is the payroll?", &ctx).await.unwrap();
+    assert_eq!(run.final_answer.as_deref(), Some("42"));
+    assert_eq!(run.tool_calls.last().unwrap().name, "g.payroll@1");
+}

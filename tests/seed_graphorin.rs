@@ -519,3 +519,47 @@ async fn a_deferred_tool_is_found_with_tool_search_k_5() {
     assert_eq!(run.final_answer.as_deref(), Some("42"));
     assert_eq!(run.tool_calls.last().unwrap().name, "g.payroll@1");
 }
+
+/// Weighs evidence carefully; prefers a smart model for the step that reads its result.
+#[tool(namespace = "g", version = "1", side_effects = none, preferred_model = "smart")]
+fn analyse(text: String) -> usize {
+    text.len()
+}
+
+#[tokio::test]
+async fn the_step_after_a_tool_asks_the_model_it_prefers() {
+    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let call = |id: &str, name: &str, arguments: Value| {
+        ChatResponse::calls(
+            "",
+            vec![ToolCallRequest {
+                id: id.into(),
+                name: name.into(),
+                arguments,
+            }],
+        )
+    };
+    let default = Arc::new(ScriptedModel::new([
+        call("a", "g_analyse", json!({"text": "abc"})),
+        ChatResponse::text("the fast model answers"),
+    ]));
+    let smart = Arc::new(ScriptedModel::new([call("b", "g_lines", json!({"n": 1}))]));
+    let fast = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
+    let skill = ReactSkill::new(default.clone(), executor, &["g.analyse", "g.lines"])
+        .unwrap()
+        .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
+        .with_model_for(PreferredModel::Hint(ModelHint::Fast), fast.clone());
+    let run = skill
+        .run("analyse abc", &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(run.final_answer.as_deref(), Some("the fast model answers"));
+    // Step 0: the run's model; step 1 (after `analyse`): the smart one; step 2 (after
+    // `lines`, which prefers nothing): the run's model again.
+    assert_eq!((default.used(), smart.used(), fast.used()), (2, 1, 0));
+    let seen = smart.requests();
+    assert!(
+        seen[0].messages.iter().any(|m| m.content == "3"),
+        "it read the result"
+    );
+}

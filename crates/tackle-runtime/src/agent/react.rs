@@ -42,6 +42,7 @@ use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
 use crate::registry::Tool;
+use crate::spec::{ModelHint, PreferredModel};
 
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
 ///
@@ -204,6 +205,8 @@ pub struct ReactSkill {
     deferred_tools: Vec<Arc<Tool>>,
     deferred_index: Option<ToolIndex>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// Models for tools' `preferred_model`, with their completion operations.
+    preferred: Vec<(PreferredModel, Arc<dyn ChatModel>, Operation)>,
     system_prompt: String,
     max_steps: usize,
     error_budget: u32,
@@ -276,6 +279,7 @@ impl ReactSkill {
             deferred_tools: Vec::new(),
             deferred_index: None,
             embedder: None,
+            preferred: Vec::new(),
             system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
             max_steps: 10,
             error_budget: 3,
@@ -300,6 +304,47 @@ impl ReactSkill {
             ));
         }
         self
+    }
+
+    /// The model to use for a tool's `preferred_model` (a tier such as `smart`, or a
+    /// model's name). After a step whose tools prefer a model, the next step asks that
+    /// model: a named model wins over a tier, a smarter tier over a faster one, and a
+    /// preference with no model given here is ignored. Other steps ask the run's model.
+    pub fn with_model_for(
+        mut self,
+        preferred: PreferredModel,
+        model: Arc<dyn ChatModel>,
+    ) -> ReactSkill {
+        let operation = completion(model.as_ref());
+        self.preferred.retain(|(p, _, _)| *p != preferred);
+        self.preferred.push((preferred, model, operation));
+        self
+    }
+
+    /// The model the tools called in a step prefer for the next one, if one was given.
+    fn preferred_after(&self, calls: &[ToolCallRequest]) -> Option<usize> {
+        if self.preferred.is_empty() {
+            return None;
+        }
+        let registry = self.executor.runtime().registry();
+        let wanted: Vec<PreferredModel> = calls
+            .iter()
+            .filter_map(|c| self.names.get(&c.name))
+            .filter_map(|key| registry.resolve(key).ok())
+            .filter_map(|tool| tool.spec().preferred_model.clone())
+            .collect();
+        let index_of = |p: &PreferredModel| self.preferred.iter().position(|(q, _, _)| q == p);
+        let named = wanted
+            .iter()
+            .filter(|p| matches!(p, PreferredModel::Model(_)))
+            .find_map(index_of);
+        named.or_else(|| {
+            [ModelHint::Smart, ModelHint::Balanced, ModelHint::Fast]
+                .into_iter()
+                .map(PreferredModel::Hint)
+                .filter(|tier| wanted.contains(tier))
+                .find_map(|tier| index_of(&tier))
+        })
     }
 
     /// Replaces the system prompt.
@@ -380,17 +425,17 @@ impl ReactSkill {
             tools: self.tools(),
         };
         let runtime = self.executor.runtime();
+        let mut preferred: Option<usize> = None;
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
-            let response = complete(
-                runtime,
-                &self.completion,
-                self.model.as_ref(),
-                &request,
-                ctx,
-            )
-            .await
-            .map_err(|error| AgentError::Model { step, error })?;
+            let (model, operation) = match preferred.and_then(|i| self.preferred.get(i)) {
+                Some((_, model, operation)) => (model.as_ref(), operation),
+                None => (self.model.as_ref(), &self.completion),
+            };
+            let response = complete(runtime, operation, model, &request, ctx)
+                .await
+                .map_err(|error| AgentError::Model { step, error })?;
+            preferred = self.preferred_after(&response.tool_calls);
             state.step_index += 1;
             if response.tool_calls.is_empty() {
                 state.trajectory.push(ReactStep {

@@ -3,7 +3,9 @@
 //! `rag` is an agent skill with one tool, `docs.retrieve` (term-overlap retrieval over a
 //! small document set, `read`, requiring `db.docs:read`), and a deterministic model stub
 //! that first asks for the passages and then assembles the answer from what came back.
-//! The skill's state, `RagAnswer {answer, sources}`, is its declared output.
+//! The skill's state, `RagAnswer {answer, sources}`, is its declared output. It requires
+//! the seed's capabilities: `db.vectors:read`, `db.docs:read`, and the model's grant
+//! (`llm:<provider>`, tackle's form of `llm.generate`).
 //!
 //! Run it with `cargo run --example rag_skill -- "how does replay work?"`.
 
@@ -87,7 +89,7 @@ pub fn rag_skill() -> Result<Skill, SkillError> {
         .with_description("Answers a question from the document set, citing its passages.")
         .with_tools(&["docs.retrieve@1"])
         .with_system_prompt("Retrieve passages first, then answer from them alone.")
-        .with_requires(&["db.docs:read", "llm:function"])
+        .with_requires(&["db.vectors:read", "db.docs:read", "llm:function"])
         .with_example(
             json!({"task": "what is a cassette?"}),
             Some(json!({
@@ -147,6 +149,7 @@ pub async fn ask(question: &str) -> Result<SkillRun<RagAnswer>, Box<dyn std::err
     let skill = rag_skill()?;
     skill.check_tools(executor.runtime().registry())?;
     let ctx = ToolContext::new()
+        .with_grant("db.vectors:read")
         .with_grant("db.docs:read")
         .with_grant("llm:function");
     let model = Arc::new(FunctionModel::new("rag-stub", stub));

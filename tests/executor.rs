@@ -292,7 +292,9 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
         slow("polite", None, true),
         slow("stubborn", None, false),
     ]);
-    let executor = Arc::new(Executor::new(rt).with_grace(Duration::from_millis(50)));
+    // The grace window is the default one: 50 ms (seed 003).
+    assert_eq!(tackle::context::DEFAULT_GRACE, Duration::from_millis(50));
+    let executor = Arc::new(Executor::new(rt));
     let token = executor.cancellation_token();
     let cancelled_at = Arc::new(Mutex::new(None));
     let at = cancelled_at.clone();

@@ -165,6 +165,21 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
         }
         other => panic!("{other:?}"),
     }
+    // The tool form without a broker says so.
+    let err = rt
+        .call(
+            "nautilus.broker_request@1",
+            json!({"agent_id": "a", "intent": "b"}),
+            &no_broker,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no broker is registered"), "{err}");
+    // Neither a broker nor the grant: the grant is checked first.
+    match doc.run(&rt, good.clone(), &ToolContext::new()).await {
+        Err(PipelineError::Denied { missing, .. }) => assert_eq!(missing, [BROKER_CAPABILITY]),
+        other => panic!("{other:?}"),
+    }
     // A caller without tools:broker_request.
     let denied = ToolContext::new().with_resource(BrokerHandle(broker.clone()));
     match doc.run(&rt, good.clone(), &denied).await {
@@ -240,6 +255,19 @@ async fn the_broker_is_read_and_replays_without_the_broker() {
     let recorded = run(Mode::Rewrite, live.clone()).await.unwrap();
     let offline = Arc::new(Double::default());
     let replayed = run(Mode::Replay, offline.clone()).await.unwrap();
+    // Offline, the request needs no broker at all.
+    let cassette = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    let mut rt = runtime();
+    rt.set_cassette(Some(cassette));
+    let no_broker = ToolContext::new().with_grant(BROKER_CAPABILITY);
+    let state = json!({"agent_id": "triage", "intent": "route"});
+    assert_eq!(doc.run(&rt, state, &no_broker).await.unwrap(), recorded);
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(replayed, recorded);

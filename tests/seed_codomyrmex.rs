@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tackle::audit::{GateDecision, MemoryAudit};
 use tackle::call::InvokeStatus;
-use tackle::chain::{ChainOptions, ChainStep, ToolChain};
+use tackle::chain::{ChainOptions, ChainResult, ChainStep, ToolChain};
 use tackle::registry::ToolQuery;
 use tackle::validate::{validate_input, validate_output, ValidationResult};
 use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
@@ -269,4 +269,25 @@ async fn chains_have_the_seeds_steps_results_and_options() {
     assert_eq!(went_on.context["y"], 2);
     after.clear();
     assert!(after.is_empty());
+}
+
+#[test]
+fn chain_result_defaults_are_the_seeds() {
+    let empty: ChainResult = serde_json::from_value(json!({})).unwrap();
+    assert_eq!(empty, ChainResult::default());
+    assert!(empty.success);
+    assert!(empty.context.is_empty() && empty.step_results.is_empty() && empty.errors.is_empty());
+    assert_eq!(empty.duration_ms, 0.0);
+    assert_eq!(
+        serde_json::to_value(&empty).unwrap(),
+        json!({"success": true, "context": {}, "step_results": [], "errors": [], "duration_ms": 0.0})
+    );
+    // A step written as the seed writes it reads back; `stop_on_failure` (tackle's own,
+    // default true) is written only when false.
+    let step: ChainStep =
+        serde_json::from_value(json!({"tool_name": "math.double", "output_key": "d"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&step).unwrap(),
+        json!({"tool_name": "math.double", "input_mapping": {}, "output_key": "d"})
+    );
 }

@@ -186,27 +186,26 @@ async fn the_truncation_strategy_defaults_by_tool_kind() {
     );
 }
 
+/// Streams 300 chunks and returns nothing: its output is what it streamed.
+#[tool(namespace = "g", version = "1", side_effects = none)]
+fn chatty(ctx: &ToolContext) {
+    for i in 0..300 {
+        ctx.stream(format!("{i} "));
+    }
+}
+
 #[tokio::test]
 async fn the_event_queue_is_256_deep_and_drops_the_oldest() {
     assert_eq!(DEFAULT_EVENT_QUEUE_DEPTH, 256);
-    let mut registry = Registry::default();
-    let spec = ToolSpec::new("g", "chatty", "1", SideEffects::None, "Streams 300 chunks.");
-    registry
-        .register(DynamicTool::new(
-            spec,
-            |ctx: ToolContext, _input| async move {
-                for i in 0..300 {
-                    ctx.stream(format!("{i} "));
-                }
-                Ok::<_, String>(Value::Null)
-            },
-        ))
-        .unwrap();
-    let rt = Runtime::new(registry);
+    let rt = Runtime::from_inventory().unwrap();
     let (sink, mut events) = default_event_queue();
-    rt.call("g.chatty", json!({}), &ToolContext::new().with_events(sink))
+    let output = rt
+        .call("g.chatty", json!({}), &ToolContext::new().with_events(sink))
         .await
         .unwrap();
+    // The buffer is lossless: every chunk is in the output.
+    let whole: String = (0..300).map(|i| format!("{i} ")).collect();
+    assert_eq!(output, json!(whole));
     let kept = events.drain();
     // Started, 300 chunks, Finished: 302 events, the oldest 46 dropped.
     assert_eq!(kept.len(), 256);
@@ -426,6 +425,31 @@ async fn spills_land_at_root_run_id_call_id() {
     let whole: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(whole["text"], long(100), "nothing is lost");
     let _ = std::fs::remove_dir_all(&root);
+
+    // The default writer: `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>`, the file
+    // readable by its owner only, the run's directory too.
+    let mut registry = Registry::default();
+    let mut spec = ToolSpec::new("g", "dump2", "1", SideEffects::None, "Dumps text.");
+    spec.max_result_tokens = Some(20);
+    spec.result_shaping = Some(ResultShaping::SpillToFile);
+    registry.register(echo(spec)).unwrap();
+    let rt = Runtime::new(registry);
+    let run = format!("seed-spill-{}", std::process::id());
+    let ctx = ToolContext::new().with_run_id(&run);
+    let report = rt
+        .call_report("g.dump2", json!({"text": long(100)}), &ctx)
+        .await;
+    let path = report.shaped.unwrap().spill_path.unwrap();
+    let dir = std::env::temp_dir().join("tackle-spill").join(&run);
+    assert_eq!(path, dir.join(format!("{}.json", report.call_id)));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A toy embedder: one dimension per word of a small vocabulary.
@@ -562,4 +586,43 @@ async fn the_step_after_a_tool_asks_the_model_it_prefers() {
         seen[0].messages.iter().any(|m| m.content == "3"),
         "it read the result"
     );
+}
+
+/// Looks a fact up; prefers one model by name.
+#[tool(namespace = "g", version = "1", side_effects = none, preferred_model = "local/fact-checker")]
+fn fact(text: String) -> String {
+    text
+}
+
+#[tokio::test]
+async fn a_named_model_wins_over_a_tier() {
+    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let both = ChatResponse::calls(
+        "",
+        vec![
+            ToolCallRequest {
+                id: "a".into(),
+                name: "g_analyse".into(),
+                arguments: json!({"text": "x"}),
+            },
+            ToolCallRequest {
+                id: "f".into(),
+                name: "g_fact".into(),
+                arguments: json!({"text": "y"}),
+            },
+        ],
+    );
+    let default = Arc::new(ScriptedModel::new([both]));
+    let smart = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
+    let named = Arc::new(ScriptedModel::new([ChatResponse::text("checked")]));
+    let skill = ReactSkill::new(default.clone(), executor, &["g.analyse", "g.fact"])
+        .unwrap()
+        .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
+        .with_model_for(PreferredModel::parse("local/fact-checker"), named.clone());
+    let run = skill
+        .run("check", &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(run.final_answer.as_deref(), Some("checked"));
+    assert_eq!((default.used(), smart.used(), named.used()), (1, 0, 1));
 }

@@ -379,3 +379,47 @@ mod rag {
         );
     }
 }
+
+mod react_defaults {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tackle::agent::model::{ChatResponse, FunctionModel, ToolCallRequest};
+    use tackle::agent::react::ReactSkill;
+    use tackle::agent::skill::SkillKind;
+    use tackle::{tool, Executor, Runtime, ToolContext};
+
+    /// Says nothing useful.
+    #[tool(namespace = "loop", version = "1", side_effects = none)]
+    fn noop() -> u32 {
+        0
+    }
+
+    #[tokio::test]
+    async fn react_skill_is_an_agent_of_10_steps_and_3_errors_by_default() {
+        assert_eq!(ReactSkill::KIND, SkillKind::Agent);
+        assert_eq!(ReactSkill::DEFAULT_ERROR_BUDGET, 3);
+        // A model that never answers: the run stops at the default 10 steps.
+        let model = Arc::new(FunctionModel::new("looper", |_request: &_| {
+            Ok(ChatResponse::calls(
+                "again",
+                vec![ToolCallRequest {
+                    id: "n".into(),
+                    name: "loop_noop".into(),
+                    arguments: json!({}),
+                }],
+            ))
+        }));
+        let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+        let skill = ReactSkill::new(model, executor, &["loop.noop"]).unwrap();
+        let run = skill
+            .run("loop", &ToolContext::new().with_grant("llm:*"))
+            .await
+            .unwrap();
+        assert_eq!(ReactSkill::DEFAULT_MAX_STEPS, 10);
+        assert_eq!(run.step_index, 10);
+        assert!(!run.done);
+        assert_eq!(run.error_budget, 3);
+        assert_eq!(run.stopped.as_deref(), Some("no answer within 10 steps"));
+    }
+}

@@ -38,6 +38,30 @@ fn tool_spec_reads_the_seeds_wire_format() {
     assert!(written.get("requires_capability").is_none());
     assert_eq!(written["replay_policy"], "recorded-result");
     assert_eq!(written["cost_estimate"], "0.010");
+    // Every one of the seed's fourteen fields is written, set or not.
+    let bare = ToolSpec::new("n", "t", "1", SideEffects::None, "d");
+    let bare = serde_json::to_value(&bare).unwrap();
+    for field in [
+        "name",
+        "namespace",
+        "version",
+        "description",
+        "input_schema",
+        "output_schema",
+        "side_effects",
+        "replay_policy",
+        "permissions",
+        "idempotency_key",
+        "cost_estimate",
+        "examples",
+        "tags",
+        "deprecated",
+    ] {
+        assert!(bare.get(field).is_some(), "{field} in {bare}");
+    }
+    assert_eq!(bare["permissions"], json!([]));
+    assert_eq!(bare["idempotency_key"], json!(null));
+    assert_eq!(bare["deprecated"], json!(false));
 }
 
 #[test]

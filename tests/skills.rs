@@ -128,10 +128,16 @@ fn tools_must_exist_and_identity_is_checked() {
             .with_description("x")
             .build()
     };
-    assert!(matches!(
-        build("Trip Planner", "1.0.0"),
-        Err(SkillError::BadName(_))
-    ));
+    // A skill's name follows the rules of a tool's name (seed 004).
+    for bad in ["Trip Planner", "", "trip.planner", "é"] {
+        assert!(
+            matches!(build(bad, "1.0.0"), Err(SkillError::BadName(_))),
+            "{bad:?}"
+        );
+    }
+    for good in ["trip-planner", "trip_planner", "TripPlanner2"] {
+        assert!(build(good, "1.0.0").is_ok(), "{good}");
+    }
     assert!(matches!(
         build("trip", "1.0"),
         Err(SkillError::BadVersion { .. })

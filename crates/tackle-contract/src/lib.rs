@@ -449,6 +449,10 @@ words! {
         #[default]
         FirstParty = "first-party",
     }
+    aliases {
+        "trusted-skill" => Trusted,
+        "untrusted-skill" => Untrusted,
+    }
 }
 
 /// The characters a name or a namespace segment may hold, in words.
@@ -510,6 +514,14 @@ pub fn check_version(s: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trust_reads_graphorins_words() {
+        assert_eq!(Trust::parse("trusted-skill"), Some(Trust::Trusted));
+        assert_eq!(Trust::parse("untrusted-skill"), Some(Trust::Untrusted));
+        assert_eq!(Trust::Trusted.as_str(), "trusted");
+        assert!(Trust::FirstParty > Trust::Trusted && Trust::Untrusted > Trust::Mcp);
+    }
 
     #[test]
     fn words_round_trip_every_way() {

@@ -42,8 +42,8 @@ pub struct ChainStep {
     /// Where the output goes in the context; empty merges an object output.
     #[serde(default)]
     pub output_key: String,
-    /// Whether a failure stops the chain (default `true`).
-    #[serde(default = "yes")]
+    /// Whether a failure stops the chain (default `true`; written only when `false`).
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
     pub stop_on_failure: bool,
 }
 
@@ -117,8 +117,10 @@ pub enum ChainError {
     },
 }
 
-/// What a chain run did (codomyrmex's `ChainResult`).
+/// What a chain run did (codomyrmex's `ChainResult`); every field has the seed's
+/// default (`success = true`, empty, `duration_ms = 0.0`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ChainResult {
     /// Whether every step that ran succeeded and none was skipped by a stop.
     pub success: bool,
@@ -130,6 +132,18 @@ pub struct ChainResult {
     pub errors: Vec<String>,
     /// How long the chain took, in milliseconds.
     pub duration_ms: f64,
+}
+
+impl Default for ChainResult {
+    fn default() -> ChainResult {
+        ChainResult {
+            success: true,
+            context: Map::new(),
+            step_results: Vec::new(),
+            errors: Vec::new(),
+            duration_ms: 0.0,
+        }
+    }
 }
 
 /// How [`ToolChain::execute`] runs a chain.

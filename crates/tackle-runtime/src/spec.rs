@@ -58,9 +58,10 @@ pub struct ToolExample {
 
 /// Everything the runtime knows about a tool. See the [module docs](self).
 ///
-/// On the wire it is the seed's `ToolSpec` (Stargraph): the permissions are
-/// `permissions` (`requires_capability`, the decorator's name, is read too), and a
-/// spec without `replay_policy` takes the default for its side effects.
+/// On the wire it is the seed's `ToolSpec` (Stargraph): its fourteen fields are always
+/// written (tackle's own settings only when they differ from their defaults), the
+/// permissions are `permissions` (`requires_capability`, the decorator's name, is read
+/// too), and a spec without `replay_policy` takes the default for its side effects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, from = "wire::SpecWire")]
 pub struct ToolSpec {
@@ -78,30 +79,26 @@ pub struct ToolSpec {
     pub replay_policy: ReplayPolicy,
     /// Permissions the caller must hold, every one of them (the `#[tool]` attribute
     /// `requires_capability`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub permissions: Vec<String>,
     /// JSON Schema (2020-12) of the input object.
     pub input_schema: Value,
     /// JSON Schema (2020-12) of the output value.
     pub output_schema: Value,
     /// The input field whose value identifies a call for deduplication.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub idempotency_key: Option<String>,
     /// Estimated cost of one call, as an exact decimal (serialized as a string).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "rust_decimal::serde::str_option"
-    )]
+    #[serde(default, with = "rust_decimal::serde::str_option")]
     pub cost_estimate: Option<Decimal>,
     /// Free-form labels for search and grouping.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub tags: Vec<String>,
     /// Example calls.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub examples: Vec<ToolExample>,
     /// Whether the tool is deprecated (hidden from search unless asked for).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default)]
     pub deprecated: bool,
     /// Why it is deprecated, or what to use instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -37,6 +37,7 @@ use crate::agent::model::{
     ToolDefinition,
 };
 use crate::agent::search::{Embedder, ToolIndex};
+use crate::agent::skill::SkillKind;
 use crate::call::Operation;
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
@@ -240,6 +241,15 @@ pub fn model_name(key: &str) -> String {
 }
 
 impl ReactSkill {
+    /// A ReAct skill's kind: always `agent`.
+    pub const KIND: SkillKind = SkillKind::Agent;
+
+    /// The most steps a run takes unless told otherwise: 10.
+    pub const DEFAULT_MAX_STEPS: usize = 10;
+
+    /// The failed calls a run tolerates unless told otherwise: 3.
+    pub const DEFAULT_ERROR_BUDGET: u32 = 3;
+
     /// A skill that lets `model` use the tools `keys` (each must resolve in the
     /// executor's registry), with default limits. Tools whose spec sets
     /// `defer_loading` are deferred (see [`with_deferred`](Self::with_deferred)).
@@ -281,8 +291,8 @@ impl ReactSkill {
             embedder: None,
             preferred: Vec::new(),
             system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
-            max_steps: 10,
-            error_budget: 3,
+            max_steps: ReactSkill::DEFAULT_MAX_STEPS,
+            error_budget: ReactSkill::DEFAULT_ERROR_BUDGET,
             repair: None,
         };
         if deferred.is_empty() {

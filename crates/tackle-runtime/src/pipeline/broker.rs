@@ -22,6 +22,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,9 @@ pub const BROKER_CAPABILITY: &str = "tools:broker_request";
 /// The key of the provenance envelope added to a broker response:
 /// `__stargraph_provenance__`.
 pub const PROVENANCE_KEY: &str = "__stargraph_provenance__";
+
+const NO_BROKER: &str =
+    "no broker is registered: add `BrokerHandle` to the context with `with_resource`";
 
 /// The `source` written in the provenance envelope: `nautilus`.
 pub const PROVENANCE_SOURCE: &str = "nautilus";
@@ -171,10 +175,9 @@ pub fn broker_request_tool() -> DynamicTool {
                 _ => Err(format!("`{name}` must be a string")),
             };
             let (agent_id, intent) = (field("agent_id")?, field("intent")?);
-            let broker = ctx.resource::<BrokerHandle>().map_err(|_| {
-                "no broker is registered: add `BrokerHandle` to the context with `with_resource`"
-                    .to_owned()
-            })?;
+            let broker = ctx
+                .resource::<BrokerHandle>()
+                .map_err(|_| NO_BROKER.to_owned())?;
             let response = broker.0.request(&agent_id, &intent).await?;
             Ok::<Value, String>(response.enveloped())
         },
@@ -255,10 +258,10 @@ impl BrokerNode {
     ) -> Result<Map<String, Value>, Failure> {
         let agent_id = string_field(state, &self.config.agent_id_field)?;
         let intent = string_field(state, &self.config.intent_field)?;
-        let broker = ctx
-            .resource::<BrokerHandle>()
-            .map_err(|_| Failure::NoBroker)?;
         let operation = broker_request();
+        // The broker is looked up only when the request really runs: the door checks
+        // the grant first, and a replay needs no broker.
+        let no_broker = AtomicBool::new(false);
         let response = runtime
             .perform(
                 operation,
@@ -269,12 +272,17 @@ impl BrokerNode {
                         key: operation.key().to_owned(),
                         message,
                     };
+                    let Ok(broker) = ctx.resource::<BrokerHandle>() else {
+                        no_broker.store(true, Ordering::Relaxed);
+                        return Err(failed(NO_BROKER.to_owned()));
+                    };
                     let response = broker.0.request(agent_id, intent).await.map_err(failed)?;
                     Ok(response.enveloped())
                 },
             )
             .await
             .map_err(|e| match e {
+                _ if no_broker.load(Ordering::Relaxed) => Failure::NoBroker,
                 ToolError::CapabilityDenied { missing, .. } => Failure::Denied(missing),
                 ToolError::Execution { message, .. } => Failure::Broker(message),
                 other => Failure::Broker(other.to_string()),

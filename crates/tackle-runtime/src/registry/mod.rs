@@ -149,14 +149,20 @@ impl Registry {
         Ok(key)
     }
 
-    /// Removes the tool with exactly this key and returns it.
+    /// Removes a tool and returns it: by its key, its `namespace.name` (the highest
+    /// version) or a unique bare name, as [`get`](Self::get) finds it.
     pub fn unregister(&mut self, key: &str) -> Result<Arc<Tool>, RegistryError> {
-        let index = *self
-            .by_key
-            .get(key)
-            .ok_or_else(|| RegistryError::NotRegistered {
-                key: key.to_owned(),
-            })?;
+        let not_registered = || RegistryError::NotRegistered {
+            key: key.to_owned(),
+        };
+        let index = match self.by_key.get(key) {
+            Some(index) => *index,
+            // `namespace.name` or a unique bare name, as `get` takes them.
+            None => {
+                let found = self.resolve(key).map_err(|_| not_registered())?;
+                *self.by_key.get(found.key()).ok_or_else(not_registered)?
+            }
+        };
         let tool = self.tools.remove(index);
         self.reindex();
         Ok(tool)

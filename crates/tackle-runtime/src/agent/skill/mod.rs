@@ -13,7 +13,8 @@
 //! `BTreeMap` / `BTreeSet`. The check reads the field types as written, so a type
 //! alias hides a hash map from it; that is the "where possible" of the rule.
 //!
-//! Identity: the name is a slug (`[a-z0-9]` words joined by `-`), the version is
+//! Identity: the name follows the rules of a tool's name (ASCII letters, digits, `_`
+//! and `-`; `trip-planner`), the version is
 //! semver (`1.2.0`), and the [`site_id`](Skill::site_id) is `name@version`. The
 //! [`kind`](SkillKind) (`agent`, `workflow`, `utility`) is catalogue metadata.
 //!
@@ -80,8 +81,10 @@ pub enum SkillKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SkillError {
-    /// The name is not a slug.
-    #[error("skill name `{0}` is not a slug: lowercase letters and digits in words joined by `-`")]
+    /// The name breaks the rules of a tool's name.
+    #[error(
+        "skill name `{0}` is not allowed: use ASCII letters, digits, `_` and `-`, as a tool's name"
+    )]
     BadName(String),
     /// The version is not semver.
     #[error("skill `{name}` has version `{version}`, which is not semver (such as 1.2.0)")]
@@ -276,7 +279,7 @@ pub struct SkillBuilder {
 }
 
 impl Skill {
-    /// Starts a skill named `name` (a slug) at `version` (semver) whose state is `S`.
+    /// Starts a skill named `name` (the rules of a tool's name) at `version` (semver) whose state is `S`.
     pub fn builder<S: SkillState>(
         name: impl Into<String>,
         version: impl Into<String>,
@@ -354,7 +357,7 @@ impl Skill {
         }
     }
 
-    /// The name, a slug.
+    /// The name.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -742,7 +745,7 @@ impl SkillBuilder {
     /// and checks that its nodes write only declared output keys.
     pub fn build(self) -> Result<Skill, SkillError> {
         let mut skill = self.skill;
-        if !is_slug(&skill.name) {
+        if !tackle_contract::is_name(&skill.name) {
             return Err(SkillError::BadName(skill.name));
         }
         if !is_semver(&skill.version) {
@@ -822,17 +825,6 @@ impl SkillBuilder {
         }
         Ok(skill)
     }
-}
-
-/// `[a-z0-9]+` words joined by single `-`.
-fn is_slug(name: &str) -> bool {
-    !name.is_empty()
-        && name.split('-').all(|word| {
-            !word.is_empty()
-                && word
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
 }
 
 /// `MAJOR.MINOR.PATCH`, optionally `-pre.release` and `+build`, numbers without
@@ -977,16 +969,6 @@ impl Skills {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slugs() {
-        for good in ["trip-planner", "a", "v2-search", "x1-2-3"] {
-            assert!(is_slug(good), "{good}");
-        }
-        for bad in ["", "Trip", "trip_planner", "-a", "a-", "a--b", "a b", "é"] {
-            assert!(!is_slug(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn semver() {

@@ -71,8 +71,8 @@ pub use tackle_runtime::{
 
 // The modules, each a concept (see `docs/architecture.md`).
 pub use tackle_runtime::{
-    agent, approval, audit, call, canonical, capability, chain, context, error, events, executor,
-    pipeline, registry, replay, sanitize, schema, shape, spec, validate, version,
+    agent, approval, audit, bounds, call, canonical, capability, chain, context, error, events,
+    executor, pipeline, registry, replay, sanitize, schema, shape, spec, validate, version,
 };
 
 /// The decimal type of `cost_estimate`.
@@ -104,4 +104,6 @@ mod guides {
     struct Mcp;
     #[doc = include_str!("../docs/seeds.md")]
     struct Seeds;
+    #[doc = include_str!("../docs/security.md")]
+    struct Security;
 }

@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
         "spec",
         "version",
         "canonical",
+        "bounds",
         "capability",
         "schema",
         "validate",

@@ -24,6 +24,7 @@ pub mod abi;
 pub mod agent;
 pub mod approval;
 pub mod audit;
+pub mod bounds;
 pub mod call;
 pub mod canonical;
 pub mod capability;

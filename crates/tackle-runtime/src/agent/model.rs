@@ -27,6 +27,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::bounds::dispose;
 use crate::call::{Operation, Runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -279,7 +280,28 @@ pub async fn complete(
             ctx,
             || async {
                 match model.complete(request).await {
-                    Ok(response) => {
+                    Ok(mut response) => {
+                        // Arguments built in code may be nested past what anything
+                        // recursive (serializing them, first of all) survives.
+                        let limits = runtime.limits();
+                        let over =
+                            response.tool_calls.iter().enumerate().find_map(|(i, c)| {
+                                limits.check(&c.arguments).err().map(|e| (i, e))
+                            });
+                        if let Some((index, exceeded)) = over {
+                            for call in response.tool_calls.drain(..) {
+                                dispose(call.arguments);
+                            }
+                            let e = ModelError::Malformed {
+                                message: format!("the arguments of tool call {index}: {exceeded}"),
+                            };
+                            let message = e.to_string();
+                            *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                            return Err(ToolError::Execution {
+                                key: key.to_owned(),
+                                message,
+                            });
+                        }
                         serde_json::to_value(&response).map_err(|e| ToolError::Execution {
                             key: key.to_owned(),
                             message: e.to_string(),

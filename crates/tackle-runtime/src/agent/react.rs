@@ -605,6 +605,9 @@ impl ReactSkill {
 
     /// Up to three names of the run's tools close to `name`, closest first.
     fn closest_offered(&self, name: &str) -> Vec<String> {
+        if name.len() > crate::registry::query::SUGGEST_MAX_LEN {
+            return Vec::new();
+        }
         let mut scored: Vec<(f64, &String)> = self
             .names
             .keys()

@@ -13,6 +13,9 @@
 //! caller can skip a stage. Each stage is a small unit in its own file, with one job,
 //! run in this order:
 //!
+//! 0. **bounds** (`bounds.rs`): the input is within the runtime's depth and size limits,
+//!    measured without recursion before anything walks it ([`crate::bounds`]); the
+//!    output is measured the same way as soon as the tool returns;
 //! 1. **resolve** (`resolve.rs`): the key names a registered tool (an operation brings
 //!    its own);
 //! 2. **capability** (`capability.rs`): the caller holds every permission the tool or
@@ -29,7 +32,9 @@
 //!    the validated arguments (see [`crate::approval`]);
 //! 7. **execute** (`execute.rs`): under the time limit and the run's cancellation, with a
 //!    grace window and a panic guard, with a per-call context (its id, its declared
-//!    secrets, its stream); error texts are scrubbed of the caller's secrets;
+//!    secrets, its stream); error texts are scrubbed of the caller's secrets. Around it,
+//!    the memory guard ([`MemoryGuard`]) when one is set, and after it the output's
+//!    bounds;
 //! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
 //!    error (replayed outputs are checked too);
 //! 9. **shape** (`shape.rs`): a long result is cut to the tool's `max_result_tokens`
@@ -52,6 +57,7 @@
 
 mod approval;
 mod audit;
+mod bounds;
 mod capability;
 pub(crate) mod dedupe;
 mod execute;
@@ -83,6 +89,7 @@ pub use operation::Operation;
 
 use crate::approval::{ApprovalBinding, Approver};
 use crate::audit::{AuditSink, Counters, Execution, GateDecision, Gates};
+use crate::bounds::Limits;
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError};
 use crate::registry::{Registry, Tool};
@@ -127,6 +134,7 @@ pub struct Runtime {
     counters: Counters,
     next_call: AtomicU64,
     memory_guard: Option<Arc<dyn MemoryGuard>>,
+    limits: Limits,
 }
 
 impl fmt::Debug for Runtime {
@@ -416,6 +424,18 @@ impl Runtime {
         self
     }
 
+    /// Sets how deep and how large inputs and outputs may be (default
+    /// [`Limits::default`]: 128 levels, 16 MiB); see [`crate::bounds`].
+    pub fn with_limits(mut self, limits: Limits) -> Runtime {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits on inputs and outputs.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// Sends an audit event for every call to `sink`.
     pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Runtime {
         self.audit = Some(Arc::new(sink));
@@ -563,6 +583,7 @@ impl Runtime {
     /// the call breaks with the call's outcome; the audit stage runs after them all,
     /// in [`Runtime::pass`], however they ended.
     async fn stages<'a>(&'a self, call: &mut Call<'a>) -> Flow {
+        bounds::input(self, call)?;
         resolve::stage(self, call)?;
         capability::stage(call)?;
         validate::input(call)?;
@@ -572,6 +593,7 @@ impl Runtime {
         let snapshot = guard::before(self, call);
         execute::stage(call).await?;
         guard::after(self, call, snapshot);
+        bounds::output(self, call)?;
         validate::output(call)?;
         shape::stage(self, call).await?;
         sanitize::stage(self, call)?;

@@ -46,11 +46,14 @@
 //! `state_schema` and `tools` are kept as written ([`Pipeline::state_schema`],
 //! [`Pipeline::tools`]); the nodes check what they read when they run.
 //! Parsing is strict: an unknown field, a wrong type or bad YAML is an error with its
-//! line and column; a field that does not belong to the node's kind, a missing one,
+//! line and column, and so is a document nested deeper than
+//! [`nesting::MAX_NESTING`] (64) levels or larger than 4 MiB, found by a linear scan
+//! before the parser runs; a field that does not belong to the node's kind, a missing one,
 //! or a duplicate id names the node. [`Pipeline::check`] finds unknown tools before
 //! anything runs, and a run that fails returns the state as it was, with the node.
 
 pub mod broker;
+pub mod nesting;
 
 use std::collections::BTreeSet;
 
@@ -261,6 +264,10 @@ pub enum PipelineError {
         /// The state when it happened.
         state: Box<Value>,
     },
+    /// The initial state is deeper or larger than the runtime's limits
+    /// ([`crate::bounds`]).
+    #[error("a pipeline's state must be within the runtime's limits: {0}")]
+    StateOutOfBounds(String),
     /// The initial state is not a JSON object.
     #[error("a pipeline's state is a JSON object, not {0}")]
     StateNotObject(String),
@@ -309,6 +316,7 @@ impl Pipeline {
     /// # }
     /// ```
     pub fn from_yaml(text: &str) -> Result<Pipeline, PipelineError> {
+        nesting::check(text)?;
         let pipeline: Pipeline = yaml_serde::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             let text = e.to_string();
@@ -399,6 +407,11 @@ impl Pipeline {
         ctx: &ToolContext,
     ) -> Result<Value, PipelineError> {
         self.check(runtime.registry())?;
+        // The state is cloned into errors and walked by templates: measure it first.
+        if let Err(exceeded) = runtime.limits().check(&state) {
+            crate::bounds::dispose(state);
+            return Err(PipelineError::StateOutOfBounds(exceeded.to_string()));
+        }
         let Value::Object(mut state) = state else {
             return Err(PipelineError::StateNotObject(kind_of(&state).into()));
         };

@@ -87,6 +87,8 @@ pub struct Registry {
     by_path: FnvMap<String, Vec<usize>>,
     /// bare name -> `namespace.name` paths that have it.
     by_name: FnvMap<String, Vec<String>>,
+    /// The length of the longest key: a longer query names nothing (and is not hashed).
+    longest_key: usize,
     collisions: Vec<CollisionNote>,
 }
 
@@ -212,6 +214,7 @@ impl Registry {
             // Sorted ascending, so each later version goes first.
             versions.insert(0, i);
         }
+        self.longest_key = self.tools.iter().map(|t| t.key.len()).max().unwrap_or(0);
     }
 
     /// Finds a tool by key, `namespace.name` (highest version) or unique bare name.
@@ -241,6 +244,9 @@ impl Registry {
 
     /// What a query names.
     fn find(&self, query: &str) -> Found<'_> {
+        if query.len() > self.longest_key {
+            return Found::Missing;
+        }
         if let Some(&i) = self.by_key.get(query) {
             return Found::Tool(&self.tools[i]);
         }

@@ -59,9 +59,17 @@ impl ToolQuery {
     }
 }
 
+/// The longest query that gets "did you mean" suggestions: 256 bytes.
+pub const SUGGEST_MAX_LEN: usize = 256;
+
 impl Registry {
-    /// Up to three keys close to `query`, closest first.
+    /// Up to three keys close to `query`, closest first. A query much longer than any
+    /// key (more than [`SUGGEST_MAX_LEN`] characters) gets none: comparing it would cost
+    /// time in proportion to its length, and nothing is close to it anyway.
     pub(super) fn suggest(&self, query: &str) -> Vec<String> {
+        if query.len() > SUGGEST_MAX_LEN {
+            return Vec::new();
+        }
         let q = query.to_lowercase();
         let mut scored: Vec<(f64, &str)> = self
             .tools

@@ -10,7 +10,7 @@ use tackle::audit::Execution;
 use tackle::events::{event_queue, ToolEventKind};
 use tackle::spec::ExecutionMode;
 use tackle::{
-    tool, DynamicTool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext,
+    tool, DynamicTool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext, ToolError,
     ToolErrorKind, ToolSpec,
 };
 
@@ -454,4 +454,56 @@ async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
         kept.last().unwrap().kind,
         ToolEventKind::Finished { ok: true }
     );
+}
+
+/// Sleeps on the calling thread: a synchronous tool that ignores time.
+#[tool(namespace = "sync", version = "1", side_effects = write, idempotency_key = "id", timeout_ms = 50)]
+fn stall(id: String) -> String {
+    std::thread::sleep(Duration::from_millis(400));
+    id
+}
+
+/// The same, marked `blocking`.
+#[tool(namespace = "sync", version = "1", side_effects = write, idempotency_key = "id", timeout_ms = 50, blocking)]
+fn stall_blocking(id: String) -> String {
+    std::thread::sleep(Duration::from_millis(400));
+    id
+}
+
+#[tokio::test]
+async fn a_sync_tool_is_held_to_its_time_limit_and_a_timeout_says_it_still_runs() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    for key in ["sync.stall", "sync.stall_blocking"] {
+        let started = Instant::now();
+        let err = rt
+            .call(key, json!({"id": "a"}), &ToolContext::new())
+            .await
+            .unwrap_err();
+        let waited = started.elapsed();
+        match &err {
+            ToolError::Timeout {
+                after_ms,
+                still_running,
+                ..
+            } => {
+                assert_eq!(*after_ms, 50);
+                assert!(still_running, "{key}: the work goes on");
+            }
+            other => panic!("{key}: {other:?}"),
+        }
+        assert!(err.to_string().contains("still running"), "{err}");
+        assert!(
+            waited < Duration::from_millis(300),
+            "{key}: the caller waited {waited:?}, not the tool's 400 ms"
+        );
+    }
+    // An async tool stopped by its limit is not running any more.
+    let slow = runtime(vec![slow("async_limit", Some(20), false)]);
+    match slow
+        .call("t.async_limit", json!({}), &ToolContext::new())
+        .await
+    {
+        Err(ToolError::Timeout { still_running, .. }) => assert!(!still_running),
+        other => panic!("{other:?}"),
+    }
 }

@@ -327,4 +327,31 @@ fn sigkill_while_recording_leaves_the_previous_file_intact() {
         assert_eq!(file.interactions.len(), 300, "after kill {i}");
     }
     assert_eq!(kills, 20, "every child was killed while writing");
+    // The killed writers' temporary files are gone once the cassette is opened again.
+    drop(open(&path, Mode::Replay));
+    let dir = path.parent().unwrap();
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "orphan temporary files: {left:?}");
+}
+
+#[test]
+fn opening_a_cassette_clears_only_dead_writers_temporary_files() {
+    let path = temp("orphans");
+    let dir = path.parent().unwrap().to_owned();
+    let dead = dir.join(".cassette.json.4194305.0.tmp"); // above Linux's largest pid
+    let mine = dir.join(format!(".cassette.json.{}.0.tmp", std::process::id()));
+    let other = dir.join(".other.json.4194305.0.tmp");
+    for file in [&dead, &mine, &other] {
+        std::fs::write(file, "{").unwrap();
+    }
+    drop(open(&path, Mode::New));
+    if cfg!(target_os = "linux") {
+        assert!(!dead.exists(), "a dead writer's file is removed");
+    }
+    assert!(mine.exists(), "a live writer's file is kept");
+    assert!(other.exists(), "another cassette's files are not touched");
 }

@@ -252,13 +252,18 @@ pub enum ToolError {
         /// The approver's reason, or why no approval could be asked for.
         reason: String,
     },
-    /// The call ran longer than its time limit and was stopped.
-    #[error("`{key}` timed out after {after_ms} ms")]
+    /// The call ran longer than its time limit. Its caller stopped waiting; an async
+    /// tool was stopped, but synchronous work on a blocking thread cannot be, and goes
+    /// on (`still_running`): its effects may still happen.
+    #[error("`{key}` timed out after {after_ms} ms{}", if *still_running { "; it is still running on a blocking thread, so its effects may still happen" } else { "" })]
     Timeout {
         /// The tool's key.
         key: String,
         /// The limit that was reached, in milliseconds.
         after_ms: u64,
+        /// Whether the tool's work goes on after the timeout (synchronous work on a
+        /// blocking thread).
+        still_running: bool,
     },
     /// The run was cancelled and the tool did not finish within the grace window, so
     /// it was stopped.

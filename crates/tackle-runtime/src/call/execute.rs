@@ -77,7 +77,7 @@ async fn run_awaited(
     if let Some(run) = call.run.take() {
         let work = guard_future(tool, run());
         return if limited {
-            limit_call(work, tool.key(), limit, ctx).await
+            limit_call(work, tool.key(), limit, ctx, false).await
         } else {
             work.await
         };
@@ -89,10 +89,26 @@ async fn run_awaited(
     }
     // The tool never sees its context: no scope, no stream, no events.
     if limited {
-        limit_call(guarded(tool, ctx, input), tool.key(), limit, ctx).await
+        let off_thread = off_thread(tool);
+        limit_call(
+            guarded(tool, ctx, input, off_thread),
+            tool.key(),
+            limit,
+            ctx,
+            off_thread || tool.spec().blocking,
+        )
+        .await
     } else {
-        guarded(tool, ctx, input).await
+        guarded(tool, ctx, input, false).await
     }
+}
+
+/// Whether a limited call of `tool` runs on a blocking thread: a synchronous tool
+/// could not be stopped by its time limit where it is, so it goes where the timer can
+/// still fire (and a timeout reports it as still running).
+fn off_thread(tool: &Tool) -> bool {
+    matches!(tool.handler().0, HandlerKind::Sync(_))
+        && tokio::runtime::Handle::try_current().is_ok()
 }
 
 /// Runs a tool that sees its context in a scope of its own for the call.
@@ -112,9 +128,17 @@ async fn scoped(
     ));
     scoped.emit(ToolEventKind::Started);
     let mut result = if limited {
-        limit_call(guarded(tool, &scoped, input), tool.key(), limit, &scoped).await
+        let off_thread = off_thread(tool);
+        limit_call(
+            guarded(tool, &scoped, input, off_thread),
+            tool.key(),
+            limit,
+            &scoped,
+            off_thread || tool.spec().blocking,
+        )
+        .await
     } else {
-        guarded(tool, &scoped, input).await
+        guarded(tool, &scoped, input, false).await
     };
     if let (Ok(Value::Null), Some(stream)) = (
         &result,
@@ -134,6 +158,7 @@ async fn limit_call(
     key: &str,
     limit: Option<Duration>,
     ctx: &ToolContext,
+    still_running: bool,
 ) -> Result<Value, ToolError> {
     let grace = ctx.grace();
     let timer = async {
@@ -157,6 +182,7 @@ async fn limit_call(
         () = timer => Err(ToolError::Timeout {
             key: key.to_owned(),
             after_ms: limit.map_or(0, |l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
+            still_running,
         }),
         () = abort => Err(ToolError::Aborted {
             key: key.to_owned(),
@@ -167,8 +193,27 @@ async fn limit_call(
 
 /// Runs the tool's handler, turning a panic (while starting or while running) into
 /// `Panicked`, and naming the tool by its registered key in every error.
-async fn guarded(tool: &Tool, ctx: &ToolContext, input: Value) -> Result<Value, ToolError> {
+async fn guarded(
+    tool: &Tool,
+    ctx: &ToolContext,
+    input: Value,
+    off_thread: bool,
+) -> Result<Value, ToolError> {
     let outcome = match &tool.handler().0 {
+        HandlerKind::Sync(run) if off_thread => {
+            let (run, ctx) = (*run, ctx.clone());
+            match tokio::task::spawn_blocking(move || {
+                catch_unwind(AssertUnwindSafe(|| run(&ctx, input)))
+            })
+            .await
+            {
+                Ok(outcome) => outcome,
+                Err(join) => Ok(Err(ToolError::Execution {
+                    key: tool.key().to_owned(),
+                    message: format!("the tool's thread failed: {join}"),
+                })),
+            }
+        }
         HandlerKind::Sync(run) => catch_unwind(AssertUnwindSafe(|| run(ctx, input))),
         HandlerKind::Async(start) => {
             match catch_unwind(AssertUnwindSafe(|| start(ctx.clone(), input))) {

@@ -161,6 +161,8 @@ impl Cassette {
         config: CassetteConfig,
     ) -> Result<Cassette, CassetteError> {
         let path = path.into();
+        // A recorder killed mid-write leaves its temporary file; the next open clears it.
+        super::file::clean_orphans(&path);
         let mode = if config.use_env {
             Mode::resolve(config.mode, |k| std::env::var(k).ok())?
         } else {

@@ -251,6 +251,56 @@ fn version_of(bytes: &[u8]) -> Option<u64> {
         .map(|h| h.version)
 }
 
+/// Removes the temporary files a writer of `path` left when it was killed mid-write:
+/// `.<name>.<pid>.<n>.tmp` beside it, whose process is gone (on Linux, no
+/// `/proc/<pid>`; elsewhere, untouched for ten minutes). Returns how many were removed.
+/// A failure to list or remove is ignored: the files are only clutter.
+pub fn clean_orphans(path: &Path) -> usize {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return 0;
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.");
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id()
+            && writer_is_gone(pid, &entry)
+            && fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+fn writer_is_gone(pid: u32, entry: &fs::DirEntry) -> bool {
+    if cfg!(target_os = "linux") {
+        return !Path::new(&format!("/proc/{pid}")).exists();
+    }
+    entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > std::time::Duration::from_secs(600))
+}
+
 /// Writes a cassette atomically: temporary file, fsync, rename, fsync of the folder.
 pub fn save(path: &Path, file: &CassetteFile) -> Result<(), CassetteError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

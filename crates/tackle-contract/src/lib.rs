@@ -73,6 +73,9 @@ pub mod attr {
     /// `defer_loading`: the tool is found through `tool_search` instead of being
     /// offered up front.
     pub const DEFER_LOADING: &str = "defer_loading";
+    /// `reveals_secrets`: the tool's output may hold the caller's secrets on purpose,
+    /// so the door does not scrub them from it.
+    pub const REVEALS_SECRETS: &str = "reveals_secrets";
     /// `params(a = "...")`: parameter descriptions.
     pub const PARAMS: &str = "params";
     /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it
@@ -106,6 +109,7 @@ pub mod attr {
         SENSITIVITY,
         PREFERRED_MODEL,
         DEFER_LOADING,
+        REVEALS_SECRETS,
         PARAMS,
         CRATE,
     ];

@@ -59,6 +59,7 @@ pub struct ToolAttrs {
     pub sensitivity: Option<Word<Sensitivity>>,
     pub preferred_model: Option<LitStr>,
     pub defer_loading: bool,
+    pub reveals_secrets: bool,
     pub params: Vec<(Ident, LitStr)>,
     /// `crate = "path"`: where the `tackle` crate is.
     pub krate: Option<syn::Path>,
@@ -164,6 +165,7 @@ impl ToolAttrs {
             },
             attr::BLOCKING => self.blocking = flag(key, span, raw)?,
             attr::DEFER_LOADING => self.defer_loading = flag(key, span, raw)?,
+            attr::REVEALS_SECRETS => self.reveals_secrets = flag(key, span, raw)?,
             attr::SENSITIVITY => self.sensitivity = Some(word(key, span, raw)?),
             attr::PREFERRED_MODEL => {
                 let lit = lit_str(key, span, raw)?;

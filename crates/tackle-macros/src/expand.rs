@@ -381,6 +381,7 @@ fn generate(
     );
     let preferred_model = opt(attrs.preferred_model.as_ref());
     let defer_loading = attrs.defer_loading;
+    let reveals_secrets = attrs.reveals_secrets;
     let secrets = &attrs.secrets;
     let approval_when = match &attrs.approval_when {
         Some(path) => quote! {
@@ -489,6 +490,7 @@ fn generate(
                 sensitivity: #sensitivity,
                 preferred_model: #preferred_model,
                 defer_loading: #defer_loading,
+                reveals_secrets: #reveals_secrets,
                 blocking: #blocking,
                 uses_context: #uses_context,
             };

@@ -153,6 +153,7 @@ pub struct StaticSpec {
     pub sensitivity: Sensitivity,
     pub preferred_model: Option<&'static str>,
     pub defer_loading: bool,
+    pub reveals_secrets: bool,
     /// Whether the function takes the `ToolContext` (and so may stream, report
     /// progress or read secrets); the door gives other tools no per-call scope.
     pub uses_context: bool,
@@ -204,6 +205,7 @@ impl StaticSpec {
             sensitivity: self.sensitivity,
             preferred_model: self.preferred_model.map(PreferredModel::parse),
             defer_loading: self.defer_loading,
+            reveals_secrets: self.reveals_secrets,
         }
     }
 }

@@ -143,6 +143,11 @@ pub struct ToolSpec {
     /// finds it with `tool_search`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub defer_loading: bool,
+    /// Whether the tool's output may hold the caller's secrets on purpose (a tool that
+    /// hands out a credential). Otherwise the door replaces every secret value of the
+    /// caller's context found in the output with `<redacted>` before anything sees it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reveals_secrets: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -203,6 +208,7 @@ impl ToolSpec {
             sensitivity: Sensitivity::Internal,
             preferred_model: None,
             defer_loading: false,
+            reveals_secrets: false,
         }
     }
 
@@ -319,6 +325,8 @@ mod wire {
         preferred_model: Option<PreferredModel>,
         #[serde(default)]
         defer_loading: bool,
+        #[serde(default)]
+        reveals_secrets: bool,
     }
 
     impl From<SpecWire> for ToolSpec {
@@ -352,6 +360,7 @@ mod wire {
                 sensitivity: w.sensitivity,
                 preferred_model: w.preferred_model,
                 defer_loading: w.defer_loading,
+                reveals_secrets: w.reveals_secrets,
             }
         }
     }

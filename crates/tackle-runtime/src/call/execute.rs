@@ -16,6 +16,7 @@
 //! An operation runs the code its caller handed the door, under the same rules.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,12 +27,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Call, Flow};
+use super::{panics, Call, Flow};
 use crate::audit::Execution;
 use crate::context::{CallScope, ToolContext};
 use crate::error::{panic_message, ToolError};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
+use crate::replay::redact::Redactor;
 
 #[inline]
 pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
@@ -57,7 +59,13 @@ pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
         (HandlerKind::Sync(run), false, false) if call.run.is_none() => {
             // The common case: a synchronous tool with no limit, run right here.
             let input = call.input.take();
-            settle(tool, catch_unwind(AssertUnwindSafe(|| run(ctx, input))))
+            let secrets = panics::secrets_of(ctx);
+            settle(
+                tool,
+                catch_unwind(AssertUnwindSafe(|| {
+                    panics::guarded(secrets.as_ref(), || run(ctx, input))
+                })),
+            )
         }
         // Boxed: it keeps the common call's future small.
         _ => Box::pin(run_awaited(call, limit, limited)).await,
@@ -199,11 +207,14 @@ async fn guarded(
     input: Value,
     off_thread: bool,
 ) -> Result<Value, ToolError> {
+    let secrets = panics::secrets_of(ctx);
     let outcome = match &tool.handler().0 {
         HandlerKind::Sync(run) if off_thread => {
             let (run, ctx) = (*run, ctx.clone());
             match tokio::task::spawn_blocking(move || {
-                catch_unwind(AssertUnwindSafe(|| run(&ctx, input)))
+                catch_unwind(AssertUnwindSafe(|| {
+                    panics::guarded(secrets.as_ref(), || run(&ctx, input))
+                }))
             })
             .await
             {
@@ -214,10 +225,14 @@ async fn guarded(
                 })),
             }
         }
-        HandlerKind::Sync(run) => catch_unwind(AssertUnwindSafe(|| run(ctx, input))),
+        HandlerKind::Sync(run) => catch_unwind(AssertUnwindSafe(|| {
+            panics::guarded(secrets.as_ref(), || run(ctx, input))
+        })),
         HandlerKind::Async(start) => {
-            match catch_unwind(AssertUnwindSafe(|| start(ctx.clone(), input))) {
-                Ok(future) => CatchUnwind(future).await,
+            match catch_unwind(AssertUnwindSafe(|| {
+                panics::guarded(secrets.as_ref(), || start(ctx.clone(), input))
+            })) {
+                Ok(future) => CatchUnwind(future, secrets).await,
                 Err(payload) => Err(payload),
             }
         }
@@ -234,7 +249,7 @@ async fn guard_future<'f>(
     tool: &Tool,
     work: Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'f>>,
 ) -> Result<Value, ToolError> {
-    settle(tool, CatchUnwind(work).await)
+    settle(tool, CatchUnwind(work, None).await)
 }
 
 #[inline]
@@ -265,7 +280,9 @@ fn rekey(mut error: ToolError, registered: &str) -> ToolError {
 }
 
 /// Polls a future, catching a panic in any poll.
-struct CatchUnwind<F>(F);
+/// A future whose polls catch panics, with the thread marked for the panic hook while
+/// it runs (see [`panics`]).
+struct CatchUnwind<F>(F, Option<Arc<[String]>>);
 
 impl<F> Future for CatchUnwind<Pin<Box<F>>>
 where
@@ -274,7 +291,12 @@ where
     type Output = Result<Result<Value, ToolError>, Box<dyn Any + Send>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+        let this = &mut *self;
+        let secrets = this.1.as_ref();
+        let work = &mut this.0;
+        match catch_unwind(AssertUnwindSafe(|| {
+            panics::guarded(secrets, || work.as_mut().poll(cx))
+        })) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
             Err(payload) => Poll::Ready(Err(payload)),
@@ -282,17 +304,15 @@ where
     }
 }
 
-/// Removes the caller's secret values from an error's text.
+/// Removes the caller's secret values and token-shaped strings (`Bearer ...`, `sk-...`
+/// keys) from an error's text.
 #[inline]
 pub(super) fn scrub(result: &mut Result<Value, ToolError>, ctx: &ToolContext) {
     let Err(error) = result else { return };
-    if !ctx.has_secrets() {
-        return;
-    }
     let Ok(mut value) = serde_json::to_value(&*error) else {
         return;
     };
-    if scrub_value(&mut value, ctx) {
+    if scrub_value(&mut value, ctx, true) {
         if let Ok(scrubbed) = serde_json::from_value(value) {
             *error = scrubbed;
         }
@@ -309,7 +329,15 @@ pub(super) fn scrubbed(
     result
 }
 
-fn scrub_value(value: &mut Value, ctx: &ToolContext) -> bool {
+/// Replaces the context's secret values in `value`'s strings with `<redacted>`.
+pub(super) fn scrub_secrets(value: &mut Value, ctx: &ToolContext) -> bool {
+    scrub_value(value, ctx, false)
+}
+
+/// Scrubs the context's secrets from `value`'s strings, and token-shaped strings
+/// (`Bearer ...`, `sk-...` keys) too when `tokens` is set. `value` is within the
+/// door's depth limit.
+fn scrub_value(value: &mut Value, ctx: &ToolContext, tokens: bool) -> bool {
     match value {
         Value::String(text) => {
             let mut changed = false;
@@ -319,14 +347,20 @@ fn scrub_value(value: &mut Value, ctx: &ToolContext) -> bool {
                     changed = true;
                 }
             }
+            if tokens {
+                if let Cow::Owned(redacted) = Redactor::new().redact_str(text) {
+                    *text = redacted;
+                    changed = true;
+                }
+            }
             changed
         }
         Value::Array(items) => items
             .iter_mut()
-            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+            .fold(false, |changed, v| scrub_value(v, ctx, tokens) | changed),
         Value::Object(map) => map
             .values_mut()
-            .fold(false, |changed, v| scrub_value(v, ctx) | changed),
+            .fold(false, |changed, v| scrub_value(v, ctx, tokens) | changed),
         _ => false,
     }
 }

@@ -37,6 +37,8 @@
 //!    bounds;
 //! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
 //!    error (replayed outputs are checked too);
+//!    Then the caller's secrets are scrubbed from the output (`secrets.rs`), unless the
+//!    tool `reveals_secrets`;
 //! 9. **shape** (`shape.rs`): a long result is cut to the tool's `max_result_tokens`
 //!    ([`crate::shape`]);
 //! 10. **sanitize** (`sanitize.rs`): instruction-like text is handled by the tool's trust
@@ -64,10 +66,12 @@ mod execute;
 mod guard;
 mod invoke;
 mod operation;
+mod panics;
 mod record;
 mod replay;
 mod resolve;
 mod sanitize;
+mod secrets;
 mod shape;
 mod validate;
 
@@ -595,6 +599,7 @@ impl Runtime {
         guard::after(self, call, snapshot);
         bounds::output(self, call)?;
         validate::output(call)?;
+        secrets::output(call)?;
         shape::stage(self, call).await?;
         sanitize::stage(self, call)?;
         record::stage(self, call)

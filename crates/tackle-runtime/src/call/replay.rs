@@ -6,7 +6,8 @@
 //! against the tool's schema), send the call on to run with a record pending (the
 //! record stage stores it), or end the call (`CassetteMiss`, `ReplayGap`,
 //! `Divergence`). Tool calls match in any order; operations (model completions,
-//! broker requests) must come in their recorded order.
+//! broker requests) must come in their recorded order. The caller's secrets (those in
+//! its context) are redacted from the input the cassette keys and keeps.
 
 use std::ops::ControlFlow;
 
@@ -28,7 +29,22 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))
     };
     let policy = call.spec().replay_policy;
-    match cassette.route(kind, tool.key(), policy, call.input.get(), fingerprint) {
+    // The caller's secrets are redacted from what the cassette keys and keeps, as its
+    // own configured secrets are: no second configuration.
+    let ctx = call.ctx;
+    let redacted;
+    let input = if ctx.has_secrets() {
+        let redactor = ctx
+            .secret_values()
+            .fold(cassette.redactor().clone(), |r, secret| {
+                r.with_secret(secret)
+            });
+        redacted = redactor.redact(call.input.get());
+        &redacted
+    } else {
+        call.input.get()
+    };
+    match cassette.route(kind, tool.key(), policy, input, fingerprint) {
         Err(error) => ControlFlow::Break(Err(error)),
         Ok(Route::Serve { outcome, shaped }) => {
             call.trail.execution = Execution::Replayed;

@@ -227,7 +227,7 @@ impl Registry {
                 candidates,
             }),
             Found::Missing => Err(ToolError::NotFound {
-                query: query.to_owned(),
+                query: clip(query),
                 suggestions: self.suggest(query),
             }),
         }
@@ -242,7 +242,7 @@ impl Registry {
         }
     }
 
-    /// What a query names.
+    /// What a query names. (See also [`clip`].)
     fn find(&self, query: &str) -> Found<'_> {
         if query.len() > self.longest_key {
             return Found::Missing;
@@ -314,6 +314,19 @@ impl Registry {
     pub fn collisions(&self) -> &[CollisionNote] {
         &self.collisions
     }
+}
+
+/// A query as an error repeats it: whole up to 256 bytes, else its start and its
+/// length (a megabyte-long key is not worth repeating).
+fn clip(query: &str) -> String {
+    if query.len() <= query::SUGGEST_MAX_LEN {
+        return query.to_owned();
+    }
+    let mut end = query::SUGGEST_MAX_LEN;
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &query[..end], query.len())
 }
 
 #[cfg(test)]

@@ -1,0 +1,78 @@
+//! Panic messages on stderr without the caller's secrets.
+//!
+//! The door turns a tool's panic into `ToolError::Panicked` (scrubbed like any error),
+//! but Rust's panic hook prints the message to stderr first, and an MCP host logs a
+//! server's stderr. While a tool whose caller holds secrets runs, the door marks the
+//! thread; the hook tackle installs (once, wrapping the hook it finds) prints a marked
+//! thread's panic with those secrets and token-shaped strings replaced, and leaves
+//! every other panic to the previous hook. A program that sets its own hook after
+//! tackle's replaces this one.
+
+use std::cell::RefCell;
+use std::sync::{Arc, Once};
+
+use crate::context::ToolContext;
+use crate::error::panic_message;
+use crate::replay::redact::Redactor;
+
+thread_local! {
+    /// The secrets of the tool calls running on this thread, innermost last.
+    static RUNNING: RefCell<Vec<Arc<[String]>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The secrets to keep out of a call's panic message, when the caller has any.
+pub(super) fn secrets_of(ctx: &ToolContext) -> Option<Arc<[String]>> {
+    if !ctx.has_secrets() {
+        return None;
+    }
+    install();
+    Some(ctx.secret_values().map(str::to_owned).collect())
+}
+
+/// Runs `f` with this thread marked as running a call with `secrets`.
+#[inline]
+pub(super) fn guarded<T>(secrets: Option<&Arc<[String]>>, f: impl FnOnce() -> T) -> T {
+    let Some(secrets) = secrets else {
+        return f();
+    };
+    RUNNING.with(|r| r.borrow_mut().push(Arc::clone(secrets)));
+    // Popped by a guard, so an unwinding panic pops it too.
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            RUNNING.with(|r| {
+                r.borrow_mut().pop();
+            });
+        }
+    }
+    let _pop = Pop;
+    f()
+}
+
+fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let secrets = RUNNING.with(|r| r.borrow().last().cloned());
+            let Some(secrets) = secrets else {
+                previous(info);
+                return;
+            };
+            let redactor = secrets
+                .iter()
+                .fold(Redactor::new(), |r, s| r.with_secret(s.as_str()));
+            let message = panic_message(info.payload());
+            let thread = std::thread::current();
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_default();
+            eprintln!(
+                "thread '{}' panicked{location} (in a tool call):\n{}",
+                thread.name().unwrap_or("<unnamed>"),
+                redactor.redact_str(&message)
+            );
+        }));
+    });
+}

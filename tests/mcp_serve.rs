@@ -301,3 +301,74 @@ async fn progress_flows_and_cancellation_reaches_the_tool() {
     }
     client.cancel().await.unwrap();
 }
+
+/// Posts an `initialize` request with these `Host` and `Origin` headers and returns the
+/// response's status code.
+async fn status_of(addr: std::net::SocketAddr, host: &str, origin: Option<&str>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}
+    })
+    .to_string();
+    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.unwrap();
+    let line = String::from_utf8_lossy(&head).into_owned();
+    line[9..12].parse().unwrap()
+}
+
+#[tokio::test]
+async fn http_accepts_loopback_hosts_and_origins_only_unless_told_otherwise() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server =
+        McpServer::new(rt.clone(), Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    let local = format!("127.0.0.1:{}", addr.port());
+    assert_eq!(
+        status_of(addr, &local, None).await,
+        200,
+        "no Origin: a non-browser client"
+    );
+    let own = format!("http://127.0.0.1:{}", addr.port());
+    assert_eq!(status_of(addr, &local, Some(&own)).await, 200);
+    assert_eq!(
+        status_of(addr, &local, Some("http://evil.example")).await,
+        403
+    );
+    assert_eq!(
+        status_of(addr, "evil.example", None).await,
+        403,
+        "DNS rebinding"
+    );
+    http.shutdown().await;
+
+    // Told otherwise: a named host and origin.
+    let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let options = tackle_mcp::HttpOptions::default()
+        .with_allowed_host("tools.internal")
+        .with_allowed_origin("https://app.internal:*");
+    let http = tackle_mcp::serve_http_with(server, "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    assert_eq!(
+        status_of(addr, "tools.internal", Some("https://app.internal")).await,
+        200
+    );
+    assert_eq!(
+        status_of(addr, "tools.internal", Some("https://other.internal")).await,
+        403
+    );
+    http.shutdown().await;
+}

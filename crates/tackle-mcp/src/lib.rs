@@ -5,7 +5,8 @@
 //!
 //! * **serving**: [`McpServer`] gives MCP clients every tool of a
 //!   [`Runtime`](tackle_runtime::Runtime), over stdio ([`serve_stdio`]) or streamable
-//!   HTTP ([`serve_http`], bound to 127.0.0.1 unless told otherwise). Every call goes
+//!   HTTP ([`serve_http`], or [`serve_http_with`] and [`HttpOptions`]: loopback
+//!   `Host` and `Origin` values only unless told otherwise). Every call goes
 //!   through the door with the grants the server was configured with;
 //! * **importing**: [`import_stdio`] and [`import_http`] register an MCP server's
 //!   tools as dynamic tools under the `mcp` namespace, so they pass the same gates,
@@ -132,13 +133,71 @@ impl HttpServer {
     }
 }
 
-/// Serves `server` over streamable HTTP on `addr` (use `127.0.0.1:0` for any free
-/// local port; a non-loopback address exposes the tools to the network).
+/// Who may talk to an HTTP server: the `Host` and `Origin` headers it accepts.
+///
+/// Both protect a server on a developer's machine from web pages the developer visits
+/// (DNS rebinding, cross-site requests). The defaults accept loopback only: hosts
+/// `localhost`, `127.0.0.1`, `::1` (any port), and origins `http://localhost`,
+/// `http://127.0.0.1`, `http://[::1]` (any port); a request with another `Host` or a
+/// present `Origin` that is not listed gets `403 Forbidden` and never reaches the door.
+/// A request without an `Origin` header (any non-browser client) passes the origin
+/// check. A server bound to another address must list the names its clients use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Accepted `Host` values: a name or `host:port`.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` values: `scheme://host:port`, `:*` for any port.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> HttpOptions {
+        HttpOptions {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "http://[::1]:*".into(),
+            ],
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Also accepts `host` in the `Host` header.
+    pub fn with_allowed_host(mut self, host: impl Into<String>) -> HttpOptions {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Also accepts `origin` in the `Origin` header.
+    pub fn with_allowed_origin(mut self, origin: impl Into<String>) -> HttpOptions {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+}
+
+/// Serves `server` over streamable HTTP on `addr` with the default [`HttpOptions`]
+/// (loopback hosts and origins only; use `127.0.0.1:0` for any free local port).
 pub async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<HttpServer, McpError> {
+    serve_http_with(server, addr, HttpOptions::default()).await
+}
+
+/// Serves `server` over streamable HTTP on `addr`, accepting the hosts and origins of
+/// `options`. Accepted connections set `TCP_NODELAY`, so a client's small writes are
+/// not held back by Nagle's algorithm.
+pub async fn serve_http_with(
+    server: McpServer,
+    addr: SocketAddr,
+    options: HttpOptions,
+) -> Result<HttpServer, McpError> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let stop = CancelOnDrop::new();
-    let mut config = StreamableHttpServerConfig::default();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.allowed_hosts)
+        .with_allowed_origins(options.allowed_origins)
+        .enforce_origin_validation();
     config.cancellation_token = stop.token();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -155,6 +214,9 @@ pub async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<HttpServe
             let Ok((stream, _peer)) = accepted else {
                 continue;
             };
+            // Small JSON-RPC writes go out at once (a client otherwise waits for the
+            // delayed ACK, about 40 ms a call).
+            let _ = stream.set_nodelay(true);
             let service = hyper_util::service::TowerToHyperService::new(service.clone());
             let token = token.clone();
             tokio::spawn(async move {

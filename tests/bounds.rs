@@ -189,3 +189,34 @@ async fn a_deep_pipeline_state_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// One of two tools whose keys map to one model name.
+#[tool(namespace = "a.b", name = "c", version = "1", side_effects = none)]
+fn abc_dotted() -> u8 {
+    1
+}
+
+/// The other.
+#[tool(namespace = "a", name = "b_c", version = "1", side_effects = none)]
+fn abc_underscored() -> u8 {
+    2
+}
+
+#[test]
+fn two_keys_with_one_model_name_are_refused_naming_both() {
+    use tackle::agent::model::ScriptedModel;
+    use tackle::agent::react::{AgentError, ReactSkill};
+    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let model = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
+    match ReactSkill::new(model, executor, &["a.b.c", "a.b_c"]) {
+        Err(AgentError::NameCollision {
+            name,
+            first,
+            second,
+        }) => {
+            assert_eq!(name, "a_b_c");
+            assert_eq!((first.as_str(), second.as_str()), ("a.b.c@1", "a.b_c@1"));
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}

@@ -160,6 +160,32 @@ pub enum AgentError {
     /// A tool offered to the model is not registered.
     #[error("the skill offers `{0}`, which is not registered")]
     UnknownTool(String),
+    /// Two tools offered to the model would have the same name.
+    #[error("`{first}` and `{second}` would both be offered to the model as `{name}`")]
+    NameCollision {
+        /// The shared name.
+        name: String,
+        /// The first key.
+        first: String,
+        /// The second key.
+        second: String,
+    },
+}
+
+/// Adds `key` under its model name to `names`, refusing a name another key has.
+fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, AgentError> {
+    let name = model_name(key);
+    match names.get(&name) {
+        Some(first) if first != key => Err(AgentError::NameCollision {
+            name,
+            first: first.clone(),
+            second: key.to_owned(),
+        }),
+        _ => {
+            names.insert(name.clone(), key.to_owned());
+            Ok(name)
+        }
+    }
 }
 
 /// A ReAct agent over some tools. See the [module docs](self).
@@ -271,8 +297,7 @@ impl ReactSkill {
                 deferred.push(tool.key().to_owned());
                 continue;
             }
-            let name = model_name(tool.key());
-            names.insert(name.clone(), tool.key().to_owned());
+            let name = offer(&mut names, tool.key())?;
             tools.push(ToolDefinition {
                 name,
                 description: tool.spec().description.clone(),
@@ -392,8 +417,7 @@ impl ReactSkill {
                 .registry()
                 .resolve(key)
                 .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
-            let name = model_name(tool.key());
-            self.names.insert(name.clone(), tool.key().to_owned());
+            let name = offer(&mut self.names, tool.key())?;
             self.deferred.insert(
                 tool.key().to_owned(),
                 ToolDefinition {

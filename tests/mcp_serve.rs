@@ -372,3 +372,38 @@ async fn http_accepts_loopback_hosts_and_origins_only_unless_told_otherwise() {
     );
     http.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_that_fails_part_way_leaves_nothing_registered() {
+    use tackle::{DynamicTool, Registry, SideEffects, ToolSpec};
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    // A tool already holds the key the server's `demo.stats` would be imported under,
+    // and collisions are errors.
+    let mut registry = Registry::with_strategy(tackle::registry::CollisionStrategy::Error);
+    let taken = ToolSpec::new("mcp.remote", "demo_stats", "1", SideEffects::None, "Mine.");
+    registry
+        .register(DynamicTool::new(taken, |_c, i| async move {
+            Ok::<_, String>(i)
+        }))
+        .unwrap();
+    let result = tackle_mcp::import_http(
+        &mut registry,
+        &http.url(),
+        tackle_mcp::ImportOptions::default().with_name("remote"),
+    )
+    .await;
+    match result {
+        Err(tackle_mcp::McpError::Register(error)) => {
+            assert!(error.to_string().contains("mcp.remote.demo_stats@1"), "{error}")
+        }
+        Err(other) => panic!("{other}"),
+        Ok(import) => panic!("imported {:?}", import.keys()),
+    }
+    // `demo.add` was registered before the collision and taken back out.
+    assert_eq!(registry.list_names(), ["mcp.remote.demo_stats@1"]);
+    http.shutdown().await;
+}

@@ -240,15 +240,29 @@ async fn register(
             server: origin.to_owned(),
             message: format!("tools/list failed: {e}"),
         })?;
-    let mut keys = Vec::with_capacity(tools.len());
+    // All or nothing: every key is checked first, and a registration that fails
+    // takes the ones before it back out.
     let mut specs = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let mut spec = spec_of(&tool, &server, &version);
+    let mut by_key: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for tool in &tools {
+        let mut spec = spec_of(tool, &server, &version);
         spec.permissions = options
             .requires
             .clone()
             .unwrap_or_else(|| vec![format!("mcp:{server}")]);
-        specs.push(spec.clone());
+        if let Some(first) = by_key.insert(spec.key(), tool.name.to_string()) {
+            client.cancel().await.ok();
+            return Err(McpError::ImportCollision {
+                server,
+                first,
+                second: tool.name.to_string(),
+                key: spec.key(),
+            });
+        }
+        specs.push(spec);
+    }
+    let mut keys: Vec<String> = Vec::with_capacity(tools.len());
+    for (tool, spec) in tools.iter().zip(&specs) {
         let handler = handler(
             client.peer().clone(),
             tool.name.to_string(),
@@ -256,10 +270,19 @@ async fn register(
             server.clone(),
             options.call_timeout,
         );
-        let key = registry
-            .register(DynamicTool::from_handler(spec, handler).with_source(format!("mcp:{server}")))
-            .map_err(McpError::Register)?;
-        keys.push(key);
+        let registered = registry.register(
+            DynamicTool::from_handler(spec.clone(), handler).with_source(format!("mcp:{server}")),
+        );
+        match registered {
+            Ok(key) => keys.push(key),
+            Err(error) => {
+                for key in &keys {
+                    let _ = registry.unregister(key);
+                }
+                client.cancel().await.ok();
+                return Err(McpError::Register(error));
+            }
+        }
     }
     keys.sort();
     specs.sort_by_key(ToolSpec::key);

@@ -84,7 +84,21 @@ pub enum McpError {
         /// Why.
         message: String,
     },
-    /// An imported tool could not be registered.
+    /// Two tools of a server would be imported under one key.
+    #[error(
+        "the MCP server {server} has tools `{first}` and `{second}`, which would both be imported as `{key}`; nothing was imported"
+    )]
+    ImportCollision {
+        /// The server's name.
+        server: String,
+        /// The first remote tool name.
+        first: String,
+        /// The second remote tool name.
+        second: String,
+        /// The key both would get.
+        key: String,
+    },
+    /// An imported tool could not be registered; nothing of the import stays.
     #[error("an imported tool could not be registered: {0}")]
     Register(#[from] tackle_runtime::RegistryError),
     /// A socket could not be bound or read.

@@ -398,7 +398,10 @@ async fn an_import_that_fails_part_way_leaves_nothing_registered() {
     .await;
     match result {
         Err(tackle_mcp::McpError::Register(error)) => {
-            assert!(error.to_string().contains("mcp.remote.demo_stats@1"), "{error}")
+            assert!(
+                error.to_string().contains("mcp.remote.demo_stats@1"),
+                "{error}"
+            )
         }
         Err(other) => panic!("{other}"),
         Ok(import) => panic!("imported {:?}", import.keys()),

@@ -109,3 +109,27 @@ async fn errors_lose_secrets_and_token_shaped_strings_everywhere() {
         assert!(!text.contains(TOKEN), "{what}: {text}");
     }
 }
+
+/// Streams the mail token, then returns nothing: its output is what it streamed.
+#[tool(namespace = "s", version = "1", side_effects = read, secrets = ["MAIL_TOKEN"])]
+fn chatter(ctx: &ToolContext) {
+    let token = ctx
+        .secret("MAIL_TOKEN")
+        .map(|t| t.expose().to_owned())
+        .unwrap_or_default();
+    ctx.stream(format!("logging in with {token}"));
+}
+
+#[tokio::test]
+async fn stream_events_and_the_streamed_output_lose_secrets() {
+    let rt = Runtime::from_inventory().unwrap();
+    let (sink, mut events) = tackle::events::default_event_queue();
+    let out = rt
+        .call("s.chatter", json!({}), &ctx().with_events(sink))
+        .await
+        .unwrap();
+    assert_eq!(out, json!("logging in with <redacted>"));
+    let seen = format!("{:?}", events.drain());
+    assert!(seen.contains("logging in with <redacted>"), "{seen}");
+    assert!(!seen.contains(TOKEN), "{seen}");
+}

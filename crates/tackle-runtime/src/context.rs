@@ -306,8 +306,9 @@ impl ToolContext {
         self.emit(ToolEventKind::Progress { done, total });
     }
 
-    /// Streams a chunk of the running call's result. The caller sees it as an event;
-    /// a tool that returns `()` gets the concatenation of its chunks as its output.
+    /// Streams a chunk of the running call's result. The caller sees it as an event
+    /// (with the caller's secrets replaced by `<redacted>`); a tool that returns `()`
+    /// gets the concatenation of its chunks as its output.
     /// Outside a call it does nothing.
     pub fn stream(&self, chunk: impl Into<String>) {
         let Some(call) = &self.call else { return };
@@ -316,6 +317,14 @@ impl ToolContext {
             let mut stream = call.stream.lock().unwrap_or_else(PoisonError::into_inner);
             stream.push_str(&chunk);
             call.streamed.store(true, Ordering::Release);
+        }
+        // The caller's secrets do not travel in events (a secret split across two
+        // chunks is caught in the assembled output, which the door scrubs whole).
+        let mut chunk = chunk;
+        for secret in self.secret_values().filter(|s| !s.is_empty()) {
+            if chunk.contains(secret) {
+                chunk = chunk.replace(secret, "<redacted>");
+            }
         }
         self.emit(ToolEventKind::Chunk(chunk));
     }

@@ -410,3 +410,57 @@ async fn an_import_that_fails_part_way_leaves_nothing_registered() {
     assert_eq!(registry.list_names(), ["mcp.remote.demo_stats@1"]);
     http.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_over_limit_request_line_is_answered_and_the_session_goes_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let (client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_in) = tokio::io::duplex(1 << 20);
+    let options = tackle_mcp::StdioOptions {
+        max_line_bytes: 1024,
+    };
+    let serving = tokio::spawn(tackle_mcp::serve_io(server, server_in, server_out, options));
+    let mut to_server = client_out;
+    let mut from_server = BufReader::new(client_in).lines();
+    let send = |message: Value| {
+        let mut line = message.to_string();
+        line.push('\n');
+        line
+    };
+    let init = send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    to_server.write_all(init.as_bytes()).await.unwrap();
+    let answer: Value =
+        serde_json::from_str(&from_server.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 1);
+    let initialized = send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    to_server.write_all(initialized.as_bytes()).await.unwrap();
+    // Over the limit: answered with an error for its id.
+    let big = send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list",
+        "params": {"pad": "x".repeat(5000)}}));
+    to_server.write_all(big.as_bytes()).await.unwrap();
+    let answer: Value =
+        serde_json::from_str(&from_server.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["error"]["code"], -32600);
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("1024 bytes"));
+    // The session goes on.
+    let list = send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}));
+    to_server.write_all(list.as_bytes()).await.unwrap();
+    let answer: Value =
+        serde_json::from_str(&from_server.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 8);
+    assert!(answer["result"]["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    drop(to_server);
+    let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
+}

@@ -31,17 +31,18 @@ use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ServiceExt;
 use tackle_runtime::CancellationToken;
 use tokio::net::TcpListener;
 
 pub mod import;
 pub mod names;
 pub mod server;
+pub mod stdio;
 
 pub use import::{import_http, import_stdio, register_offline, ImportOptions, McpImport};
 pub use names::NameMap;
 pub use server::{Identity, McpServer};
+pub use stdio::{serve_io, StdioOptions, DEFAULT_MAX_LINE_BYTES};
 
 /// What can go wrong serving or importing.
 #[derive(Debug, thiserror::Error)]
@@ -107,17 +108,15 @@ pub enum McpError {
 }
 
 /// Serves `server` over this process's stdin and stdout until the client disconnects.
-/// Write logs to stderr: anything else on stdout breaks the protocol.
+/// Write logs to stderr: anything else on stdout breaks the protocol. A request line
+/// longer than 16 MiB is answered with a JSON-RPC error (see [`stdio`]).
 pub async fn serve_stdio(server: McpServer) -> Result<(), McpError> {
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| McpError::Serve(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| McpError::Serve(e.to_string()))?;
-    Ok(())
+    serve_stdio_with(server, StdioOptions::default()).await
+}
+
+/// [`serve_stdio`] with another line limit.
+pub async fn serve_stdio_with(server: McpServer, options: StdioOptions) -> Result<(), McpError> {
+    stdio::serve_io(server, tokio::io::stdin(), tokio::io::stdout(), options).await
 }
 
 /// A streamable-HTTP server running in the background; dropping it (or calling

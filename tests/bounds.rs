@@ -220,3 +220,24 @@ fn two_keys_with_one_model_name_are_refused_naming_both() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn a_yaml_alias_bomb_is_a_parse_error() {
+    // Nine levels of nine aliases in a node's inputs: 9^9 (387 million) strings if
+    // expanded.
+    let mut doc = String::from(
+        "name: x\nnodes:\n  - id: a\n    kind: tool\n    tool: t\n    inputs:\n      a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    for i in 1..9 {
+        let p = i - 1;
+        doc.push_str(&format!(
+            "      a{i}: &a{i} [*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p},*a{p}]\n"
+        ));
+    }
+    match Pipeline::from_yaml(&doc) {
+        Err(PipelineError::Parse { message, .. }) => {
+            assert!(message.contains("repetition limit"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

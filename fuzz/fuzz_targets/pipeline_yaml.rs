@@ -1,0 +1,7 @@
+//! Fuzz target `pipeline_yaml`: see `fuzz/targets.rs`.
+#![no_main]
+
+#[path = "../targets.rs"]
+mod targets;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::pipeline_yaml(data));

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let checks: [(&str, fn()); 5] = [
+    let checks: [(&str, fn()); 6] = [
         (
             "stdio_server_survives_malformed_input_and_writes_only_json_rpc",
             stdio_server_survives_malformed_input,
@@ -73,6 +73,10 @@ fn main() -> ExitCode {
         (
             "http_transport_serves_and_imports",
             http_transport_serves_and_imports,
+        ),
+        (
+            "python_client_over_http_with_bearer_tokens",
+            python_client_over_http_with_bearer_tokens,
         ),
     ];
     let chosen: Vec<_> = checks
@@ -531,6 +535,45 @@ fn http_transport_serves_and_imports() {
             .expect("call over HTTP");
         assert_eq!(out, json!({"result": 1.609344}));
         import.close().await;
+        http.shutdown().await;
+    });
+}
+
+/// The Python SDK's client over HTTP: a writer's token may save a note, a reader's
+/// token is denied by the door, and no token or a wrong one gets 401 before the door.
+fn python_client_over_http_with_bearer_tokens() {
+    tokio().block_on(async {
+        let server = example::server().expect("server");
+        let options = tackle_mcp::HttpOptions::default()
+            .with_token("writer-token-1", &["notes:write"])
+            .with_token("reader-token-2", &[]);
+        let http =
+            tackle_mcp::serve_http_with(server, "127.0.0.1:0".parse().expect("addr"), options)
+                .await
+                .expect("serve");
+        let out = tokio::process::Command::new(python())
+            .arg(workspace().join("tests/mcp/http_token_check.py"))
+            .args([http.url().as_str(), "writer-token-1", "reader-token-2"])
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(120), out)
+            .await
+            .expect("the client finished in time")
+            .expect("python ran");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(report["writer"], json!({"is_error": false}), "{report}");
+        assert_eq!(report["reader"], json!({"is_error": true}), "{report}");
+        // Refused before the door (the SDK reports the 401 as an error response; the
+        // status itself is checked in tests/mcp_serve.rs).
+        for who in ["none", "wrong"] {
+            let refused = report[who]["refused"].as_str().unwrap_or_default();
+            assert!(refused.contains("error response"), "{who}: {report}");
+        }
         http.shutdown().await;
     });
 }

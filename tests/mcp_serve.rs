@@ -305,6 +305,16 @@ async fn progress_flows_and_cancellation_reaches_the_tool() {
 /// Posts an `initialize` request with these `Host` and `Origin` headers and returns the
 /// response's status code.
 async fn status_of(addr: std::net::SocketAddr, host: &str, origin: Option<&str>) -> u16 {
+    status_with(addr, host, origin, None).await
+}
+
+/// [`status_of`], with an `Authorization: Bearer` token.
+async fn status_with(
+    addr: std::net::SocketAddr,
+    host: &str,
+    origin: Option<&str>,
+    token: Option<&str>,
+) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -312,7 +322,10 @@ async fn status_of(addr: std::net::SocketAddr, host: &str, origin: Option<&str>)
                    "clientInfo": {"name": "raw", "version": "1"}}
     })
     .to_string();
-    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    let mut origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    if let Some(token) = token {
+        origin.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -463,4 +476,36 @@ async fn an_over_limit_request_line_is_answered_and_the_session_goes_on() {
         .is_some_and(|t| !t.is_empty()));
     drop(to_server);
     let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
+}
+
+#[tokio::test]
+async fn with_tokens_a_request_without_a_valid_one_is_401() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let options = tackle_mcp::HttpOptions::default().with_token("t-0123456789", &["demo:*"]);
+    let http = tackle_mcp::serve_http_with(server, "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    let host = format!("127.0.0.1:{}", addr.port());
+    assert_eq!(status_with(addr, &host, None, None).await, 401);
+    assert_eq!(
+        status_with(addr, &host, None, Some("t-0123456788")).await,
+        401
+    );
+    assert_eq!(
+        status_with(addr, &host, None, Some("t-0123456789")).await,
+        200
+    );
+    // The host check still applies to a client with a token.
+    assert_eq!(
+        status_with(addr, "evil.example", None, Some("t-0123456789")).await,
+        403
+    );
+    assert!(!format!(
+        "{:?}",
+        tackle_mcp::HttpOptions::default().with_token("secret-x", &[])
+    )
+    .contains("secret-x"));
+    http.shutdown().await;
 }

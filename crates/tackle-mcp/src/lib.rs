@@ -155,12 +155,30 @@ impl HttpServer {
 /// present `Origin` that is not listed gets `403 Forbidden` and never reaches the door.
 /// A request without an `Origin` header (any non-browser client) passes the origin
 /// check. A server bound to another address must list the names its clients use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// **Clients.** Without tokens, every client gets the grants of the server's context.
+/// With [`with_token`](HttpOptions::with_token), every request must carry
+/// `Authorization: Bearer <token>` for one of the tokens, and is served with that
+/// token's grants; a request without a valid token gets `401 Unauthorized` and never
+/// reaches the door. So two clients of one server can hold different capabilities.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpOptions {
     /// Accepted `Host` values: a name or `host:port`.
     pub allowed_hosts: Vec<String>,
     /// Accepted `Origin` values: `scheme://host:port`, `:*` for any port.
     pub allowed_origins: Vec<String>,
+    /// Bearer tokens and the grants each one gives.
+    tokens: Vec<(String, Vec<String>)>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("tokens", &self.tokens.len())
+            .finish()
+    }
 }
 
 impl Default for HttpOptions {
@@ -172,6 +190,7 @@ impl Default for HttpOptions {
                 "http://127.0.0.1:*".into(),
                 "http://[::1]:*".into(),
             ],
+            tokens: Vec::new(),
         }
     }
 }
@@ -186,6 +205,17 @@ impl HttpOptions {
     /// Also accepts `origin` in the `Origin` header.
     pub fn with_allowed_origin(mut self, origin: impl Into<String>) -> HttpOptions {
         self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Accepts clients presenting `Authorization: Bearer <token>`, serving them with
+    /// `grants` (capability patterns) in place of the server context's grants. Once a
+    /// token is given, a request without a valid one is refused with `401`.
+    pub fn with_token(mut self, token: impl Into<String>, grants: &[&str]) -> HttpOptions {
+        self.tokens.push((
+            token.into(),
+            grants.iter().map(|g| (*g).to_owned()).collect(),
+        ));
         self
     }
 }
@@ -212,11 +242,32 @@ pub async fn serve_http_with(
         .with_allowed_origins(options.allowed_origins)
         .enforce_origin_validation();
     config.cancellation_token = stop.token();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service_for = |server: McpServer| {
+        StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config.clone(),
+        )
+    };
+    // One service per token, each with its own sessions and grants; or one for all.
+    let services: Arc<Vec<(Option<String>, Service)>> = Arc::new(if options.tokens.is_empty() {
+        vec![(None, service_for(server))]
+    } else {
+        options
+            .tokens
+            .into_iter()
+            .map(|(token, grants)| {
+                let ctx = grants.iter().fold(
+                    server
+                        .context()
+                        .clone()
+                        .with_capabilities(tackle_runtime::Capabilities::default()),
+                    |ctx, grant| ctx.with_grant(grant.as_str()),
+                );
+                (Some(token), service_for(server.with_context(ctx)))
+            })
+            .collect()
+    });
     let token = stop.token();
     let task = tokio::spawn(async move {
         loop {
@@ -230,7 +281,19 @@ pub async fn serve_http_with(
             // Small JSON-RPC writes go out at once (a client otherwise waits for the
             // delayed ACK, about 40 ms a call).
             let _ = stream.set_nodelay(true);
-            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let services = Arc::clone(&services);
+            let service = hyper::service::service_fn(move |request| {
+                let chosen = choose(&services, &request);
+                async move {
+                    match chosen {
+                        Some(service) => {
+                            let service = hyper_util::service::TowerToHyperService::new(service);
+                            hyper::service::Service::call(&service, request).await
+                        }
+                        None => Ok(unauthorized()),
+                    }
+                }
+            });
             let token = token.clone();
             tokio::spawn(async move {
                 let connection = hyper::server::conn::http1::Builder::new()
@@ -243,6 +306,53 @@ pub async fn serve_http_with(
         }
     });
     Ok(HttpServer { addr, stop, task })
+}
+
+type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// The service for a request: the only one when there are no tokens, else the one of
+/// the request's bearer token (compared in constant time), if any.
+fn choose<B>(
+    services: &[(Option<String>, Service)],
+    request: &http::Request<B>,
+) -> Option<Service> {
+    if let [(None, service)] = services {
+        return Some(service.clone());
+    }
+    let presented = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))?
+        .trim();
+    services.iter().find_map(|(token, service)| {
+        token
+            .as_deref()
+            .filter(|t| same_secret(t.as_bytes(), presented.as_bytes()))
+            .map(|_| service.clone())
+    })
+}
+
+/// Whether two byte strings are equal, taking the same time wherever they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `401 Unauthorized`, asking for a bearer token.
+fn unauthorized(
+) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+    use http_body_util::BodyExt;
+    let body = http_body_util::Full::new(bytes::Bytes::from_static(
+        b"a valid bearer token is required",
+    ))
+    .boxed();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        http::header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    response
 }
 
 /// A cancellation token that cancels when dropped.

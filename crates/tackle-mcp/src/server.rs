@@ -122,6 +122,20 @@ impl McpServer {
         })
     }
 
+    /// The same server calling its tools with another context (another client's
+    /// grants, for example).
+    pub fn with_context(&self, ctx: ToolContext) -> McpServer {
+        McpServer {
+            ctx,
+            ..self.clone()
+        }
+    }
+
+    /// The context the server calls its tools with.
+    pub fn context(&self) -> &ToolContext {
+        &self.ctx
+    }
+
     /// The served names and the keys they stand for.
     pub fn names(&self) -> &NameMap {
         &self.names

@@ -1,6 +1,7 @@
 //! The cost of MCP: one `tools/call` round trip of a pure tool with a Rust client
-//! (the official SDK, `rmcp`), over a child process's stdio and over an in-memory
-//! pipe, next to the same call through the in-process door (the baseline).
+//! (the official SDK, `rmcp`), over a child process's stdio, over an in-memory pipe and
+//! over streamable HTTP on loopback (target: under 2 ms), next to the same call through
+//! the in-process door (the baseline).
 //!
 //! This bench has its own `main`: run with `TACKLE_BENCH_MCP_SERVE=1`, the binary is
 //! the MCP server the stdio case starts.
@@ -91,10 +92,28 @@ fn round_trips(c: &mut Criterion) {
             })
         })
     });
+    let (http, http_client) = tokio_rt.block_on(async {
+        let http = tackle_mcp::serve_http(server(), "127.0.0.1:0".parse().expect("addr"))
+            .await
+            .expect("serve");
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(http.url());
+        let client = ().serve(transport).await.expect("client");
+        (http, client)
+    });
+    group.bench_function("MCP over streamable HTTP", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                let params = CallToolRequestParams::new("bench.add").with_arguments(arguments());
+                black_box(http_client.call_tool(params).await.expect("call"))
+            })
+        })
+    });
     group.finish();
     tokio_rt.block_on(async {
         let _ = stdio_client.cancel().await;
         let _ = pipe_client.cancel().await;
+        let _ = http_client.cancel().await;
+        http.shutdown().await;
     });
 }
 

@@ -35,6 +35,43 @@ use tackle_mcp::{import_http, import_stdio, register_offline, serve_http, Import
 const SERVE: &str = "TACKLE_MCP_SERVE";
 const MCP_VERSION: &str = "2.3.0";
 
+/// Set (to `inherit` or `discard`): this binary imports a noisy stdio server and exits.
+const IMPORT_STDERR: &str = "TACKLE_TEST_IMPORT_STDERR";
+
+/// The Python server, announcing itself on stderr first.
+fn noisy_python_server() -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(python());
+    let script = workspace().join("tests/mcp/py_server.py");
+    command.args([
+        "-c",
+        &format!(
+            "import sys, runpy; sys.stderr.write('NOISY-SERVER-STARTS\\n'); sys.stderr.flush(); sys.argv = [{:?}]; runpy.run_path({:?}, run_name='__main__')",
+            script.display().to_string(),
+            script.display().to_string()
+        ),
+    ]);
+    command
+}
+
+/// An imported stdio server's stderr reaches this process's stderr by default, and
+/// nowhere with `ServerStderr::Discard` (the import runs in a child, whose stderr is
+/// read whole).
+fn an_imported_servers_stderr_goes_where_asked() {
+    for (mode, shown) in [("inherit", true), ("discard", false)] {
+        let out = Command::new(std::env::current_exe().expect("own path"))
+            .env(IMPORT_STDERR, mode)
+            .output()
+            .expect("child ran");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        assert_eq!(
+            stderr.contains("NOISY-SERVER-STARTS"),
+            shown,
+            "{mode}: {stderr}"
+        );
+    }
+}
+
 fn main() -> ExitCode {
     if std::env::var_os(SERVE).is_some() {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -49,11 +86,31 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(mode) = std::env::var_os(IMPORT_STDERR) {
+        // The child half of `an_imported_servers_stderr_goes_where_asked`.
+        let stderr = if mode == "discard" {
+            tackle_mcp::ServerStderr::Discard
+        } else {
+            tackle_mcp::ServerStderr::Inherit
+        };
+        tokio().block_on(async {
+            let mut registry = Registry::default();
+            let import = import_stdio(
+                &mut registry,
+                noisy_python_server(),
+                ImportOptions::default().with_stderr(stderr),
+            )
+            .await
+            .expect("import");
+            import.close().await;
+        });
+        return ExitCode::SUCCESS;
+    }
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let checks: [(&str, fn()); 6] = [
+    let checks: [(&str, fn()); 7] = [
         (
             "stdio_server_survives_malformed_input_and_writes_only_json_rpc",
             stdio_server_survives_malformed_input,
@@ -77,6 +134,10 @@ fn main() -> ExitCode {
         (
             "python_client_over_http_with_bearer_tokens",
             python_client_over_http_with_bearer_tokens,
+        ),
+        (
+            "an_imported_servers_stderr_goes_where_asked",
+            an_imported_servers_stderr_goes_where_asked,
         ),
     ];
     let chosen: Vec<_> = checks

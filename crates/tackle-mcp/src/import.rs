@@ -44,6 +44,19 @@ pub struct ImportOptions {
     /// Permissions a caller needs to call the imported tools; `None` means
     /// `mcp:<server>` (deny by default: grant it, or `mcp:*`, to use them).
     pub requires: Option<Vec<String>>,
+    /// Where a stdio server's stderr goes (the transport sets it on the `Command`,
+    /// replacing the Command's own setting). Default: this process's stderr.
+    pub stderr: ServerStderr,
+}
+
+/// Where an imported stdio server's stderr goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ServerStderr {
+    /// This process's stderr.
+    #[default]
+    Inherit,
+    /// Nowhere.
+    Discard,
 }
 
 impl Default for ImportOptions {
@@ -53,11 +66,18 @@ impl Default for ImportOptions {
             connect_timeout: Duration::from_secs(20),
             call_timeout: Duration::from_secs(30),
             requires: None,
+            stderr: ServerStderr::Inherit,
         }
     }
 }
 
 impl ImportOptions {
+    /// Sends a stdio server's stderr to `stderr`.
+    pub fn with_stderr(mut self, stderr: ServerStderr) -> ImportOptions {
+        self.stderr = stderr;
+        self
+    }
+
     /// Sets the `<server>` part of the keys.
     pub fn with_name(mut self, name: impl Into<String>) -> ImportOptions {
         self.name = Some(name.into());
@@ -138,10 +158,17 @@ pub async fn import_stdio(
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
-    let transport = TokioChildProcess::new(command).map_err(|e| McpError::Connect {
-        server: program.clone(),
-        message: e.to_string(),
-    })?;
+    let stderr = match options.stderr {
+        ServerStderr::Inherit => std::process::Stdio::inherit(),
+        ServerStderr::Discard => std::process::Stdio::null(),
+    };
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| McpError::Connect {
+            server: program.clone(),
+            message: e.to_string(),
+        })?;
     let client = within(options.connect_timeout, &program, ().serve(transport))
         .await?
         .map_err(|e| McpError::Connect {

@@ -39,7 +39,9 @@ pub mod names;
 pub mod server;
 pub mod stdio;
 
-pub use import::{import_http, import_stdio, register_offline, ImportOptions, McpImport};
+pub use import::{
+    import_http, import_stdio, register_offline, ImportOptions, McpImport, ServerStderr,
+};
 pub use names::NameMap;
 pub use server::{Identity, McpServer};
 pub use stdio::{serve_io, StdioOptions, DEFAULT_MAX_LINE_BYTES};

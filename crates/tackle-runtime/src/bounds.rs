@@ -67,6 +67,16 @@ impl Limits {
     /// passed.
     pub fn check(&self, value: &Value) -> Result<(), Exceeded> {
         let string = |s: &str| 2 + s.len();
+        // Most values are a scalar or one level of scalars: measured without a stack.
+        if let Some((depth, bytes)) = flat(value) {
+            if depth > self.max_depth {
+                return Err(Exceeded::Depth(self.max_depth));
+            }
+            if bytes > self.max_bytes {
+                return Err(Exceeded::Bytes(self.max_bytes));
+            }
+            return Ok(());
+        }
         let mut bytes = 0usize;
         let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
         while let Some((v, depth)) = stack.pop() {
@@ -94,6 +104,38 @@ impl Limits {
             }
         }
         Ok(())
+    }
+}
+
+/// The size of a scalar, as [`Limits::check`] counts it.
+fn scalar(value: &Value) -> Option<usize> {
+    match value {
+        Value::Null | Value::Bool(_) => Some(5),
+        Value::Number(_) => Some(24),
+        Value::String(s) => Some(2 + s.len()),
+        Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// The depth and size of a scalar or of a container of scalars; `None` for anything
+/// nested deeper.
+fn flat(value: &Value) -> Option<(usize, usize)> {
+    match value {
+        Value::Array(items) => {
+            let mut bytes = 2 + items.len();
+            for item in items {
+                bytes += scalar(item)?;
+            }
+            Some((usize::from(!items.is_empty()), bytes))
+        }
+        Value::Object(map) => {
+            let mut bytes = 2;
+            for (key, item) in map {
+                bytes += 4 + key.len() + scalar(item)?;
+            }
+            Some((usize::from(!map.is_empty()), bytes))
+        }
+        scalar_value => scalar(scalar_value).map(|bytes| (0, bytes)),
     }
 }
 

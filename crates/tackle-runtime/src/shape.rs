@@ -172,8 +172,11 @@ pub fn estimate_tokens(text: &str) -> u64 {
 /// at most `max_chars` characters, from an upper bound computed without serializing
 /// (and without recursion). `false` means "maybe not": measure it.
 pub(crate) fn surely_fits(value: &Value, max_chars: u64) -> bool {
-    if let Value::String(s) = value {
-        return s.len() as u64 <= max_chars;
+    match value {
+        Value::String(s) => return s.len() as u64 <= max_chars,
+        // A scalar's text is short.
+        Value::Null | Value::Bool(_) | Value::Number(_) => return max_chars >= 32,
+        _ => {}
     }
     // A string's JSON text is at most 6 characters per byte (`\u001f`) plus quotes.
     let string = |s: &str| 2 + 6 * s.len() as u64;

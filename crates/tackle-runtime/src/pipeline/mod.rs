@@ -39,7 +39,7 @@
 //!   context for the intent on behalf of the agent id (both strings in the state) and
 //!   writes the response plus a `__stargraph_provenance__` envelope. It passes the door
 //!   as `nautilus.broker_request@1`, requiring `tools:broker_request`; see
-//!   [`broker`](self::broker) for the details, and [`broker_request_tool`] for the same
+//!   [`broker`] for the details, and [`broker_request_tool`] for the same
 //!   request as a tool.
 //!
 //! Every node may list `requires`; the caller must hold each before the node runs.

@@ -502,13 +502,7 @@ impl Skill {
         if !missing.is_empty() {
             return Err(SkillError::Denied { site_id, missing });
         }
-        let inner_ctx;
-        let ctx = if self.bubble_events {
-            ctx
-        } else {
-            inner_ctx = ctx.clone().without_events();
-            &inner_ctx
-        };
+        let ctx = &*self.events_scope(ctx);
         let input_keys: Vec<String> = inputs
             .as_object()
             .map(|m| m.keys().cloned().collect())
@@ -556,6 +550,16 @@ impl Skill {
         })
     }
 
+    /// The context the skill's calls run with: the caller's, or without its event
+    /// sink when the skill keeps its events to itself (`bubble_events = false`).
+    fn events_scope<'c>(&self, ctx: &'c ToolContext) -> std::borrow::Cow<'c, ToolContext> {
+        if self.bubble_events {
+            std::borrow::Cow::Borrowed(ctx)
+        } else {
+            std::borrow::Cow::Owned(ctx.clone().without_events())
+        }
+    }
+
     fn check_state<S: SkillState>(&self) -> Result<(), SkillError> {
         if type_name::<S>() != self.state_type {
             return Err(SkillError::WrongState {
@@ -596,13 +600,7 @@ impl Skill {
                 error,
             })?
             .with_system_prompt(self.prompt());
-        let inner_ctx;
-        let ctx = if self.bubble_events {
-            ctx
-        } else {
-            inner_ctx = ctx.clone().without_events();
-            &inner_ctx
-        };
+        let ctx = &*self.events_scope(ctx);
         let run = react
             .run(task, ctx)
             .await

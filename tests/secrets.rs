@@ -133,3 +133,32 @@ async fn stream_events_and_the_streamed_output_lose_secrets() {
     assert!(seen.contains("logging in with <redacted>"), "{seen}");
     assert!(!seen.contains(TOKEN), "{seen}");
 }
+
+/// Returns a key it was handed (a model may have pasted one).
+#[tool(namespace = "s", version = "1", side_effects = none)]
+fn quote(key: String) -> String {
+    format!("the key is {key}")
+}
+
+/// Mints an API key for the caller, on purpose.
+#[tool(namespace = "s", version = "1", side_effects = none, reveals_secrets)]
+fn mint() -> String {
+    "sk-proj-MINTEDKEY0123456789".to_owned()
+}
+
+#[tokio::test]
+async fn token_shaped_strings_leave_outputs_unless_the_tool_reveals_them() {
+    let rt = Runtime::from_inventory().unwrap();
+    let ctx = ToolContext::new();
+    let out = rt
+        .call(
+            "s.quote",
+            json!({"key": "sk-proj-ABCDEFGHIJKLMNOP1234"}),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, json!("the key is [REDACTED]"));
+    let minted = rt.call("s.mint", json!({}), &ctx).await.unwrap();
+    assert_eq!(minted, json!("sk-proj-MINTEDKEY0123456789"));
+}

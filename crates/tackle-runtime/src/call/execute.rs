@@ -329,9 +329,10 @@ pub(super) fn scrubbed(
     result
 }
 
-/// Replaces the context's secret values in `value`'s strings with `<redacted>`.
-pub(super) fn scrub_secrets(value: &mut Value, ctx: &ToolContext) -> bool {
-    scrub_value(value, ctx, false)
+/// Replaces the context's secret values in `value`'s strings with `<redacted>`, and
+/// token-shaped strings with `[REDACTED]`.
+pub(super) fn scrub_output(value: &mut Value, ctx: &ToolContext) -> bool {
+    scrub_value(value, ctx, true)
 }
 
 /// Scrubs the context's secrets from `value`'s strings, and token-shaped strings

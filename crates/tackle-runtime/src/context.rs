@@ -321,12 +321,21 @@ impl ToolContext {
         // The caller's secrets do not travel in events (a secret split across two
         // chunks is caught in the assembled output, which the door scrubs whole).
         let mut chunk = chunk;
+        self.redact_secrets(&mut chunk);
+        self.emit(ToolEventKind::Chunk(chunk));
+    }
+
+    /// Replaces every secret value of this context in `text` with `<redacted>`;
+    /// whether anything was replaced.
+    pub(crate) fn redact_secrets(&self, text: &mut String) -> bool {
+        let mut changed = false;
         for secret in self.secret_values().filter(|s| !s.is_empty()) {
-            if chunk.contains(secret) {
-                chunk = chunk.replace(secret, "<redacted>");
+            if text.contains(secret) {
+                *text = text.replace(secret, "<redacted>");
+                changed = true;
             }
         }
-        self.emit(ToolEventKind::Chunk(chunk));
+        changed
     }
 
     /// Sends an event about the running call, if anyone listens.

@@ -341,13 +341,7 @@ pub(super) fn scrub_output(value: &mut Value, ctx: &ToolContext) -> bool {
 fn scrub_value(value: &mut Value, ctx: &ToolContext, tokens: bool) -> bool {
     match value {
         Value::String(text) => {
-            let mut changed = false;
-            for secret in ctx.secret_values().filter(|s| !s.is_empty()) {
-                if text.contains(secret) {
-                    *text = text.replace(secret, "<redacted>");
-                    changed = true;
-                }
-            }
+            let mut changed = ctx.redact_secrets(text);
             if tokens {
                 if let Cow::Owned(redacted) = Redactor::new().redact_str(text) {
                     *text = redacted;

@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["abi"],
     // The tools, the recordings, and what the door's stages use.
     &[
-        "registry", "replay", "approval", "audit", "shape", "sanitize",
+        "registry", "replay", "approval", "audit", "shape", "sanitize", "sandbox",
     ],
     // The door.
     &["call"],

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use tackle::approval::{ApprovalRequest, ApproveWith};
 use tackle::audit::MemoryAudit;
 use tackle::audit::{Execution, GateDecision};
+use tackle::sandbox::SandboxPolicy;
 use tackle::{tool, Runtime, SideEffects, ToolContext, ToolErrorKind};
 
 fn is_large(input: &Value) -> bool {
@@ -144,7 +145,7 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         head,
         "tool.call tool.call_id=0 tool.name=bank.pay@1 tool.side_effect_class=external \
          tool.trust_class=first-party tool.sensitivity=internal tool.sandbox.kind=in-process \
-         tool.result.max_tokens=16384 tool.result.truncation.strategy=middle \
+         tool.sandbox.forced=false tool.sandbox.no_network=false tool.result.max_tokens=16384 tool.result.truncation.strategy=middle \
          tool.result.truncation.applied=false tool.inbound.sanitization.policy=pass-through"
     );
     let (ms, outcome) = duration.split_once(' ').unwrap();
@@ -197,6 +198,37 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         "tool.inbound.sanitization.policy=detect-and-strip-and-wrap",
         "tool.inbound.sanitization.patterns_hit_count=2",
         "call.outcome=ok",
+    ] {
+        assert!(page.contains(field), "{field} in {page}");
+    }
+
+    // A sandbox the resolver forces on a tool is on the span, even when the runtime
+    // has no sandbox to run it in (the call is refused, never run in process).
+    let capture = Arc::new(Capture::default());
+    let dispatch = tracing::Dispatch::from(capture.clone());
+    let rt = Runtime::from_inventory()
+        .unwrap()
+        .with_sandbox_resolver(|_: &tackle::ToolSpec| SandboxPolicy::process());
+    tracing::dispatcher::with_default(&dispatch, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = runtime
+            .block_on(rt.call("web.page", json!({}), &ToolContext::new()))
+            .unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::Sandbox);
+    });
+    let spans = capture.spans.lock().unwrap().clone();
+    let page = spans
+        .iter()
+        .find(|s| s.contains("tool.name=web.page@1"))
+        .expect("the call's span");
+    for field in [
+        "tool.sandbox.kind=process",
+        "tool.sandbox.forced=true",
+        "tool.sandbox.no_network=false",
+        "call.outcome=Sandbox",
     ] {
         assert!(page.contains(field), "{field} in {page}");
     }

@@ -76,6 +76,8 @@ pub mod attr {
     /// `reveals_secrets`: the tool's output may hold the caller's secrets on purpose,
     /// so the door does not scrub them from it.
     pub const REVEALS_SECRETS: &str = "reveals_secrets";
+    /// `sandbox = in_process | process`: where the tool runs.
+    pub const SANDBOX: &str = "sandbox";
     /// `params(a = "...")`: parameter descriptions.
     pub const PARAMS: &str = "params";
     /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it
@@ -110,6 +112,7 @@ pub mod attr {
         PREFERRED_MODEL,
         DEFER_LOADING,
         REVEALS_SECRETS,
+        SANDBOX,
         PARAMS,
         CRATE,
     ];
@@ -423,6 +426,21 @@ words! {
         Confidential = "confidential",
         /// Never written outside the process.
         Secret = "secret",
+    }
+}
+
+words! {
+    /// Where a tool runs: in the program's process, or in a child process of its own
+    /// that the door can limit and kill (see the runtime's `sandbox` module).
+    #[derive(Default)]
+    pub enum SandboxKind ("sandbox") {
+        /// In the program's process, like any function (the default).
+        #[default]
+        InProcess = "in-process",
+        /// In a child process of the same program, with a cleared environment, CPU-time
+        /// and memory limits, no network where the platform allows it, and a hard kill
+        /// on timeout or cancellation.
+        Process = "process",
     }
 }
 

@@ -13,7 +13,8 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, MetaNameValue, Token};
 
 use tackle_contract::{
-    attr, ExecutionMode, ReplayPolicy, ResultShaping, Sensitivity, SideEffects, Trust, Words,
+    attr, ExecutionMode, ReplayPolicy, ResultShaping, SandboxKind, Sensitivity, SideEffects, Trust,
+    Words,
 };
 
 use crate::json;
@@ -57,6 +58,7 @@ pub struct ToolAttrs {
     pub trust: Option<Word<Trust>>,
     pub blocking: bool,
     pub sensitivity: Option<Word<Sensitivity>>,
+    pub sandbox: Option<Word<SandboxKind>>,
     pub preferred_model: Option<LitStr>,
     pub defer_loading: bool,
     pub reveals_secrets: bool,
@@ -167,6 +169,7 @@ impl ToolAttrs {
             attr::DEFER_LOADING => self.defer_loading = flag(key, span, raw)?,
             attr::REVEALS_SECRETS => self.reveals_secrets = flag(key, span, raw)?,
             attr::SENSITIVITY => self.sensitivity = Some(word(key, span, raw)?),
+            attr::SANDBOX => self.sandbox = Some(word(key, span, raw)?),
             attr::PREFERRED_MODEL => {
                 let lit = lit_str(key, span, raw)?;
                 if lit.value().trim().is_empty() {

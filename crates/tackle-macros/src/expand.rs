@@ -5,8 +5,8 @@ use quote::{format_ident, quote};
 use syn::ItemFn;
 
 use tackle_contract::{
-    attr, is_name, is_namespace, is_version, ExecutionMode, Sensitivity, SideEffects, Trust, Words,
-    NAME_CHARACTERS, VERSION_CHARACTERS,
+    attr, is_name, is_namespace, is_version, ExecutionMode, SandboxKind, Sensitivity, SideEffects,
+    Trust, Words, NAME_CHARACTERS, VERSION_CHARACTERS,
 };
 
 use crate::attrs::{self, ToolAttrs};
@@ -379,6 +379,10 @@ fn generate(
             .sensitivity
             .map_or(Sensitivity::default(), |w| w.value),
     );
+    let sandbox = word_tokens(
+        &p,
+        attrs.sandbox.map_or(SandboxKind::default(), |w| w.value),
+    );
     let preferred_model = opt(attrs.preferred_model.as_ref());
     let defer_loading = attrs.defer_loading;
     let reveals_secrets = attrs.reveals_secrets;
@@ -491,6 +495,7 @@ fn generate(
                 preferred_model: #preferred_model,
                 defer_loading: #defer_loading,
                 reveals_secrets: #reveals_secrets,
+                sandbox: #sandbox,
                 blocking: #blocking,
                 uses_context: #uses_context,
             };

@@ -22,8 +22,8 @@ pub use crate::context::ToolContext;
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
 pub use crate::spec::{
-    ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity, SideEffects, ToolSpec,
-    Trust,
+    ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, SandboxKind, Sensitivity,
+    SideEffects, ToolSpec, Trust,
 };
 pub use inventory;
 pub use rust_decimal;
@@ -154,6 +154,7 @@ pub struct StaticSpec {
     pub preferred_model: Option<&'static str>,
     pub defer_loading: bool,
     pub reveals_secrets: bool,
+    pub sandbox: SandboxKind,
     /// Whether the function takes the `ToolContext` (and so may stream, report
     /// progress or read secrets); the door gives other tools no per-call scope.
     pub uses_context: bool,
@@ -206,6 +207,7 @@ impl StaticSpec {
             preferred_model: self.preferred_model.map(PreferredModel::parse),
             defer_loading: self.defer_loading,
             reveals_secrets: self.reveals_secrets,
+            sandbox: self.sandbox,
         }
     }
 }

@@ -198,6 +198,12 @@ impl ToolContext {
             })
     }
 
+    /// The value of the secret `name`, if the caller provided it (for the door, which
+    /// hands a sandboxed tool its declared secrets).
+    pub(crate) fn provided_secret(&self, name: &str) -> Option<&str> {
+        self.inner.secrets.get(name).map(Secret::expose)
+    }
+
     /// Every secret value the caller provided, to scrub them from errors.
     pub(crate) fn secret_values(&self) -> impl Iterator<Item = &str> {
         self.inner.secrets.values().map(|s| s.expose())

@@ -49,11 +49,13 @@ pub enum ToolErrorKind {
     Cancelled,
     /// The result held instruction-like text and the sanitization policy fails closed.
     UnsafeOutput,
+    /// The tool's sandbox could not run it, or stopped it at one of its limits.
+    Sandbox,
 }
 
 impl ToolErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ToolErrorKind; 17] = [
+    pub const ALL: [ToolErrorKind; 18] = [
         ToolErrorKind::NotFound,
         ToolErrorKind::Ambiguous,
         ToolErrorKind::InvalidInput,
@@ -71,6 +73,7 @@ impl ToolErrorKind {
         ToolErrorKind::Aborted,
         ToolErrorKind::Cancelled,
         ToolErrorKind::UnsafeOutput,
+        ToolErrorKind::Sandbox,
     ];
 
     /// The kind's name, as in `ALL` and in serialized errors.
@@ -93,6 +96,7 @@ impl ToolErrorKind {
             ToolErrorKind::Aborted => "Aborted",
             ToolErrorKind::Cancelled => "Cancelled",
             ToolErrorKind::UnsafeOutput => "UnsafeOutput",
+            ToolErrorKind::Sandbox => "Sandbox",
         }
     }
 
@@ -290,6 +294,16 @@ pub enum ToolError {
         /// The names of the patterns that matched.
         patterns: Vec<String>,
     },
+    /// The tool's sandbox could not run it (no sandbox configured, a child that did
+    /// not answer), or stopped it at one of its limits (CPU time, memory). The reason
+    /// says which, and quotes the end of the child's standard error.
+    #[error("the sandbox of `{key}` {reason}")]
+    Sandbox {
+        /// The tool's key.
+        key: String,
+        /// What happened, e.g. "stopped it: it exceeded its CPU-time limit of 2 s".
+        reason: String,
+    },
 }
 
 impl ToolError {
@@ -313,6 +327,7 @@ impl ToolError {
             ToolError::Aborted { .. } => ToolErrorKind::Aborted,
             ToolError::Cancelled { .. } => ToolErrorKind::Cancelled,
             ToolError::UnsafeOutput { .. } => ToolErrorKind::UnsafeOutput,
+            ToolError::Sandbox { .. } => ToolErrorKind::Sandbox,
         }
     }
 
@@ -334,7 +349,8 @@ impl ToolError {
             | ToolError::Timeout { key, .. }
             | ToolError::Aborted { key, .. }
             | ToolError::Cancelled { key }
-            | ToolError::UnsafeOutput { key, .. } => Some(key),
+            | ToolError::UnsafeOutput { key, .. }
+            | ToolError::Sandbox { key, .. } => Some(key),
         }
     }
 

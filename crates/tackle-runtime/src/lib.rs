@@ -36,6 +36,7 @@ pub mod executor;
 pub mod pipeline;
 pub mod registry;
 pub mod replay;
+pub mod sandbox;
 pub mod sanitize;
 pub mod schema;
 pub mod shape;
@@ -65,7 +66,7 @@ pub use registry::{
 pub use sanitize::{Sanitization, SanitizePolicy};
 pub use shape::{FileSpillWriter, Shaping, Spill, SpillWriter, Summarizer};
 pub use spec::{
-    ExecutionMode, ModelHint, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity,
-    SideEffects, ToolExample, ToolSpec, Trust, DEFAULT_MAX_RESULT_TOKENS,
+    ExecutionMode, ModelHint, PreferredModel, ReplayPolicy, ResultShaping, SandboxKind,
+    Sensitivity, SideEffects, ToolExample, ToolSpec, Trust, DEFAULT_MAX_RESULT_TOKENS,
 };
 pub use validate::{SchemaValidator, ValidationIssue, ValidationResult};

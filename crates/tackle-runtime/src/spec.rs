@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use tackle_contract::{
-    check_name, check_version, ExecutionMode, ModelHint, ReplayPolicy, ResultShaping, Sensitivity,
-    SideEffects, Trust, UnknownWord, DEFAULT_MAX_RESULT_TOKENS,
+    check_name, check_version, ExecutionMode, ModelHint, ReplayPolicy, ResultShaping, SandboxKind,
+    Sensitivity, SideEffects, Trust, UnknownWord, DEFAULT_MAX_RESULT_TOKENS,
 };
 
 /// The model a tool prefers for the step that calls it: a cost tier (`fast`,
@@ -148,6 +148,10 @@ pub struct ToolSpec {
     /// caller's context found in the output with `<redacted>` before anything sees it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reveals_secrets: bool,
+    /// Where the tool runs (default `in-process`); the runtime's sandbox resolver may
+    /// choose otherwise (see [`crate::sandbox`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sandbox: SandboxKind,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -209,6 +213,7 @@ impl ToolSpec {
             preferred_model: None,
             defer_loading: false,
             reveals_secrets: false,
+            sandbox: SandboxKind::InProcess,
         }
     }
 
@@ -272,8 +277,8 @@ mod wire {
     use serde_json::Value;
 
     use super::{
-        ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, Sensitivity, SideEffects,
-        ToolExample, ToolSpec, Trust,
+        ExecutionMode, PreferredModel, ReplayPolicy, ResultShaping, SandboxKind, Sensitivity,
+        SideEffects, ToolExample, ToolSpec, Trust,
     };
 
     #[derive(Deserialize)]
@@ -327,6 +332,8 @@ mod wire {
         defer_loading: bool,
         #[serde(default)]
         reveals_secrets: bool,
+        #[serde(default)]
+        sandbox: SandboxKind,
     }
 
     impl From<SpecWire> for ToolSpec {
@@ -361,6 +368,7 @@ mod wire {
                 preferred_model: w.preferred_model,
                 defer_loading: w.defer_loading,
                 reveals_secrets: w.reveals_secrets,
+                sandbox: w.sandbox,
             }
         }
     }

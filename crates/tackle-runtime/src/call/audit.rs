@@ -25,6 +25,8 @@ pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
         tool.trust_class = tracing::field::Empty,
         tool.sensitivity = tracing::field::Empty,
         tool.sandbox.kind = tracing::field::Empty,
+        tool.sandbox.forced = tracing::field::Empty,
+        tool.sandbox.no_network = tracing::field::Empty,
         tool.result.max_tokens = tracing::field::Empty,
         tool.result.truncation.strategy = tracing::field::Empty,
         tool.result.truncation.applied = tracing::field::Empty,

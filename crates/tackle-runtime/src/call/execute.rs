@@ -14,6 +14,10 @@
 //! the record stage scrubs what it records, and the door what it returns and audits.
 //!
 //! An operation runs the code its caller handed the door, under the same rules.
+//!
+//! A call whose sandbox is a process (see [`crate::sandbox`]) runs in the runtime's
+//! sandbox under the same time limit and grace window; when either ends it, dropping
+//! the sandbox's future kills the child, so its `Timeout` is never still running.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -27,16 +31,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, Call, Flow};
+use super::{panics, Call, Flow, Runtime};
 use crate::audit::Execution;
 use crate::context::{CallScope, ToolContext};
 use crate::error::{panic_message, ToolError};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 use crate::replay::redact::Redactor;
+use crate::sandbox::{SandboxJob, SandboxPolicy};
 
 #[inline]
-pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
+pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     if call.outcome.is_some() {
         // Replayed: nothing runs.
         return ControlFlow::Continue(());
@@ -55,6 +60,11 @@ pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
         .map(Duration::from_millis)
         .or(ctx.default_timeout());
     let limited = limit.is_some() || ctx.cancellation().is_some();
+    if let Some(policy) = call.sandbox.take() {
+        let result = Box::pin(sandboxed(door, call, &policy, limit, limited)).await;
+        call.outcome = Some(result);
+        return ControlFlow::Continue(());
+    }
     let result = match (&tool.handler().0, limited, tool.takes_context()) {
         (HandlerKind::Sync(run), false, false) if call.run.is_none() => {
             // The common case: a synchronous tool with no limit, run right here.
@@ -109,6 +119,61 @@ async fn run_awaited(
     } else {
         guarded(tool, ctx, input, false).await
     }
+}
+
+/// Runs the call in the runtime's sandbox, under its limit: the sandbox kills what it
+/// started when the limit drops its future.
+async fn sandboxed(
+    door: &Runtime,
+    call: &mut Call<'_>,
+    policy: &SandboxPolicy,
+    limit: Option<Duration>,
+    limited: bool,
+) -> Result<Value, ToolError> {
+    let tool = call.tool();
+    let ctx = call.ctx;
+    let Some(sandbox) = door.sandbox.as_deref() else {
+        return Err(ToolError::Sandbox {
+            key: tool.key().to_owned(),
+            reason: format!(
+                "could not run it: its policy asks for a {} and the runtime has no sandbox \
+                 (see `Runtime::with_sandbox`)",
+                policy.kind
+            ),
+        });
+    };
+    let secrets = call
+        .spec()
+        .secrets
+        .iter()
+        .filter_map(|name| {
+            ctx.provided_secret(name)
+                .map(|value| (name.clone(), value.to_owned()))
+        })
+        .collect();
+    let job = SandboxJob {
+        key: tool.key(),
+        input: call.input.take(),
+        call_id: call.id(),
+        secrets,
+        policy,
+        max_bytes: door.limits.max_bytes,
+    };
+    let mut no_network = false;
+    let work = async {
+        let run = sandbox.run(job).await;
+        no_network = run.no_network;
+        run.result
+    };
+    let result = if limited {
+        limit_call(work, tool.key(), limit, ctx, false).await
+    } else {
+        work.await
+    };
+    if !call.span.is_disabled() {
+        call.span.record("tool.sandbox.no_network", no_network);
+    }
+    result.map_err(|e| rekey(e, tool.key()))
 }
 
 /// Whether a limited call of `tool` runs on a blocking thread: a synchronous tool

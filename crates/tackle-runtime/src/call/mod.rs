@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! resolve -> capability -> validate input -> deduplicate -> replay router -> approval
-//!   -> execute (time limit, cancellation + grace, panic guard)
+//!   -> execute (time limit, cancellation + grace, panic guard, sandbox)
 //!   -> validate output -> shape -> sanitize -> record -> audit
 //! ```
 //!
@@ -32,7 +32,8 @@
 //!    the validated arguments (see [`crate::approval`]);
 //! 7. **execute** (`execute.rs`): under the time limit and the run's cancellation, with a
 //!    grace window and a panic guard, with a per-call context (its id, its declared
-//!    secrets, its stream); error texts are scrubbed of the caller's secrets. Around it,
+//!    secrets, its stream), in process or in the call's sandbox ([`crate::sandbox`]);
+//!    error texts are scrubbed of the caller's secrets. Around it,
 //!    the memory guard ([`MemoryGuard`]) when one is set, and after it the output's
 //!    bounds;
 //! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
@@ -99,6 +100,7 @@ use crate::error::{RegistryError, ToolError};
 use crate::registry::{Registry, Tool};
 use crate::replay::router::Pending;
 use crate::replay::Cassette;
+use crate::sandbox::{Sandbox, SandboxPolicy, SandboxResolver};
 use crate::sanitize::{Finding, Sanitization};
 use crate::shape::{ShapeReport, Shaping};
 use crate::spec::ToolSpec;
@@ -139,6 +141,8 @@ pub struct Runtime {
     next_call: AtomicU64,
     memory_guard: Option<Arc<dyn MemoryGuard>>,
     limits: Limits,
+    sandbox: Option<Arc<dyn Sandbox>>,
+    sandbox_resolver: Option<Arc<dyn SandboxResolver>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -151,6 +155,8 @@ impl fmt::Debug for Runtime {
             .field("sanitization", &self.sanitization)
             .field("audit", &self.audit.is_some())
             .field("counters", &self.counters)
+            .field("sandbox", &self.sandbox.is_some())
+            .field("sandbox_resolver", &self.sandbox_resolver.is_some())
             .finish()
     }
 }
@@ -207,6 +213,8 @@ pub(crate) struct Call<'a> {
     pub(crate) pending: Option<Box<Pending>>,
     /// This call's hold on its idempotency key, settled when the call ends.
     pub(crate) claim: Option<dedupe::Claim>,
+    /// Where the tool runs, when not in process (resolved with the key).
+    pub(crate) sandbox: Option<Box<SandboxPolicy>>,
     pub(crate) trail: Trail,
     pub(crate) span: tracing::Span,
 }
@@ -440,6 +448,21 @@ impl Runtime {
         self.limits
     }
 
+    /// Runs the calls whose sandbox policy asks for a process with `sandbox`, normally
+    /// a [`ProcessSandbox`](crate::sandbox::ProcessSandbox) (see [`crate::sandbox`]).
+    /// Without one, such calls fail with [`ToolError::Sandbox`].
+    pub fn with_sandbox(mut self, sandbox: impl Sandbox + 'static) -> Runtime {
+        self.sandbox = Some(Arc::new(sandbox));
+        self
+    }
+
+    /// Decides every call's sandbox with `resolver` instead of each spec's `sandbox`
+    /// field (see [`SandboxResolver`]).
+    pub fn with_sandbox_resolver(mut self, resolver: impl SandboxResolver + 'static) -> Runtime {
+        self.sandbox_resolver = Some(Arc::new(resolver));
+        self
+    }
+
     /// Sends an audit event for every call to `sink`.
     pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Runtime {
         self.audit = Some(Arc::new(sink));
@@ -573,6 +596,7 @@ impl Runtime {
             served_shaped: false,
             pending: None,
             claim: None,
+            sandbox: None,
             trail: Trail::default(),
             span: tracing::Span::none(),
         };
@@ -595,7 +619,7 @@ impl Runtime {
         replay::stage(self, call)?;
         approval::stage(self, call).await?;
         let snapshot = guard::before(self, call);
-        execute::stage(call).await?;
+        execute::stage(self, call).await?;
         guard::after(self, call, snapshot);
         bounds::output(self, call)?;
         validate::output(call)?;

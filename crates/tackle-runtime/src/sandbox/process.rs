@@ -1,0 +1,382 @@
+//! The parent's side of the `process` sandbox: start a child of this program for one
+//! call, limit it, read its answer, kill it when the door stops waiting.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::{
+    ChildRequest, ChildResponse, Sandbox, SandboxFuture, SandboxJob, SandboxPolicy, SandboxRun,
+    CHILD_ENV,
+};
+use crate::error::ToolError;
+
+/// How much of a child's standard error is kept to explain its end.
+const STDERR_TAIL: usize = 16 * 1024;
+
+/// How much of that tail an error message quotes.
+const STDERR_QUOTE: usize = 1024;
+
+/// Runs each sandboxed call in a child process of a program that hands its children
+/// to [`serve_child`](super::serve_child), normally this program itself (see the
+/// [module docs](super)).
+///
+/// ```no_run
+/// use tackle::sandbox::ProcessSandbox;
+/// use tackle::Runtime;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// tackle::sandbox::serve_child();
+/// let rt = Runtime::from_inventory()?.with_sandbox(ProcessSandbox::current_exe()?);
+/// # drop(rt);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// The child is started by Tokio, so calls must run on a Tokio runtime with its I/O
+/// driver enabled (`#[tokio::main]` is).
+#[derive(Clone, Debug)]
+pub struct ProcessSandbox {
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl ProcessSandbox {
+    /// Children of this program (`std::env::current_exe`), started with no arguments.
+    pub fn current_exe() -> std::io::Result<ProcessSandbox> {
+        Ok(ProcessSandbox::new(std::env::current_exe()?))
+    }
+
+    /// Children of `program`, which must call [`serve_child`](super::serve_child) first
+    /// thing and link the same tools.
+    pub fn new(program: impl Into<PathBuf>) -> ProcessSandbox {
+        ProcessSandbox {
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    /// Adds an argument to every child's command line (a test harness may need one to
+    /// run no tests of its own).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> ProcessSandbox {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Runs one job (see [`Sandbox::run`]).
+    async fn run_job(&self, job: SandboxJob<'_>) -> SandboxRun {
+        let key = job.key;
+        let fail = |reason: String| SandboxRun {
+            result: Err(ToolError::Sandbox {
+                key: key.to_owned(),
+                reason,
+            }),
+            no_network: false,
+        };
+        let request = match serde_json::to_vec(&ChildRequest {
+            key: key.to_owned(),
+            input: job.input,
+            call_id: job.call_id,
+            secrets: job.secrets.clone(),
+        }) {
+            Ok(request) => request,
+            Err(error) => return fail(format!("could not run it: the request: {error}")),
+        };
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .env(CHILD_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (name, value) in &job.secrets {
+            if is_env_name(name) {
+                command.env(name, value);
+            }
+        }
+        limits::apply(&mut command, job.policy);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => {
+                return fail(format!(
+                    "could not start `{}`: {error}",
+                    self.program.display()
+                ))
+            }
+        };
+        let no_network = job.policy.no_network && child.id().is_some_and(limits::isolated);
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return fail("could not run it: the child's pipes are missing".to_owned());
+        };
+        let write = async move {
+            // A child that dies early closes its end: what it says about that is in
+            // its status and its standard error.
+            let _ = stdin.write_all(&request).await;
+            drop(stdin);
+        };
+        let limit = u64::try_from(job.max_bytes).unwrap_or(u64::MAX);
+        let read = async move {
+            let mut response = Vec::new();
+            let read = stdout
+                .take(limit.saturating_add(1))
+                .read_to_end(&mut response)
+                .await;
+            (response, read)
+        };
+        let ((), (response, read), tail) = tokio::join!(write, read, tail(stderr));
+        if response.len() > job.max_bytes {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            return fail(format!(
+                "stopped it: its response is larger than {} bytes",
+                job.max_bytes
+            ));
+        }
+        let status = match child.wait().await {
+            Ok(status) => status,
+            Err(error) => return fail(format!("lost the child: {error}")),
+        };
+        if let Err(error) = read {
+            return fail(format!("could not read the child's response: {error}"));
+        }
+        let result = if status.success() {
+            match serde_json::from_slice::<ChildResponse>(&response) {
+                Ok(ChildResponse::Ok(value)) => Ok(value),
+                Ok(ChildResponse::Err(error)) => Err(error),
+                Err(_) if response.is_empty() => Err(ToolError::Sandbox {
+                    key: key.to_owned(),
+                    reason: format!(
+                        "could not run it: the child gave no response; does the `main` of `{}` \
+                         call `tackle::sandbox::serve_child()` first?{}",
+                        self.program.display(),
+                        quote(&tail)
+                    ),
+                }),
+                Err(error) => Err(ToolError::Sandbox {
+                    key: key.to_owned(),
+                    reason: format!("could not read the child's response: {error}"),
+                }),
+            }
+        } else {
+            Err(ToolError::Sandbox {
+                key: key.to_owned(),
+                reason: format!("{}{}", ended(status, job.policy, &tail), quote(&tail)),
+            })
+        };
+        SandboxRun { result, no_network }
+    }
+}
+
+impl Sandbox for ProcessSandbox {
+    fn run<'a>(&'a self, job: SandboxJob<'a>) -> SandboxFuture<'a> {
+        Box::pin(self.run_job(job))
+    }
+}
+
+/// Reads a stream to its end, keeping its last [`STDERR_TAIL`] bytes.
+async fn tail(mut stream: impl AsyncRead + Unpin) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                kept.extend_from_slice(&chunk[..n]);
+                if kept.len() > 2 * STDERR_TAIL {
+                    kept.drain(..kept.len() - STDERR_TAIL);
+                }
+            }
+        }
+    }
+}
+
+/// The end of a child's standard error, for an error message (empty when it said
+/// nothing).
+fn quote(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut start = text.len().saturating_sub(STDERR_QUOTE);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("; its standard error ends with: {}", &text[start..])
+}
+
+/// Why a child ended without a response, from its status and its standard error.
+fn ended(status: ExitStatus, policy: &SandboxPolicy, tail: &[u8]) -> String {
+    let out_of_memory = String::from_utf8_lossy(tail).contains("memory allocation of");
+    match (limits::signal(status), out_of_memory, policy.memory_bytes) {
+        (_, true, Some(bytes)) => format!(
+            "stopped it: it exceeded its memory limit of {} MiB",
+            bytes >> 20
+        ),
+        (Some(limits::SIGXCPU), _, _) => format!(
+            "stopped it: it exceeded its CPU-time limit of {} s",
+            policy.cpu_seconds.unwrap_or(0)
+        ),
+        (Some(limits::SIGKILL), _, _) => match policy.cpu_seconds {
+            Some(seconds) => format!(
+                "stopped it: it was killed (by its CPU-time limit of {seconds} s, or by the system)"
+            ),
+            None => "stopped it: it was killed by the system".to_owned(),
+        },
+        _ => format!("could not run it: the child ended ({status}) with no response"),
+    }
+}
+
+/// Whether `name` can be an environment variable's name.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The platform's limits: resource limits and a network namespace on Linux, resource
+/// limits on other Unix systems, none elsewhere.
+#[cfg(unix)]
+mod limits {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::SandboxPolicy;
+
+    pub(super) const SIGXCPU: i32 = libc::SIGXCPU;
+    pub(super) const SIGKILL: i32 = libc::SIGKILL;
+
+    /// Sets the child's limits between `fork` and `exec`.
+    pub(super) fn apply(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
+        let (cpu, memory, no_network) =
+            (policy.cpu_seconds, policy.memory_bytes, policy.no_network);
+        // SAFETY: the closure runs in the forked child before `exec` and only makes
+        // system calls that are safe there (`setrlimit`, `unshare`); it allocates
+        // nothing and takes no lock.
+        unsafe {
+            command.pre_exec(move || {
+                limit(libc::RLIMIT_CORE, 0, 0)?;
+                if let Some(seconds) = cpu {
+                    // SIGXCPU at the soft limit, SIGKILL a second later.
+                    limit(libc::RLIMIT_CPU, seconds, seconds.saturating_add(1))?;
+                }
+                if let Some(bytes) = memory {
+                    limit(libc::RLIMIT_AS, bytes, bytes)?;
+                }
+                if no_network {
+                    isolate();
+                }
+                Ok(())
+            });
+        }
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    type Resource = libc::__rlimit_resource_t;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    type Resource = libc::c_int;
+
+    /// One `setrlimit`.
+    fn limit(resource: Resource, soft: u64, hard: u64) -> std::io::Result<()> {
+        let limit = libc::rlimit {
+            rlim_cur: soft as libc::rlim_t,
+            rlim_max: hard as libc::rlim_t,
+        };
+        // SAFETY: a plain system call with a valid pointer to a local.
+        if unsafe { libc::setrlimit(resource, &limit) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Moves the child into new, empty user and network namespaces: it has only a
+    /// loopback interface that is down. Where the platform refuses (no unprivileged
+    /// user namespaces), the child keeps the network; see [`isolated`].
+    #[cfg(target_os = "linux")]
+    fn isolate() {
+        // SAFETY: a plain system call; the forked child has one thread, as
+        // `CLONE_NEWUSER` requires.
+        unsafe {
+            libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn isolate() {}
+
+    /// Whether the process `pid` is in another network namespace than this one.
+    #[cfg(target_os = "linux")]
+    pub(super) fn isolated(pid: u32) -> bool {
+        match (
+            std::fs::read_link("/proc/self/ns/net"),
+            std::fs::read_link(format!("/proc/{pid}/ns/net")),
+        ) {
+            (Ok(ours), Ok(theirs)) => ours != theirs,
+            _ => false,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn isolated(_pid: u32) -> bool {
+        false
+    }
+
+    /// The signal that ended a process, if one did.
+    pub(super) fn signal(status: ExitStatus) -> Option<i32> {
+        status.signal()
+    }
+}
+
+/// No limits on this platform: the child runs with a cleared environment and is
+/// killed on timeout, nothing more.
+#[cfg(not(unix))]
+mod limits {
+    use std::process::ExitStatus;
+
+    use super::SandboxPolicy;
+
+    pub(super) const SIGXCPU: i32 = -1;
+    pub(super) const SIGKILL: i32 = -2;
+
+    pub(super) fn apply(_command: &mut tokio::process::Command, _policy: &SandboxPolicy) {}
+
+    pub(super) fn isolated(_pid: u32) -> bool {
+        false
+    }
+
+    pub(super) fn signal(_status: ExitStatus) -> Option<i32> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_names_are_checked() {
+        assert!(is_env_name("API_KEY"));
+        assert!(is_env_name("_x1"));
+        assert!(!is_env_name("1X"));
+        assert!(!is_env_name("A=B"));
+        assert!(!is_env_name(""));
+    }
+
+    #[test]
+    fn quotes_keep_the_end_of_standard_error() {
+        assert_eq!(quote(b"  \n"), "");
+        let long = "x".repeat(3000) + "the end";
+        let quoted = quote(long.as_bytes());
+        assert!(quoted.ends_with("the end"));
+        assert!(quoted.len() < STDERR_QUOTE + 50);
+    }
+}

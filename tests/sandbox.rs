@@ -1,0 +1,471 @@
+//! The `process` sandbox (seed 003's sandbox tier): a tool run in a child process of
+//! this test binary is limited and, when needed, killed.
+//!
+//! The binary has its own `main` (`harness = false`), as a program that sandboxes
+//! tools does: it hands a sandbox child to `serve_child` before anything else.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tackle::context::CancellationToken;
+use tackle::sandbox::{ProcessSandbox, SandboxKind, SandboxPolicy};
+use tackle::{tool, DynamicTool, Runtime, SideEffects, ToolContext, ToolError, ToolSpec};
+
+/// An environment variable this process has and sandboxed tools must not see.
+const UNDECLARED: &str = "TACKLE_SANDBOX_TEST_UNDECLARED";
+
+/// Writes this process's id to `pid_file`, then loops forever.
+fn spin_forever(pid_file: &str) -> Result<(), String> {
+    std::fs::write(pid_file, std::process::id().to_string()).map_err(|e| e.to_string())?;
+    let mut n = 0u64;
+    loop {
+        n = std::hint::black_box(n.wrapping_add(1));
+    }
+}
+
+/// Writes its process id to `pid_file`, then loops forever; 400 ms time limit.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process, timeout_ms = 400)]
+fn spin(pid_file: String) -> Result<(), String> {
+    spin_forever(&pid_file)
+}
+
+/// Writes its process id to `pid_file`, then loops forever; no time limit.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn burn(pid_file: String) -> Result<(), String> {
+    spin_forever(&pid_file)
+}
+
+/// Allocates and touches memory until something stops it.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn hoard() -> usize {
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    loop {
+        kept.push(vec![1u8; 16 << 20]);
+        std::hint::black_box(&kept);
+    }
+}
+
+/// What the tool's process can see of its environment.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process, secrets = ["API_TOKEN"])]
+fn peek(ctx: &ToolContext) -> Value {
+    let mut names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let from_env = std::env::var("API_TOKEN").ok();
+    let from_ctx = ctx.secret("API_TOKEN").ok().map(|s| s.expose().to_owned());
+    json!({
+        "undeclared": std::env::var(UNDECLARED).ok(),
+        "names": names,
+        "secret_len": from_ctx.as_ref().map(String::len),
+        "same_in_env": from_ctx.is_some() && from_ctx == from_env,
+    })
+}
+
+/// Connects to `port` on loopback; says whether it could, and its network namespace.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn dial(port: u16) -> Value {
+    let connected = std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(2),
+    );
+    json!({
+        "connected": connected.is_ok(),
+        "namespace": std::fs::read_link("/proc/self/ns/net").ok().map(|p| p.display().to_string()),
+    })
+}
+
+/// Adds two numbers; fails on a negative one, panics when `a` is zero, and appends its
+/// process id to `log` when given one.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+async fn add(a: i64, b: i64, log: Option<String>) -> Result<i64, String> {
+    if let Some(log) = log {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| e.to_string())?;
+        writeln!(file, "{}", std::process::id()).map_err(|e| e.to_string())?;
+    }
+    if a < 0 || b < 0 {
+        return Err(format!("negative: {a}, {b}"));
+    }
+    if a == 0 {
+        panic!("zero is not a number here");
+    }
+    // Printing must not corrupt the response.
+    println!("{{\"ok\": 1000}}");
+    Ok(a + b)
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
+fn sandboxed() -> Runtime {
+    Runtime::from_inventory()
+        .expect("registry")
+        .with_sandbox(ProcessSandbox::current_exe().expect("current exe"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tackle-sandbox-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Waits until the process `pid` is gone or a zombie (killed, not yet reaped).
+fn dead_within(pid: &str, within: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) => {
+                // The state follows the command's closing parenthesis.
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                if state.starts_with('Z') || state.starts_with('X') {
+                    return true;
+                }
+            }
+        }
+        if start.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn read_pid(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("the tool wrote its pid")
+}
+
+/// A tool that loops forever is killed when its time limit passes: `Timeout`, not
+/// still running, and the process is gone within the grace window.
+fn an_endless_loop_is_killed_at_its_time_limit() {
+    let rt = sandboxed();
+    let dir = scratch("spin");
+    let pid_file = dir.join("pid");
+    let start = Instant::now();
+    let err = tokio()
+        .block_on(rt.call(
+            "sbx.spin",
+            json!({"pid_file": pid_file}),
+            &ToolContext::new(),
+        ))
+        .expect_err("an endless loop cannot finish");
+    let took = start.elapsed();
+    match &err {
+        ToolError::Timeout {
+            after_ms,
+            still_running,
+            ..
+        } => {
+            assert_eq!(*after_ms, 400);
+            assert!(!still_running, "a sandboxed tool is stopped: {err}");
+        }
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    let pid = read_pid(&pid_file);
+    let grace = ToolContext::new().grace();
+    assert!(
+        dead_within(&pid, grace),
+        "process {pid} still runs {grace:?} after its timeout"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Cancelling the run kills the child when the grace window ends: `Aborted`.
+fn a_cancelled_run_kills_its_sandboxed_tool() {
+    let rt = sandboxed();
+    let dir = scratch("cancel");
+    let pid_file = dir.join("pid");
+    let token = CancellationToken::new();
+    let grace = Duration::from_millis(100);
+    let ctx = ToolContext::new()
+        .with_cancellation(token.clone())
+        .with_grace(grace);
+    let (result, cancelled_at) = tokio().block_on(async {
+        let call = rt.call("sbx.burn", json!({"pid_file": pid_file}), &ctx);
+        let cancel = async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            token.cancel();
+            Instant::now()
+        };
+        tokio::join!(call, cancel)
+    });
+    let err = result.expect_err("cancelled");
+    assert!(
+        matches!(err, ToolError::Aborted { grace_ms: 100, .. }),
+        "{err:?}"
+    );
+    let pid = read_pid(&pid_file);
+    assert!(
+        dead_within(&pid, grace * 3),
+        "process {pid} survived its grace window"
+    );
+    assert!(cancelled_at.elapsed() < Duration::from_secs(1));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A CPU-bound tool with no time limit meets its CPU-time limit.
+fn a_runaway_tool_meets_its_cpu_limit() {
+    let rt = sandboxed()
+        .with_sandbox_resolver(|spec: &ToolSpec| SandboxPolicy::for_spec(spec).with_cpu_seconds(1));
+    let dir = scratch("cpu");
+    let pid_file = dir.join("pid");
+    let start = Instant::now();
+    let err = tokio()
+        .block_on(rt.call(
+            "sbx.burn",
+            json!({"pid_file": pid_file}),
+            &ToolContext::new(),
+        ))
+        .expect_err("stopped");
+    let took = start.elapsed();
+    match &err {
+        ToolError::Sandbox { reason, .. } => {
+            assert!(reason.contains("CPU-time limit of 1 s"), "{reason}");
+        }
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(dead_within(&read_pid(&pid_file), Duration::ZERO));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A tool that allocates without bound is stopped by its memory limit; the program
+/// goes on.
+fn unbounded_allocation_is_stopped_by_its_memory_limit() {
+    let rt = sandboxed().with_sandbox_resolver(|spec: &ToolSpec| {
+        SandboxPolicy::for_spec(spec).with_memory_bytes(256 << 20)
+    });
+    let start = Instant::now();
+    let err = tokio()
+        .block_on(rt.call("sbx.hoard", json!({}), &ToolContext::new()))
+        .expect_err("stopped");
+    match &err {
+        ToolError::Sandbox { reason, .. } => {
+            assert!(reason.contains("memory limit of 256 MiB"), "{reason}");
+        }
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+/// The child's environment holds only the secrets the tool declares; the same tool in
+/// process sees everything (the check can fail).
+fn an_undeclared_environment_variable_is_unseen() {
+    let ctx = ToolContext::new()
+        .with_secret("API_TOKEN", "tok-123456")
+        .with_secret("OTHER", "not-for-peek");
+    let rt = sandboxed();
+    let seen = tokio()
+        .block_on(rt.call("sbx.peek", json!({}), &ctx))
+        .expect("peek");
+    assert_eq!(seen["undeclared"], Value::Null, "{seen}");
+    assert_eq!(seen["names"], json!(["API_TOKEN", "TACKLE_SANDBOX_CHILD"]));
+    assert_eq!(seen["secret_len"], json!(10));
+    assert_eq!(seen["same_in_env"], json!(true));
+
+    let in_process = sandboxed().with_sandbox_resolver(|_: &ToolSpec| SandboxPolicy::in_process());
+    let seen = tokio()
+        .block_on(in_process.call("sbx.peek", json!({}), &ctx))
+        .expect("peek");
+    assert_eq!(seen["undeclared"], json!("visible"));
+}
+
+/// Where the platform gives the child a network namespace of its own, it cannot reach
+/// a listener on this machine's loopback; in process it can.
+fn the_network_is_cut_where_the_platform_allows() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let in_process = sandboxed().with_sandbox_resolver(|_: &ToolSpec| SandboxPolicy::in_process());
+    let here = tokio()
+        .block_on(in_process.call("sbx.dial", json!({"port": port}), &ToolContext::new()))
+        .expect("dial");
+    assert_eq!(here["connected"], json!(true));
+    let there = tokio()
+        .block_on(sandboxed().call("sbx.dial", json!({"port": port}), &ToolContext::new()))
+        .expect("dial");
+    if there["namespace"] == here["namespace"] {
+        println!("note: no network namespace on this platform; the child kept the network");
+        return;
+    }
+    assert_eq!(there["connected"], json!(false), "{there}");
+}
+
+/// Results, errors and panics come back from the child; what the tool prints does not
+/// corrupt the response; each call is a process of its own.
+fn results_errors_and_panics_come_back() {
+    let rt = sandboxed();
+    let dir = scratch("add");
+    let log = dir.join("log");
+    let runtime = tokio();
+    let ctx = ToolContext::new();
+    let sum = runtime
+        .block_on(rt.call("sbx.add", json!({"a": 2, "b": 3, "log": log}), &ctx))
+        .expect("add");
+    assert_eq!(sum, json!(5));
+    let again = runtime
+        .block_on(rt.call("sbx.add", json!({"a": 4, "b": 3, "log": log}), &ctx))
+        .expect("add");
+    assert_eq!(again, json!(7));
+    let pids = std::fs::read_to_string(&log).expect("log");
+    let pids: Vec<&str> = pids.lines().collect();
+    assert_eq!(pids.len(), 2);
+    assert_ne!(pids[0], pids[1], "one process per call");
+    assert_ne!(pids[0], std::process::id().to_string());
+
+    let err = runtime
+        .block_on(rt.call("sbx.add", json!({"a": -1, "b": 3}), &ctx))
+        .expect_err("negative");
+    assert!(
+        matches!(&err, ToolError::Execution { key, message } if key == "sbx.add@1" && message == "negative: -1, 3"),
+        "{err:?}"
+    );
+    let err = runtime
+        .block_on(rt.call("sbx.add", json!({"a": 0, "b": 3}), &ctx))
+        .expect_err("panics");
+    assert!(
+        matches!(&err, ToolError::Panicked { message, .. } if message.contains("zero is not a number")),
+        "{err:?}"
+    );
+    let err = runtime
+        .block_on(rt.call("sbx.add", json!({"a": "two", "b": 3}), &ctx))
+        .expect_err("invalid");
+    assert_eq!(
+        err.kind(),
+        tackle::ToolErrorKind::InvalidInput,
+        "validated in the parent"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Without a sandbox, a call that asks for one is refused: it never runs in process.
+fn without_a_sandbox_the_call_is_refused() {
+    let rt = Runtime::from_inventory().expect("registry");
+    let dir = scratch("refused");
+    let log = dir.join("log");
+    let err = tokio()
+        .block_on(rt.call(
+            "sbx.add",
+            json!({"a": 1, "b": 2, "log": log}),
+            &ToolContext::new(),
+        ))
+        .expect_err("refused");
+    match &err {
+        ToolError::Sandbox { reason, .. } => assert!(reason.contains("with_sandbox"), "{reason}"),
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+    assert!(!log.exists(), "the tool ran");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A resolver can force a sandbox on a tool that did not ask for one; a tool made at
+/// run time cannot be sent to a child, and says why.
+fn a_run_time_tool_cannot_be_sent_to_a_process() {
+    let spec = ToolSpec::new("rt", "echo", "1", SideEffects::None, "Echoes.");
+    let mut rt =
+        sandboxed().with_sandbox_resolver(|spec: &ToolSpec| match spec.namespace.as_str() {
+            "rt" => SandboxPolicy::process(),
+            _ => SandboxPolicy::for_spec(spec),
+        });
+    rt.registry_mut()
+        .register(DynamicTool::new(spec, |_ctx, input| async move {
+            Ok::<_, String>(input)
+        }))
+        .expect("register");
+    let err = tokio()
+        .block_on(rt.call("rt.echo", json!({}), &ToolContext::new()))
+        .expect_err("not sendable");
+    match &err {
+        ToolError::Sandbox { reason, .. } => assert!(reason.contains("link time"), "{reason}"),
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+    assert_eq!(
+        SandboxPolicy::for_spec(&spin::spec()).kind,
+        SandboxKind::Process
+    );
+}
+
+fn main() -> ExitCode {
+    tackle::sandbox::serve_child();
+    // Edition 2021: setting a variable is safe; no other thread runs yet.
+    std::env::set_var(UNDECLARED, "visible");
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let checks: [(&str, fn()); 9] = [
+        (
+            "an_endless_loop_is_killed_at_its_time_limit",
+            an_endless_loop_is_killed_at_its_time_limit,
+        ),
+        (
+            "a_cancelled_run_kills_its_sandboxed_tool",
+            a_cancelled_run_kills_its_sandboxed_tool,
+        ),
+        (
+            "a_runaway_tool_meets_its_cpu_limit",
+            a_runaway_tool_meets_its_cpu_limit,
+        ),
+        (
+            "unbounded_allocation_is_stopped_by_its_memory_limit",
+            unbounded_allocation_is_stopped_by_its_memory_limit,
+        ),
+        (
+            "an_undeclared_environment_variable_is_unseen",
+            an_undeclared_environment_variable_is_unseen,
+        ),
+        (
+            "the_network_is_cut_where_the_platform_allows",
+            the_network_is_cut_where_the_platform_allows,
+        ),
+        (
+            "results_errors_and_panics_come_back",
+            results_errors_and_panics_come_back,
+        ),
+        (
+            "without_a_sandbox_the_call_is_refused",
+            without_a_sandbox_the_call_is_refused,
+        ),
+        (
+            "a_run_time_tool_cannot_be_sent_to_a_process",
+            a_run_time_tool_cannot_be_sent_to_a_process,
+        ),
+    ];
+    let mut failed = 0;
+    let mut ran = 0;
+    for (name, check) in checks {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let outcome = std::panic::catch_unwind(check);
+        println!(
+            "test {name} ... {}",
+            if outcome.is_ok() { "ok" } else { "FAILED" }
+        );
+        ran += 1;
+        failed += usize::from(outcome.is_err());
+    }
+    println!(
+        "test result: {}. {} passed; {failed} failed",
+        if failed == 0 { "ok" } else { "FAILED" },
+        ran - failed
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

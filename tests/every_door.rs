@@ -416,13 +416,9 @@ async fn an_imported_tool() {
         .await
         .unwrap();
     let mut registry = Registry::new();
-    let import = import_http(
-        &mut registry,
-        &http.url(),
-        ImportOptions::default().with_name("vlt"),
-    )
-    .await
-    .unwrap();
+    let import = import_http(&mut registry, &http.url(), ImportOptions::new("vlt"))
+        .await
+        .unwrap();
     let key = import
         .keys()
         .iter()

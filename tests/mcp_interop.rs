@@ -98,7 +98,7 @@ fn main() -> ExitCode {
             let import = import_stdio(
                 &mut registry,
                 noisy_python_server(),
-                ImportOptions::default().with_stderr(stderr),
+                ImportOptions::new("noisy").with_stderr(stderr),
             )
             .await
             .expect("import");
@@ -399,7 +399,7 @@ fn python_server(hang: bool) -> tokio::process::Command {
 fn importer_calls_a_python_server() {
     tokio().block_on(async {
         let mut registry = Registry::default();
-        let import = import_stdio(&mut registry, python_server(false), ImportOptions::default())
+        let import = import_stdio(&mut registry, python_server(false), ImportOptions::new("py-weather"))
             .await
             .expect("import");
         assert_eq!(import.server(), "py-weather");
@@ -459,7 +459,7 @@ fn importer_calls_a_python_server() {
 
         // A server that hangs: the call timeout answers.
         let mut registry = Registry::default();
-        let options = ImportOptions::default().with_call_timeout(Duration::from_millis(500));
+        let options = ImportOptions::new("py-weather").with_call_timeout(Duration::from_millis(500));
         let hung = import_stdio(&mut registry, python_server(true), options)
             .await
             .expect("import");
@@ -489,7 +489,7 @@ fn imported_calls_record_then_replay_offline() {
         let import = import_stdio(
             &mut registry,
             tokio::process::Command::from(server_command()),
-            ImportOptions::default().with_name("desk"),
+            ImportOptions::new("desk"),
         )
         .await
         .expect("import our own server");
@@ -578,9 +578,7 @@ fn http_transport_serves_and_imports() {
             &mut registry,
             &http.url(),
             // Callers of these imported tools need no permission.
-            ImportOptions::default()
-                .with_name("web")
-                .with_requires(Vec::<String>::new()),
+            ImportOptions::new("web").with_requires(Vec::<String>::new()),
         )
         .await
         .expect("import over HTTP");

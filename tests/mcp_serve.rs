@@ -406,7 +406,7 @@ async fn an_import_that_fails_part_way_leaves_nothing_registered() {
     let result = tackle_mcp::import_http(
         &mut registry,
         &http.url(),
-        tackle_mcp::ImportOptions::default().with_name("remote"),
+        tackle_mcp::ImportOptions::new("remote"),
     )
     .await;
     match result {
@@ -421,6 +421,46 @@ async fn an_import_that_fails_part_way_leaves_nothing_registered() {
     }
     // `demo.add` was registered before the collision and taken back out.
     assert_eq!(registry.list_names(), ["mcp.remote.demo_stats@1"]);
+    http.shutdown().await;
+}
+
+/// A server that calls itself `trusted` decides neither its tools' keys nor the
+/// permission they require: the importer's name does.
+#[tokio::test]
+async fn the_importer_names_an_import_and_so_its_permission() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("trusted", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut registry = tackle::Registry::default();
+    let import = tackle_mcp::import_http(
+        &mut registry,
+        &http.url(),
+        tackle_mcp::ImportOptions::new("stranger"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(import.server(), "stranger");
+    assert_eq!(import.remote_name(), Some("trusted"));
+    assert!(!import.keys().is_empty());
+    for key in import.keys() {
+        assert!(key.starts_with("mcp.stranger."), "{key}");
+    }
+    let key = import.keys()[0].clone();
+    let spec = registry.resolve(&key).unwrap().spec().clone();
+    assert_eq!(spec.permissions, ["mcp:stranger"]);
+    let door = Runtime::new(registry);
+    let denied = door
+        .call(
+            &key,
+            json!({}),
+            &ToolContext::new().with_grant("mcp:trusted"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind(), tackle::ToolErrorKind::CapabilityDenied);
+    import.close().await;
     http.shutdown().await;
 }
 

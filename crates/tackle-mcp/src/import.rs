@@ -4,9 +4,10 @@
 //! [`import_http`] connects to a streamable-HTTP endpoint. Either lists the server's
 //! tools and registers each as a dynamic tool:
 //!
-//! * key `mcp.<server>.<tool>@<server version>`: `<server>` is the name the options
-//!   give or else the server's own, and names are brought to registry form (characters
-//!   other than letters, digits, `_` and `-` become `_`);
+//! * key `mcp.<server>.<tool>@<server version>`: `<server>` is the name the importer
+//!   gives ([`ImportOptions::new`]), never the remote server's own (a server must not
+//!   choose the permission its tools require), and names are brought to registry form
+//!   (characters other than letters, digits, `_` and `-` become `_`);
 //! * side effects `read` when the tool says `readOnlyHint: true`, else `external`;
 //! * trust `mcp` (results are sanitized by the `mcp` policy);
 //! * the permission `mcp:<server>` required of callers (deny by default), unless
@@ -32,11 +33,11 @@ use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler,
 
 use crate::McpError;
 
-/// How to import.
+/// How to import: the name the importer gives the server, and limits.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
-    /// The `<server>` part of the keys; the server's own name when `None`.
-    pub name: Option<String>,
+    /// The `<server>` part of the keys and of the default permission `mcp:<server>`.
+    pub name: String,
     /// Longest wait to connect and list the tools.
     pub connect_timeout: Duration,
     /// Longest wait for one call's answer.
@@ -59,28 +60,23 @@ pub enum ServerStderr {
     Discard,
 }
 
-impl Default for ImportOptions {
-    fn default() -> ImportOptions {
+impl ImportOptions {
+    /// Imports under `name`: keys `mcp.<name>.<tool>@<version>`, permission
+    /// `mcp:<name>`. The importer names the import, not the server: whatever a server
+    /// calls itself ([`McpImport::remote_name`]) decides nothing.
+    pub fn new(name: impl Into<String>) -> ImportOptions {
         ImportOptions {
-            name: None,
+            name: name.into(),
             connect_timeout: Duration::from_secs(20),
             call_timeout: Duration::from_secs(30),
             requires: None,
             stderr: ServerStderr::Inherit,
         }
     }
-}
 
-impl ImportOptions {
     /// Sends a stdio server's stderr to `stderr`.
     pub fn with_stderr(mut self, stderr: ServerStderr) -> ImportOptions {
         self.stderr = stderr;
-        self
-    }
-
-    /// Sets the `<server>` part of the keys.
-    pub fn with_name(mut self, name: impl Into<String>) -> ImportOptions {
-        self.name = Some(name.into());
         self
     }
 
@@ -113,6 +109,7 @@ type Client = RunningService<RoleClient, ()>;
 pub struct McpImport {
     client: Client,
     server: String,
+    remote_name: Option<String>,
     keys: Vec<String>,
     specs: Vec<ToolSpec>,
 }
@@ -132,9 +129,14 @@ impl McpImport {
         &self.keys
     }
 
-    /// The `<server>` part of the keys.
+    /// The `<server>` part of the keys: the name the importer gave.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The name the remote server gives itself (for display only).
+    pub fn remote_name(&self) -> Option<&str> {
+        self.remote_name.as_deref()
     }
 
     /// The specs of the imported tools, sorted by key: save them beside a cassette to
@@ -245,16 +247,11 @@ async fn register(
     options: &ImportOptions,
 ) -> Result<McpImport, McpError> {
     let info = client.peer_info();
-    let server = slug(
-        options
-            .name
-            .as_deref()
-            .or(info
-                .as_deref()
-                .and_then(|i| i.server_info.as_ref())
-                .map(|s| s.name.as_str()))
-            .unwrap_or(origin),
-    );
+    let server = slug(&options.name);
+    let remote_name = info
+        .as_deref()
+        .and_then(|i| i.server_info.as_ref())
+        .map(|s| s.name.clone());
     let version = version_of(
         info.as_deref()
             .and_then(|i| i.server_info.as_ref())
@@ -316,6 +313,7 @@ async fn register(
     Ok(McpImport {
         client,
         server,
+        remote_name,
         keys,
         specs,
     })

@@ -549,3 +549,222 @@ async fn with_tokens_a_request_without_a_valid_one_is_401() {
     .contains("secret-x"));
     http.shutdown().await;
 }
+
+/// A stand-in authorization server's introspection endpoint (RFC 7662) on loopback:
+/// answers for the tokens `good`, `reader`, `no-scope` and `elsewhere`, only to the
+/// client `tackle:s3cret`; counts the questions.
+async fn introspection_endpoint(resource: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/introspect", listener.local_addr().unwrap());
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Headers, then as much body as Content-Length says.
+            let text = loop {
+                let n = stream.read(&mut chunk).await.unwrap_or(0);
+                request.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= length || n == 0 {
+                        break text;
+                    }
+                }
+                if n == 0 {
+                    break text;
+                }
+            };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let authorized = text
+                .to_ascii_lowercase()
+                .contains("authorization: basic dgfja2xlonmzy3jlda==");
+            let token = text
+                .split("\r\n\r\n")
+                .nth(1)
+                .and_then(|body| body.split('&').find_map(|p| p.strip_prefix("token=")))
+                .unwrap_or("")
+                .to_owned();
+            let exp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 600;
+            let answer = match token.as_str() {
+                "good" => json!({"active": true, "aud": resource, "scope": "mcp:use mail:send", "sub": "ada", "exp": exp}),
+                "reader" => json!({"active": true, "aud": [resource], "scope": "mcp:use", "sub": "bo", "exp": exp}),
+                "no-scope" => json!({"active": true, "aud": resource, "scope": "mail:send"}),
+                "elsewhere" => json!({"active": true, "aud": "http://elsewhere.example/mcp", "scope": "mcp:use mail:send"}),
+                _ => json!({"active": false}),
+            }
+            .to_string();
+            let response = if authorized {
+                format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}", answer.len())
+            } else {
+                "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_owned()
+            };
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+    });
+    (url, asked)
+}
+
+/// The head of the answer to an `initialize` POST with `token`, and a GET of `path`.
+async fn head_of(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}
+    })
+    .to_string();
+    let body = if method == "GET" { String::new() } else { body };
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // The head and the start of the body are enough (an SSE stream may stay open).
+    while !String::from_utf8_lossy(&answer).contains("\r\n\r\n{")
+        && !String::from_utf8_lossy(&answer).contains("\r\n\r\ndata:")
+    {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
+            .await
+            .unwrap()
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// OAuth 2.1 resource server: metadata served, a missing token asked for with the
+/// metadata's URL, bad tokens and wrong audiences refused, a missing scope `403`, and
+/// an accepted token's scopes are the grants (one introspection per token).
+#[tokio::test]
+async fn as_an_oauth_resource_server_tokens_are_checked_and_scopes_are_grants() {
+    use tackle_mcp::{HttpOptions, Introspection, OAuthResource};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (introspect, asked) = introspection_endpoint(resource.clone()).await;
+    let oauth = OAuthResource::new(
+        resource.clone(),
+        "http://127.0.0.1:1/issuer",
+        Introspection::new(introspect, "tackle", "s3cret"),
+    )
+    .with_scopes_supported(["mcp:use", "mail:send"])
+    .with_required_scope("mcp:use");
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
+        .await
+        .unwrap();
+
+    let metadata = head_of(
+        addr,
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        None,
+    )
+    .await;
+    assert!(metadata.starts_with("HTTP/1.1 200"), "{metadata}");
+    let document: Value = serde_json::from_str(metadata.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(document["resource"], json!(resource));
+    assert_eq!(
+        document["authorization_servers"],
+        json!(["http://127.0.0.1:1/issuer"])
+    );
+    assert_eq!(
+        document["scopes_supported"],
+        json!(["mcp:use", "mail:send"])
+    );
+
+    let missing = head_of(addr, "POST", "/mcp", None)
+        .await
+        .to_ascii_lowercase();
+    assert!(missing.starts_with("http/1.1 401"), "{missing}");
+    assert!(
+        missing.contains(&format!(
+            "www-authenticate: bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\""
+        )),
+        "{missing}"
+    );
+    for token in ["unknown", "elsewhere"] {
+        let refused = head_of(addr, "POST", "/mcp", Some(token)).await;
+        assert!(refused.starts_with("HTTP/1.1 401"), "{token}: {refused}");
+        assert!(
+            refused.contains("error=\"invalid_token\""),
+            "{token}: {refused}"
+        );
+    }
+    let lacking = head_of(addr, "POST", "/mcp", Some("no-scope")).await;
+    assert!(lacking.starts_with("HTTP/1.1 403"), "{lacking}");
+    assert!(
+        lacking.contains("error=\"insufficient_scope\", scope=\"mcp:use\""),
+        "{lacking}"
+    );
+    let before = asked.load(Ordering::SeqCst);
+    for _ in 0..2 {
+        let served = head_of(addr, "POST", "/mcp", Some("good")).await;
+        assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        before + 1,
+        "an accepted token is remembered"
+    );
+
+    // Through an MCP client: the token's scopes are the grants.
+    let call_send = |token: &'static str| {
+        let url = http.url();
+        async move {
+            let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+                .auth_header(token);
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            let client = ().serve(transport).await.unwrap();
+            let mut params = CallToolRequestParams::new("demo.send");
+            params.arguments = Some(json!({"to": "ada"}).as_object().unwrap().clone());
+            let result = client.call_tool(params).await.unwrap();
+            client.cancel().await.unwrap();
+            (
+                result.is_error,
+                serde_json::to_string(&result.content).unwrap(),
+            )
+        }
+    };
+    let (error, text) = call_send("good").await;
+    assert_eq!(error, Some(false), "{text}");
+    assert!(text.contains("sent to ada"), "{text}");
+    let (error, text) = call_send("reader").await;
+    assert_eq!(error, Some(true), "{text}");
+    assert!(text.contains("mail:send"), "{text}");
+    http.shutdown().await;
+}

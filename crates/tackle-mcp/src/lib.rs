@@ -26,8 +26,9 @@
 
 #![warn(missing_docs)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -36,6 +37,7 @@ use tokio::net::TcpListener;
 
 pub mod import;
 pub mod names;
+pub mod oauth;
 pub mod server;
 pub mod stdio;
 
@@ -43,6 +45,7 @@ pub use import::{
     import_http, import_stdio, register_offline, ImportOptions, McpImport, ServerStderr,
 };
 pub use names::NameMap;
+pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenValidator};
 pub use server::{Identity, McpServer};
 pub use stdio::{serve_io, StdioOptions, DEFAULT_MAX_LINE_BYTES};
 
@@ -163,7 +166,13 @@ impl HttpServer {
 /// `Authorization: Bearer <token>` for one of the tokens, and is served with that
 /// token's grants; a request without a valid token gets `401 Unauthorized` and never
 /// reaches the door. So two clients of one server can hold different capabilities.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// **OAuth 2.1.** With [`with_oauth`](HttpOptions::with_oauth), the server is an OAuth
+/// resource server ([`oauth`]): it serves its Protected Resource Metadata, asks
+/// clients without a token to get one (`401` naming the metadata), checks presented
+/// tokens with the configured validator, and serves each with its scopes as grants.
+/// Static tokens, if any, are still accepted beside it.
+#[derive(Clone)]
 pub struct HttpOptions {
     /// Accepted `Host` values: a name or `host:port`.
     pub allowed_hosts: Vec<String>,
@@ -171,6 +180,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Bearer tokens and the grants each one gives.
     tokens: Vec<(String, Vec<String>)>,
+    /// The OAuth resource-server settings, if clients bring OAuth access tokens.
+    oauth: Option<OAuthResource>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -179,6 +190,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("tokens", &self.tokens.len())
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -193,6 +205,7 @@ impl Default for HttpOptions {
                 "http://[::1]:*".into(),
             ],
             tokens: Vec::new(),
+            oauth: None,
         }
     }
 }
@@ -220,6 +233,13 @@ impl HttpOptions {
         ));
         self
     }
+
+    /// Makes the server an OAuth 2.1 resource server (see [`oauth`]): requests need an
+    /// access token `oauth` accepts, and are served with its scopes as grants.
+    pub fn with_oauth(mut self, oauth: OAuthResource) -> HttpOptions {
+        self.oauth = Some(oauth);
+        self
+    }
 }
 
 /// Serves `server` over streamable HTTP on `addr` with the default [`HttpOptions`]
@@ -244,31 +264,24 @@ pub async fn serve_http_with(
         .with_allowed_origins(options.allowed_origins)
         .enforce_origin_validation();
     config.cancellation_token = stop.token();
-    let service_for = |server: McpServer| {
-        StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config.clone(),
-        )
-    };
     // One service per token, each with its own sessions and grants; or one for all.
-    let services: Arc<Vec<(Option<String>, Service)>> = Arc::new(if options.tokens.is_empty() {
-        vec![(None, service_for(server))]
-    } else {
-        options
-            .tokens
-            .into_iter()
-            .map(|(token, grants)| {
-                let ctx = grants.iter().fold(
-                    server
-                        .context()
-                        .clone()
-                        .with_capabilities(tackle_runtime::Capabilities::default()),
-                    |ctx, grant| ctx.with_grant(grant.as_str()),
-                );
-                (Some(token), service_for(server.with_context(ctx)))
-            })
-            .collect()
+    let gate = Arc::new(Gate {
+        services: if options.tokens.is_empty() && options.oauth.is_none() {
+            vec![(None, service_for(&config, server.clone()))]
+        } else {
+            options
+                .tokens
+                .into_iter()
+                .map(|(token, grants)| {
+                    let service = service_for(&config, granted(&server, &grants));
+                    (Some(token), service)
+                })
+                .collect()
+        },
+        oauth: options.oauth,
+        by_grants: Mutex::new(HashMap::new()),
+        server,
+        config,
     });
     let token = stop.token();
     let task = tokio::spawn(async move {
@@ -283,16 +296,16 @@ pub async fn serve_http_with(
             // Small JSON-RPC writes go out at once (a client otherwise waits for the
             // delayed ACK, about 40 ms a call).
             let _ = stream.set_nodelay(true);
-            let services = Arc::clone(&services);
+            let gate = Arc::clone(&gate);
             let service = hyper::service::service_fn(move |request| {
-                let chosen = choose(&services, &request);
+                let gate = Arc::clone(&gate);
                 async move {
-                    match chosen {
-                        Some(service) => {
+                    match gate.route(&request).await {
+                        Route::Serve(service) => {
                             let service = hyper_util::service::TowerToHyperService::new(service);
                             hyper::service::Service::call(&service, request).await
                         }
-                        None => Ok(unauthorized()),
+                        Route::Answer(response) => Ok(response),
                     }
                 }
             });
@@ -312,27 +325,136 @@ pub async fn serve_http_with(
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 
-/// The service for a request: the only one when there are no tokens, else the one of
-/// the request's bearer token (compared in constant time), if any.
-fn choose<B>(
-    services: &[(Option<String>, Service)],
-    request: &http::Request<B>,
-) -> Option<Service> {
-    if let [(None, service)] = services {
-        return Some(service.clone());
+/// An HTTP response of the service's type.
+type Response =
+    http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>;
+
+/// How many distinct grant sets of OAuth clients get a service (and sessions) of
+/// their own before the oldest are dropped.
+const GRANT_SETS: usize = 256;
+
+/// The service for `server` with `config`.
+fn service_for(config: &StreamableHttpServerConfig, server: McpServer) -> Service {
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config.clone(),
+    )
+}
+
+/// `server` with `grants` in place of its context's grants.
+fn granted(server: &McpServer, grants: &[String]) -> McpServer {
+    let ctx = grants.iter().fold(
+        server
+            .context()
+            .clone()
+            .with_capabilities(tackle_runtime::Capabilities::default()),
+        |ctx, grant| ctx.with_grant(grant.as_str()),
+    );
+    server.with_context(ctx)
+}
+
+/// Who gets in, and with which grants.
+struct Gate {
+    /// The one open service, or one per static token.
+    services: Vec<(Option<String>, Service)>,
+    oauth: Option<OAuthResource>,
+    /// OAuth clients' services, by their sorted scopes.
+    by_grants: Mutex<HashMap<Vec<String>, Service>>,
+    server: McpServer,
+    config: StreamableHttpServerConfig,
+}
+
+/// What to do with a request.
+enum Route {
+    Serve(Service),
+    Answer(Response),
+}
+
+impl Gate {
+    /// The service for a request, or the answer it gets instead: the only service when
+    /// there are no tokens; else the one of the request's static bearer token (compared
+    /// in constant time), or of its OAuth access token's scopes.
+    async fn route<B>(&self, request: &http::Request<B>) -> Route {
+        if let Some(oauth) = &self.oauth {
+            let path = request.uri().path();
+            if request.method() == http::Method::GET
+                && oauth.metadata_paths().iter().any(|p| p == path)
+            {
+                return Route::Answer(answer(
+                    http::StatusCode::OK,
+                    &[("content-type", "application/json".to_owned())],
+                    oauth.metadata().to_string(),
+                ));
+            }
+        }
+        if let [(None, service)] = self.services.as_slice() {
+            return Route::Serve(service.clone());
+        }
+        let presented = request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if let Some(presented) = presented {
+            let known = self.services.iter().find_map(|(token, service)| {
+                token
+                    .as_deref()
+                    .filter(|t| same_secret(t.as_bytes(), presented.as_bytes()))
+                    .map(|_| service.clone())
+            });
+            if let Some(service) = known {
+                return Route::Serve(service);
+            }
+        }
+        let Some(oauth) = &self.oauth else {
+            return Route::Answer(unauthorized(None));
+        };
+        let challenge = format!("Bearer resource_metadata=\"{}\"", oauth.metadata_url());
+        let Some(presented) = presented else {
+            return Route::Answer(unauthorized(Some(challenge)));
+        };
+        let grant = match oauth.grant(presented).await {
+            Ok(grant) => grant,
+            Err(rejected) => {
+                let description = rejected.to_string().replace('"', "'");
+                return Route::Answer(unauthorized(Some(format!(
+                    "{challenge}, error=\"invalid_token\", error_description=\"{description}\""
+                ))));
+            }
+        };
+        let missing = oauth.missing_scopes(&grant);
+        if !missing.is_empty() {
+            let header = format!(
+                "{challenge}, error=\"insufficient_scope\", scope=\"{}\"",
+                missing.join(" ")
+            );
+            return Route::Answer(answer(
+                http::StatusCode::FORBIDDEN,
+                &[("www-authenticate", header)],
+                "the access token lacks a required scope".to_owned(),
+            ));
+        }
+        let mut scopes = grant.scopes;
+        scopes.sort();
+        scopes.dedup();
+        let Ok(mut by_grants) = self.by_grants.lock() else {
+            return Route::Answer(answer(
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                &[],
+                String::new(),
+            ));
+        };
+        if by_grants.len() >= GRANT_SETS && !by_grants.contains_key(&scopes) {
+            by_grants.clear();
+        }
+        let service = by_grants
+            .entry(scopes)
+            .or_insert_with_key(|scopes| service_for(&self.config, granted(&self.server, scopes)))
+            .clone();
+        Route::Serve(service)
     }
-    let presented = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))?
-        .trim();
-    services.iter().find_map(|(token, service)| {
-        token
-            .as_deref()
-            .filter(|t| same_secret(t.as_bytes(), presented.as_bytes()))
-            .map(|_| service.clone())
-    })
 }
 
 /// Whether two byte strings are equal, taking the same time wherever they differ.
@@ -340,20 +462,33 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// `401 Unauthorized`, asking for a bearer token.
-fn unauthorized(
-) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+/// `401 Unauthorized`, asking for a bearer token (with `challenge` as the
+/// `WWW-Authenticate` value, else plain `Bearer`).
+fn unauthorized(challenge: Option<String>) -> Response {
+    answer(
+        http::StatusCode::UNAUTHORIZED,
+        &[(
+            "www-authenticate",
+            challenge.unwrap_or_else(|| "Bearer".to_owned()),
+        )],
+        "a valid bearer token is required".to_owned(),
+    )
+}
+
+/// A response with `status`, `headers` and `body`.
+fn answer(status: http::StatusCode, headers: &[(&str, String)], body: String) -> Response {
     use http_body_util::BodyExt;
-    let body = http_body_util::Full::new(bytes::Bytes::from_static(
-        b"a valid bearer token is required",
-    ))
-    .boxed();
-    let mut response = http::Response::new(body);
-    *response.status_mut() = http::StatusCode::UNAUTHORIZED;
-    response.headers_mut().insert(
-        http::header::WWW_AUTHENTICATE,
-        http::HeaderValue::from_static("Bearer"),
-    );
+    let mut response =
+        http::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
     response
 }
 

@@ -44,11 +44,11 @@
 //! Only `#[tool]` functions can run in a process: the child finds the tool among the
 //! program's link-time registrations. A tool made at run time (a closure, an imported
 //! MCP tool) cannot be sent to a child; its sandboxed call fails with
-//! [`ToolError::Sandbox`](crate::ToolError::Sandbox). A sandboxed tool's progress
+//! [`ToolError::Sandbox`]. A sandboxed tool's progress
 //! events and stream stay in the child; its result, or its error, comes back.
 //!
 //! Without a runner ([`crate::Runtime::with_sandbox`]), a call whose policy asks for a
-//! process fails with [`ToolError::Sandbox`](crate::ToolError::Sandbox): the door never
+//! process fails with [`ToolError::Sandbox`]: the door never
 //! runs it in process instead.
 
 mod child;

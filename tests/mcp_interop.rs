@@ -599,7 +599,8 @@ fn http_transport_serves_and_imports() {
 }
 
 /// The Python SDK's client over HTTP: a writer's token may save a note, a reader's
-/// token is denied by the door, and no token or a wrong one gets 401 before the door.
+/// token is denied by the door, and no token or a wrong one gets 401 before the door,
+/// as does the writer's token from a foreign `Origin` (403).
 fn python_client_over_http_with_bearer_tokens() {
     tokio().block_on(async {
         let server = example::server().expect("server");
@@ -629,7 +630,7 @@ fn python_client_over_http_with_bearer_tokens() {
         assert_eq!(report["reader"], json!({"is_error": true}), "{report}");
         // Refused before the door (the SDK reports the 401 as an error response; the
         // status itself is checked in tests/mcp_serve.rs).
-        for who in ["none", "wrong"] {
+        for who in ["none", "wrong", "foreign_origin"] {
             let refused = report[who]["refused"].as_str().unwrap_or_default();
             assert!(refused.contains("error response"), "{who}: {report}");
         }

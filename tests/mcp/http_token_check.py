@@ -1,5 +1,5 @@
 """Drives a tackle MCP server over streamable HTTP with the official Python SDK's client,
-with and without bearer tokens.
+with and without bearer tokens, and from a foreign Origin.
 
 Usage: python http_token_check.py URL WRITER_TOKEN READER_TOKEN
 
@@ -16,8 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
-async def session_with(url, token):
-    headers = {"Authorization": f"Bearer {token}"} if token else None
+async def session_with(url, token, origin=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if origin:
+        headers["Origin"] = origin
     client = create_mcp_http_client(headers=headers)
     async with client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
@@ -27,9 +29,9 @@ async def session_with(url, token):
                 return {"is_error": bool(saved.is_error)}
 
 
-async def attempt(url, token):
+async def attempt(url, token, origin=None):
     try:
-        return await asyncio.wait_for(session_with(url, token), 20)
+        return await asyncio.wait_for(session_with(url, token, origin), 20)
     except BaseException as error:  # the SDK raises (in a group) on a 401
         return {"refused": repr(error)[:300]}
 
@@ -41,6 +43,7 @@ async def main() -> None:
         "reader": await attempt(url, reader),
         "none": await attempt(url, None),
         "wrong": await attempt(url, "not-a-token"),
+        "foreign_origin": await attempt(url, writer, "http://evil.example"),
     }
     print(json.dumps(out))
 

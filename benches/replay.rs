@@ -41,6 +41,7 @@ fn file_with(interactions: Vec<Interaction>) -> CassetteFile {
         format: FORMAT.into(),
         version: VERSION,
         complete: true,
+        failure: None,
         name: "bench".into(),
         tools: Default::default(),
         interactions,

@@ -231,6 +231,23 @@ fn recorded_model(path: &Path) -> Result<NotCalled, String> {
     })
 }
 
+/// The task of a recorded run: the user's message of its first model completion.
+pub(crate) fn recorded_task(path: &Path) -> Result<String, String> {
+    let file = load(path).map_err(|e| e.to_string())?;
+    file.interactions
+        .iter()
+        .find(|i| i.kind == InteractionKind::Operation)
+        .and_then(|i| i.input["messages"].as_array())
+        .and_then(|messages| {
+            messages
+                .iter()
+                .find(|m| m["role"] == "user")
+                .and_then(|m| m["content"].as_str())
+        })
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{} records no task", path.display()))
+}
+
 /// What a run does.
 pub(crate) enum Plan {
     /// Replay a recorded run offline.
@@ -276,10 +293,11 @@ fn parse_args() -> Result<Args, String> {
             (None, false, false) => Plan::Replay(committed_cassette()),
             (Some(_), true, _) => return Err("--replay and --script exclude each other".into()),
         };
-    let task = if task.is_empty() {
-        DEFAULT_TASK.to_owned()
-    } else {
-        task.join(" ")
+    let task = match (&plan, task.is_empty()) {
+        (_, false) => task.join(" "),
+        // A replay answers the task it recorded.
+        (Plan::Replay(path), true) => recorded_task(path)?,
+        (_, true) => DEFAULT_TASK.to_owned(),
     };
     if matches!(plan, Plan::Script(_)) && task != DEFAULT_TASK {
         return Err("--script plays the scripted turns for the default task only".into());
@@ -291,7 +309,7 @@ const HELP: &str =
     "usage: cargo run --example agent -- [--replay FILE | --script | --record FILE] [TASK]
 
   (no flags)       replay the committed scripted run, offline
-  --replay FILE    replay a recorded run, offline
+  --replay FILE    replay a recorded run, offline (its recorded task, unless TASK)
   --script         run the scripted model and rewrite the committed cassette
   --record FILE    with TACKLE_OPENAI_BASE_URL set: run live and record to FILE
 
@@ -409,15 +427,31 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
     // Deny by default: this caller may call models (`llm:<provider>`); the example's
     // tools require nothing.
     let ctx = ToolContext::new().with_grant("llm:*");
-    let state = skill
-        .run(&args.task, &ctx)
-        .await
-        .map_err(|e| match &args.plan {
-            Plan::Replay(_) => format!(
-                "{e}\n(an offline replay only answers the recorded task: \"{DEFAULT_TASK}\" for the committed cassette)"
-            ),
-            _ => e.to_string(),
-        })?;
+    let state = match skill.run(&args.task, &ctx).await {
+        Ok(state) => state,
+        Err(e) => {
+            // Nothing is lost: a failed run's recording is written up to the failure.
+            let mut reproduced = false;
+            if let Some(cassette) = &cassette {
+                if let Some(failure) = cassette.recorded_failure() {
+                    println!("the recorded run failed the same way: {failure}");
+                    reproduced = true;
+                } else if cassette.mode().writes() {
+                    cassette
+                        .finish_failed(&e.to_string())
+                        .map_err(|e| e.to_string())?;
+                    println!("wrote {} (a failed run)", cassette.path().display());
+                }
+            }
+            return Err(match &args.plan {
+                Plan::Replay(path) if !reproduced => format!(
+                    "{e}\n(an offline replay only answers the task it recorded: \"{}\")",
+                    recorded_task(path).unwrap_or_default()
+                ),
+                _ => e.to_string(),
+            });
+        }
+    };
     print_state(&state);
     if let Some(cassette) = cassette {
         let report = cassette.finish().map_err(|e| e.to_string())?;

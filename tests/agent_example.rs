@@ -1,7 +1,7 @@
 //! The main example (`cargo run --example agent`): its committed cassette replays
 //! offline to the recorded answer without calling a model, the committed cassette is
 //! exactly what the scripted run records today, and a task the cassette does not hold
-//! is refused with the recorded task named.
+//! is refused with the recorded task named (a replay without a task answers that one).
 
 #[allow(dead_code)]
 #[path = "../examples/agent.rs"]
@@ -72,4 +72,12 @@ async fn another_task_is_refused_offline_with_the_recorded_one_named() {
     .unwrap_err();
     assert!(error.contains("replay divergence"), "{error}");
     assert!(error.contains(DEFAULT_TASK), "{error}");
+}
+
+#[test]
+fn a_replay_without_a_task_answers_the_recorded_one() {
+    assert_eq!(
+        agent_example::recorded_task(&committed_cassette()).unwrap(),
+        DEFAULT_TASK
+    );
 }

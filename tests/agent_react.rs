@@ -373,3 +373,184 @@ async fn deferred_tools_are_offered_once_found() {
     model.finish().unwrap();
     assert_eq!(model.model(), "script");
 }
+
+/// A reply whose second call was cut off: the first call runs, the cut one becomes a
+/// failed observation the model sees, and the run goes on to its answer.
+#[tokio::test]
+async fn a_cut_off_call_is_a_failed_observation_and_the_complete_calls_run() {
+    use tackle::agent::model::{ScriptedModel, UnreadableCall};
+    let mut cut = ChatResponse::calls(
+        "Distance and weather.",
+        vec![
+            call(
+                "c1",
+                "geo_distance",
+                json!({"from": "Oslo", "to": "Bergen"}),
+            ),
+            call("c2", "weather_tomorrow", json!("{\"city\": \"Ber")),
+        ],
+    );
+    cut.unreadable.push(UnreadableCall {
+        index: 1,
+        error: "the arguments are not JSON (EOF while parsing a string)".into(),
+    });
+    let model = Arc::new(ScriptedModel::new([
+        cut,
+        ChatResponse::calls(
+            "",
+            vec![call("c3", "weather_tomorrow", json!({"city": "Bergen"}))],
+        ),
+        ChatResponse::text("463 km, and rain: take the train."),
+    ]));
+    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+        .unwrap()
+        .run("Drive to Bergen?", &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(
+        state.final_answer.as_deref(),
+        Some("463 km, and rain: take the train.")
+    );
+    let results: Vec<(Option<Value>, Option<&str>)> = state
+        .tool_calls
+        .iter()
+        .map(|c| (c.result.clone(), c.error.as_deref()))
+        .collect();
+    assert_eq!(results[0].0, Some(json!(463)), "the complete call ran");
+    assert!(results[1].0.is_none());
+    assert!(
+        results[1]
+            .1
+            .is_some_and(|e| e.contains("not JSON") && e.contains("send the call again")),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[2].0,
+        Some(json!("rain, 9°C")),
+        "the repaired call ran"
+    );
+    // The model saw the failure as the cut call's observation.
+    let second = &model.requests()[1];
+    let observation = second
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some("c2"))
+        .expect("an observation for the cut call");
+    assert!(
+        observation.content.contains("not JSON"),
+        "{}",
+        observation.content
+    );
+}
+
+/// The scripted model's identity, offline: any call of it fails in its own way.
+struct Offline;
+
+impl tackle::agent::model::ChatModel for Offline {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+    fn model(&self) -> &str {
+        "script"
+    }
+    fn complete<'a>(&'a self, _: &'a ChatRequest) -> tackle::agent::model::ModelFuture<'a> {
+        Box::pin(async {
+            Err(ModelError::Transport {
+                message: "offline: the model is not called".into(),
+            })
+        })
+    }
+}
+
+/// A run that fails still leaves its recording: every interaction up to the failure,
+/// marked incomplete with the failure; replaying it reproduces the failure offline.
+#[tokio::test]
+async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() {
+    use tackle::agent::model::ScriptedModel;
+    use tackle::agent::react::AgentError;
+    let dir = std::env::temp_dir().join(format!("tackle-react-failed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("failed.json");
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let record = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Rewrite)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    let executor_live = executor(Some(record));
+    // One turn, then the script runs out: the second completion fails.
+    let model = Arc::new(ScriptedModel::new([ChatResponse::calls(
+        "",
+        vec![call(
+            "c1",
+            "geo_distance",
+            json!({"from": "Oslo", "to": "Bergen"}),
+        )],
+    )]));
+    let failed = ReactSkill::new(model, executor_live.clone(), TOOLS)
+        .unwrap()
+        .run("Drive to Bergen?", &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failed, AgentError::Model { step: 1, .. }),
+        "{failed}"
+    );
+    let cassette = executor_live.runtime().cassette().unwrap();
+    cassette.finish_failed(&failed.to_string()).unwrap();
+    let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(written["complete"], json!(false));
+    assert_eq!(written["failure"], json!(failed.to_string()));
+    let kinds: Vec<&str> = written["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "llm.scripted.complete@script",
+            "geo.distance@1",
+            "llm.scripted.complete@script"
+        ],
+        "every interaction up to and including the failing one"
+    );
+
+    let replay = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    assert_eq!(replay.recorded_failure(), Some(failed.to_string()));
+    let executor_replay = executor(Some(replay));
+    let again = ReactSkill::new(Arc::new(Offline), executor_replay, TOOLS)
+        .unwrap()
+        .run("Drive to Bergen?", &ctx)
+        .await
+        .unwrap_err();
+    match (&failed, &again) {
+        (
+            AgentError::Model {
+                step: a,
+                error: first,
+            },
+            AgentError::Model {
+                step: b,
+                error: second,
+            },
+        ) => {
+            assert_eq!(a, b, "the same step");
+            assert_eq!(
+                first.to_string().split(": ").last(),
+                second.to_string().split(": ").last()
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -312,6 +312,31 @@ async fn a_silent_endpoint_times_out() {
     );
 }
 
+/// A reply whose last tool call was cut off keeps its complete calls; the cut one is
+/// kept with its raw text and listed as unreadable.
+#[tokio::test]
+async fn a_cut_off_tool_call_spoils_only_itself() {
+    let reply = completion(json!({"role": "assistant", "tool_calls": [
+        {"id": "a", "type": "function",
+         "function": {"name": "weather_tomorrow", "arguments": "{\"city\": \"Oslo\"}"}},
+        {"id": "b", "type": "function",
+         "function": {"name": "weather_tomorrow", "arguments": "{\"city\": "}}
+    ]}));
+    let server = FakeEndpoint::start(vec![Reply::Json(200, reply)]).await;
+    let model = OpenAiModel::new(&server.base, "gpt-test").unwrap();
+    let answer = model.complete(&request()).await.unwrap();
+    assert_eq!(answer.tool_calls.len(), 2);
+    assert_eq!(answer.tool_calls[0].arguments, json!({"city": "Oslo"}));
+    assert_eq!(answer.tool_calls[1].arguments, json!("{\"city\": "));
+    assert_eq!(answer.unreadable.len(), 1);
+    assert_eq!(answer.unreadable[0].index, 1);
+    assert!(
+        answer.unreadable[0].error.contains("not JSON"),
+        "{:?}",
+        answer.unreadable
+    );
+}
+
 #[tokio::test]
 async fn malformed_bodies_are_typed_errors() {
     let cases: Vec<(Reply, &str)> = vec![
@@ -323,16 +348,6 @@ async fn malformed_bodies_are_typed_errors() {
         (
             Reply::Json(200, completion(json!({"role": "assistant", "content": 7}))),
             "`content` is not a string",
-        ),
-        (
-            Reply::Json(
-                200,
-                completion(json!({"role": "assistant", "tool_calls": [
-                    {"id": "c", "type": "function",
-                     "function": {"name": "weather_tomorrow", "arguments": "{\"city\": "}}
-                ]})),
-            ),
-            "are not JSON",
         ),
         (
             Reply::Json(

@@ -140,6 +140,20 @@ pub struct ChatResponse {
     /// The tool calls it asks for, to run before it answers again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallRequest>,
+    /// The calls among `tool_calls` whose arguments could not be read (cut off by a
+    /// token limit, say): their `arguments` hold the raw text. A ReAct run answers each
+    /// with a failed observation, so the model can send it again, and runs the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<UnreadableCall>,
+}
+
+/// A tool call of a [`ChatResponse`] whose arguments are not JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadableCall {
+    /// Its position in [`ChatResponse::tool_calls`].
+    pub index: usize,
+    /// Why its arguments could not be read.
+    pub error: String,
 }
 
 impl ChatResponse {
@@ -148,6 +162,7 @@ impl ChatResponse {
         ChatResponse {
             text: text.into(),
             tool_calls: Vec::new(),
+            unreadable: Vec::new(),
         }
     }
 
@@ -156,6 +171,7 @@ impl ChatResponse {
         ChatResponse {
             text: text.into(),
             tool_calls,
+            unreadable: Vec::new(),
         }
     }
 }

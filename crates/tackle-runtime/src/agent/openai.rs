@@ -14,9 +14,12 @@
 //!   fields are dropped ([`drop_nulls`]) before the arguments reach the door;
 //! * every failure is a typed [`ModelError`]: an error status is
 //!   [`Status`](ModelError::Status) (with the endpoint's error message), no answer in
-//!   time is [`Timeout`](ModelError::Timeout), a body that is not a completion (or a
-//!   tool call whose arguments are not JSON) is [`Malformed`](ModelError::Malformed), and
-//!   a failed connection is [`Transport`](ModelError::Transport).
+//!   time is [`Timeout`](ModelError::Timeout), a body that is not a completion is
+//!   [`Malformed`](ModelError::Malformed), and a failed connection is
+//!   [`Transport`](ModelError::Transport);
+//! * a tool call whose arguments are not JSON (cut off by the token limit, say) does
+//!   not spoil the reply: it is kept with its raw text and listed in
+//!   [`ChatResponse::unreadable`], and the other calls of the reply stand.
 //!
 //! [`OpenAiModel::from_env`] reads the endpoint from `TACKLE_OPENAI_BASE_URL`,
 //! `TACKLE_OPENAI_MODEL` and `TACKLE_OPENAI_API_KEY` (or `OPENAI_API_KEY`).
@@ -27,6 +30,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
+    UnreadableCall,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
 
@@ -282,7 +286,11 @@ fn wire_message(message: &Message) -> Value {
                 json!({
                     "id": c.id,
                     "type": "function",
-                    "function": { "name": c.name, "arguments": c.arguments.to_string() },
+                    // Unreadable arguments go back as the model sent them.
+                    "function": { "name": c.name, "arguments": match &c.arguments {
+                        Value::String(raw) => raw.clone(),
+                        other => other.to_string(),
+                    } },
                 })
             })
             .collect();
@@ -329,20 +337,29 @@ fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, ModelError> {
         Some(Value::String(s)) => s.clone(),
         Some(other) => return Err(malformed(format!("`content` is not a string: {other}"))),
     };
-    let mut tool_calls = Vec::new();
+    let mut response = ChatResponse::text(text);
     match message.get("tool_calls") {
         None | Some(Value::Null) => {}
         Some(Value::Array(calls)) => {
             for (i, call) in calls.iter().enumerate() {
-                tool_calls.push(parse_tool_call(i, call)?);
+                let (call, unreadable) = parse_tool_call(i, call)?;
+                if let Some(error) = unreadable {
+                    response.unreadable.push(UnreadableCall { index: i, error });
+                }
+                response.tool_calls.push(call);
             }
         }
         Some(other) => return Err(malformed(format!("`tool_calls` is not a list: {other}"))),
     }
-    Ok(ChatResponse { text, tool_calls })
+    Ok(response)
 }
 
-fn parse_tool_call(i: usize, call: &Value) -> Result<ToolCallRequest, ModelError> {
+/// One tool call, and why its arguments could not be read, if they could not (the call
+/// then holds their raw text).
+fn parse_tool_call(
+    i: usize,
+    call: &Value,
+) -> Result<(ToolCallRequest, Option<String>), ModelError> {
     let field = |pointer: &str| {
         call.pointer(pointer)
             .and_then(Value::as_str)
@@ -352,20 +369,25 @@ fn parse_tool_call(i: usize, call: &Value) -> Result<ToolCallRequest, ModelError
     let name = field("/function/name")?.to_owned();
     let raw = field("/function/arguments")?;
     // Some servers send an empty string for a call without arguments.
-    let arguments = if raw.trim().is_empty() {
-        Value::Object(Map::new())
+    let (arguments, unreadable) = if raw.trim().is_empty() {
+        (Value::Object(Map::new()), None)
     } else {
-        serde_json::from_str(raw).map_err(|e| {
-            malformed(format!(
-                "the arguments of tool call {i} (`{name}`) are not JSON ({e}): {raw}"
-            ))
-        })?
+        match serde_json::from_str(raw) {
+            Ok(arguments) => (arguments, None),
+            Err(e) => (
+                Value::String(raw.to_owned()),
+                Some(format!("the arguments are not JSON ({e})")),
+            ),
+        }
     };
-    Ok(ToolCallRequest {
-        id,
-        name,
-        arguments,
-    })
+    Ok((
+        ToolCallRequest {
+            id,
+            name,
+            arguments,
+        },
+        unreadable,
+    ))
 }
 
 #[cfg(test)]

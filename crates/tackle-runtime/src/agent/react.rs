@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use crate::agent::model::{
     complete, completion, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest,
-    ToolDefinition,
+    ToolDefinition, UnreadableCall,
 };
 use crate::agent::search::{Embedder, ToolIndex};
 use crate::agent::skill::SkillKind;
@@ -44,6 +44,7 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
 use crate::registry::Tool;
 use crate::spec::{ModelHint, PreferredModel};
+use crate::validate::ValidationIssue;
 
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
 ///
@@ -485,7 +486,7 @@ impl ReactSkill {
                 .act(
                     step,
                     &response.text,
-                    &response.tool_calls,
+                    (&response.tool_calls, &response.unreadable),
                     ctx,
                     &mut state,
                     &mut request.tools,
@@ -513,12 +514,14 @@ impl ReactSkill {
     }
 
     /// Runs one turn's tool calls (the registry's as one batch; `tool_search`
-    /// here); returns each call's observation text, in call order.
+    /// here); returns each call's observation text, in call order. A call whose
+    /// arguments could not be read runs nothing: its observation says why, so the model
+    /// can send it again.
     async fn act(
         &self,
         step: usize,
         thought: &str,
-        calls: &[ToolCallRequest],
+        (calls, unreadable): (&[ToolCallRequest], &[UnreadableCall]),
         ctx: &ToolContext,
         state: &mut ReactState,
         offered: &mut Vec<ToolDefinition>,
@@ -529,7 +532,18 @@ impl ReactSkill {
         for (i, c) in calls.iter().enumerate() {
             let offered_key = self.offered_key(&c.name);
             let key = offered_key.clone().unwrap_or_else(|| c.name.clone());
-            if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
+            if let Some(bad) = unreadable.iter().find(|u| u.index == i) {
+                outcomes[i] = Some(Err(ToolError::InvalidInput {
+                    key: key.clone(),
+                    errors: vec![ValidationIssue::new(
+                        "",
+                        format!(
+                            "{}; send the call again with complete JSON arguments",
+                            bad.error
+                        ),
+                    )],
+                }));
+            } else if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
                 outcomes[i] = Some(Ok(self.search(&c.arguments, offered)));
             } else if offered_key.is_none() {
                 // Not a tool of this run: whatever it names in the registry, it is not

@@ -82,6 +82,8 @@ pub(super) struct State {
     pub(super) next_operation: usize,
     /// Schema fingerprints at recording, by key.
     pub(super) recorded_tools: BTreeMap<String, String>,
+    /// Why the recorded run failed, if it did.
+    pub(super) recorded_failure: Option<String>,
     /// What this run records.
     pub(super) fresh: Vec<Interaction>,
     pub(super) tools: BTreeMap<String, String>,
@@ -187,6 +189,7 @@ impl Cassette {
             let file = file::load(&path)?;
             name = file.name;
             state.recorded_tools = file.tools;
+            state.recorded_failure = file.failure;
             state.used = vec![false; file.interactions.len()];
             for (i, interaction) in file.interactions.iter().enumerate() {
                 let canon = canonical::canonical(&interaction.input);
@@ -258,8 +261,25 @@ impl Cassette {
     /// Ends the run: fails when recorded must-stub calls were never replayed (replay
     /// modes), and writes the cassette in recording modes.
     pub fn finish(&self) -> Result<FinishReport, CassetteError> {
+        self.finish_with(None)
+    }
+
+    /// Ends a run that failed: in recording modes, writes every interaction up to the
+    /// failure, the failing call's error among them, marked `"complete": false` with
+    /// `failure`, so nothing of the run is lost and replaying it reproduces the
+    /// failure. Replaying, it does not ask that every recorded call was used.
+    pub fn finish_failed(&self, failure: &str) -> Result<FinishReport, CassetteError> {
+        self.finish_with(Some(failure))
+    }
+
+    /// Why the recorded run failed, when the cassette replays a failed run.
+    pub fn recorded_failure(&self) -> Option<String> {
+        self.state().recorded_failure.clone()
+    }
+
+    fn finish_with(&self, failure: Option<&str>) -> Result<FinishReport, CassetteError> {
         let state = self.state();
-        let replaying = matches!(self.inner.effective, Effective::Replay);
+        let replaying = matches!(self.inner.effective, Effective::Replay) && failure.is_none();
         let unused: Vec<String> = state
             .recorded
             .iter()
@@ -303,7 +323,8 @@ impl Cassette {
             let file = CassetteFile {
                 format: file::FORMAT.to_owned(),
                 version: file::VERSION,
-                complete: true,
+                complete: failure.is_none(),
+                failure: failure.map(|f| self.inner.redactor.redact_str(f).into_owned()),
                 name: self.inner.name.clone(),
                 tools,
                 interactions,

@@ -14,6 +14,12 @@
 //! }
 //! ```
 //!
+//! A run that failed writes its cassette too ([`Cassette::finish_failed`](super::Cassette::finish_failed)):
+//! `"complete": false` and `"failure": "<why>"`, with every interaction up to the
+//! failure (the failing call's error among them), so replaying it reproduces the
+//! failure. A file with `"complete": false` and no `failure` was not written to the end
+//! and is refused.
+//!
 //! Metadata comes first in a fixed order; `tools` (schema fingerprints) is sorted by
 //! key; interactions are in call order and keep their payloads' key order. Files are
 //! written to a temporary file beside the target, fsynced, then renamed over it, so a
@@ -46,6 +52,9 @@ pub struct CassetteFile {
     pub version: u32,
     /// Set when the file was written to the end by a finished run.
     pub complete: bool,
+    /// Why the recorded run failed, when it did (then `complete` is `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     /// The cassette's name (from the test's module path and name).
     pub name: String,
     /// Fingerprint of each recorded tool's schemas, by key.
@@ -233,7 +242,7 @@ pub fn load(path: &Path) -> Result<CassetteFile, CassetteError> {
             supported: VERSION,
         });
     }
-    if !file.complete {
+    if !file.complete && file.failure.is_none() {
         return Err(CassetteError::Incomplete {
             path: path.to_owned(),
         });

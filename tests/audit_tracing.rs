@@ -2,7 +2,7 @@
 //! span, checked with a capturing subscriber. A test binary of its own, so that no
 //! other test touches the span's callsite while the subscriber is installed.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tackle::approval::{ApprovalRequest, ApproveWith};
@@ -31,44 +31,9 @@ fn send(ctx: &ToolContext, fail: Option<bool>) -> Result<String, String> {
     Ok("sent".into())
 }
 
-/// A capturing `tracing` subscriber: every span's name and fields, as text.
-#[derive(Default)]
-struct Capture {
-    spans: Mutex<Vec<String>>,
-}
-
-struct Fields<'a>(&'a mut String);
-
-impl tracing::field::Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.0.push_str(&format!(" {}={:?}", field.name(), value));
-    }
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.0.push_str(&format!(" {}={}", field.name(), value));
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let mut line = span.metadata().name().to_owned();
-        span.record(&mut Fields(&mut line));
-        let mut spans = self.spans.lock().unwrap();
-        spans.push(line);
-        tracing::span::Id::from_u64(spans.len() as u64)
-    }
-    fn record(&self, id: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        let mut spans = self.spans.lock().unwrap();
-        let index = id.into_u64() as usize - 1;
-        values.record(&mut Fields(&mut spans[index]));
-    }
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, _: &tracing::Event<'_>) {}
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
 
 #[test]
 fn every_call_has_an_audit_event_counters_and_a_span() {

@@ -316,12 +316,13 @@ async fn a_silent_endpoint_times_out() {
 /// kept with its raw text and listed as unreadable.
 #[tokio::test]
 async fn a_cut_off_tool_call_spoils_only_itself() {
-    let reply = completion(json!({"role": "assistant", "tool_calls": [
+    let mut reply = completion(json!({"role": "assistant", "tool_calls": [
         {"id": "a", "type": "function",
          "function": {"name": "weather_tomorrow", "arguments": "{\"city\": \"Oslo\"}"}},
         {"id": "b", "type": "function",
          "function": {"name": "weather_tomorrow", "arguments": "{\"city\": "}}
     ]}));
+    reply["usage"] = json!({"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17});
     let server = FakeEndpoint::start(vec![Reply::Json(200, reply)]).await;
     let model = OpenAiModel::new(&server.base, "gpt-test").unwrap();
     let answer = model.complete(&request()).await.unwrap();
@@ -335,6 +336,8 @@ async fn a_cut_off_tool_call_spoils_only_itself() {
         "{:?}",
         answer.unreadable
     );
+    let usage = answer.usage.expect("the completion's usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (12, 5));
 }
 
 #[tokio::test]

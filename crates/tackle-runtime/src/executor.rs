@@ -30,6 +30,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::audit::Execution;
 use crate::call::dedupe::Idempotency;
@@ -359,9 +360,33 @@ async fn drain(
     done
 }
 
-/// One call through the door.
+/// One call through the door, in an `execute_tool` span (the OpenTelemetry GenAI
+/// conventions: `otel.name = "execute_tool {name}"`, `gen_ai.operation.name`,
+/// `gen_ai.tool.name`, `gen_ai.tool.call.id`, and `error.type` when it fails).
 async fn run_one(runtime: &Runtime, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
     let ToolCall { id, key, input } = call;
-    let report = runtime.call_report(&key, input, ctx).await;
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = key.as_str(),
+        gen_ai.tool.call.id = id.as_str(),
+        error.type = tracing::field::Empty,
+    );
+    let report = if span.is_disabled() {
+        runtime.call_report(&key, input, ctx).await
+    } else {
+        span.record("otel.name", format!("execute_tool {key}").as_str());
+        let report = Box::pin(
+            runtime
+                .call_report(&key, input, ctx)
+                .instrument(span.clone()),
+        )
+        .await;
+        if let Err(error) = &report.result {
+            span.record("error.type", error.kind().as_str());
+        }
+        report
+    };
     CallOutcome { id, report }
 }

@@ -18,14 +18,23 @@
 //! needs its permissions (by default `llm:<provider>`, see
 //! [`ChatModel::permissions`]: deny by default), replays from a cassette when one is
 //! attached (agent runs replay offline), and leaves an audit event, counters and a span.
+//!
+//! **Tracing, by the OpenTelemetry GenAI conventions.** Each [`complete`] runs in a
+//! `tracing` span named `chat` whose `otel.name` is `chat {model}` (the conventional
+//! span name, for `tracing-opentelemetry`), with `gen_ai.operation.name = "chat"`,
+//! `gen_ai.provider.name`, `gen_ai.request.model`, and, once the model answered,
+//! `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (when the provider
+//! reports [`Usage`]) or `error.type`. The door's own `tool.call` span is inside it.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
 
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use tracing::Instrument;
 
 use crate::bounds::dispose;
 use crate::call::{Operation, Runtime};
@@ -145,6 +154,61 @@ pub struct ChatResponse {
     /// with a failed observation, so the model can send it again, and runs the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<UnreadableCall>,
+    /// The tokens the call used, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// The tokens one model call used, or a run's calls together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request (the prompt).
+    pub input_tokens: u64,
+    /// Tokens of the answer.
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+/// What a model's tokens cost, per million.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pricing {
+    /// The price of a million input tokens.
+    pub input_per_million: Decimal,
+    /// The price of a million output tokens.
+    pub output_per_million: Decimal,
+}
+
+impl Pricing {
+    /// Input and output prices per million tokens.
+    pub fn per_million(input: Decimal, output: Decimal) -> Pricing {
+        Pricing {
+            input_per_million: input,
+            output_per_million: output,
+        }
+    }
+
+    /// The cost of `usage`, exactly (no rounding).
+    ///
+    /// ```
+    /// use rust_decimal::Decimal;
+    /// use tackle::agent::model::{Pricing, Usage};
+    ///
+    /// let price = Pricing::per_million(Decimal::new(250, 2), Decimal::new(1000, 2)); // 2.50, 10.00
+    /// let used = Usage { input_tokens: 1_200, output_tokens: 300 };
+    /// assert_eq!(price.cost(used), Decimal::new(60, 4)); // 0.0030 + 0.0030
+    /// ```
+    pub fn cost(&self, usage: Usage) -> Decimal {
+        let million = Decimal::from(1_000_000u32);
+        (Decimal::from(usage.input_tokens) * self.input_per_million
+            + Decimal::from(usage.output_tokens) * self.output_per_million)
+            / million
+    }
 }
 
 /// A tool call of a [`ChatResponse`] whose arguments are not JSON.
@@ -163,6 +227,7 @@ impl ChatResponse {
             text: text.into(),
             tool_calls: Vec::new(),
             unreadable: Vec::new(),
+            usage: None,
         }
     }
 
@@ -172,6 +237,7 @@ impl ChatResponse {
             text: text.into(),
             tool_calls,
             unreadable: Vec::new(),
+            usage: None,
         }
     }
 }
@@ -227,6 +293,22 @@ pub enum ModelError {
     Door(ToolError),
 }
 
+impl ModelError {
+    /// The variant's name (`Status`, `Timeout`, ...; for [`ModelError::Door`], the
+    /// door error's kind), as spans give it in `error.type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Status { .. } => "Status",
+            ModelError::Timeout { .. } => "Timeout",
+            ModelError::Malformed { .. } => "Malformed",
+            ModelError::Transport { .. } => "Transport",
+            ModelError::ScriptExhausted { .. } => "ScriptExhausted",
+            ModelError::Failed { .. } => "Failed",
+            ModelError::Door(error) => error.kind().as_str(),
+        }
+    }
+}
+
 /// The future a [`ChatModel`] returns.
 pub type ModelFuture<'a> =
     Pin<Box<dyn Future<Output = Result<ChatResponse, ModelError>> + Send + 'a>>;
@@ -280,6 +362,45 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
 /// [`ModelError::Failed`] with the same message. What the door stops is
 /// [`ModelError::Door`].
 pub async fn complete(
+    runtime: &Runtime,
+    completion: &Operation,
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    ctx: &ToolContext,
+) -> Result<ChatResponse, ModelError> {
+    let span = tracing::info_span!(
+        "chat",
+        otel.name = tracing::field::Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = model.provider(),
+        gen_ai.request.model = model.model(),
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if span.is_disabled() {
+        return complete_in_door(runtime, completion, model, request, ctx).await;
+    }
+    span.record("otel.name", format!("chat {}", model.model()).as_str());
+    let result = complete_in_door(runtime, completion, model, request, ctx)
+        .instrument(span.clone())
+        .await;
+    match &result {
+        Ok(response) => {
+            if let Some(usage) = response.usage {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            }
+        }
+        Err(error) => {
+            span.record("error.type", error.kind());
+        }
+    }
+    result
+}
+
+/// [`complete`], without its span.
+async fn complete_in_door(
     runtime: &Runtime,
     completion: &Operation,
     model: &dyn ChatModel,

@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
-    UnreadableCall,
+    UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
 
@@ -338,6 +338,7 @@ fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, ModelError> {
         Some(other) => return Err(malformed(format!("`content` is not a string: {other}"))),
     };
     let mut response = ChatResponse::text(text);
+    response.usage = usage_of(&body);
     match message.get("tool_calls") {
         None | Some(Value::Null) => {}
         Some(Value::Array(calls)) => {
@@ -352,6 +353,18 @@ fn parse_completion(bytes: &[u8]) -> Result<ChatResponse, ModelError> {
         Some(other) => return Err(malformed(format!("`tool_calls` is not a list: {other}"))),
     }
     Ok(response)
+}
+
+/// The `usage` of a completion, when it has one.
+fn usage_of(body: &Value) -> Option<Usage> {
+    let usage = body.get("usage")?;
+    Some(Usage {
+        input_tokens: usage.get("prompt_tokens")?.as_u64()?,
+        output_tokens: usage
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    })
 }
 
 /// One tool call, and why its arguments could not be read, if they could not (the call

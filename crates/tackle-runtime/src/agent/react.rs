@@ -29,12 +29,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::{
-    complete, completion, ChatModel, ChatRequest, Message, ModelError, ToolCallRequest,
-    ToolDefinition, UnreadableCall,
+    complete, completion, ChatModel, ChatRequest, Message, ModelError, Pricing, ToolCallRequest,
+    ToolDefinition, UnreadableCall, Usage,
 };
 use crate::agent::search::{Embedder, ToolIndex};
 use crate::agent::skill::SkillKind;
@@ -119,6 +120,13 @@ pub struct ReactState {
     /// Why the run stopped without an answer, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The tokens the run's model calls used, as their providers reported them.
+    #[serde(default)]
+    pub usage: Usage,
+    /// What those tokens cost, for the calls of models with a price
+    /// ([`ReactSkill::with_pricing`]); `None` until a priced call reports its tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Decimal>,
 }
 
 fn default_error_budget() -> u32 {
@@ -135,6 +143,8 @@ impl Default for ReactState {
             final_answer: None,
             step_index: 0,
             stopped: None,
+            usage: Usage::default(),
+            cost: None,
         }
     }
 }
@@ -239,6 +249,8 @@ pub struct ReactSkill {
     max_steps: usize,
     error_budget: u32,
     repair: Option<Arc<dyn RepairHook>>,
+    /// Prices of models, by model name.
+    pricing: HashMap<String, Pricing>,
 }
 
 impl std::fmt::Debug for ReactSkill {
@@ -320,6 +332,7 @@ impl ReactSkill {
             max_steps: ReactSkill::DEFAULT_MAX_STEPS,
             error_budget: ReactSkill::DEFAULT_ERROR_BUDGET,
             repair: None,
+            pricing: HashMap::new(),
         };
         if deferred.is_empty() {
             return Ok(skill);
@@ -339,6 +352,13 @@ impl ReactSkill {
                 self.embedder.clone(),
             ));
         }
+        self
+    }
+
+    /// Prices the calls of the model named `model` at `pricing`: a run's
+    /// [`ReactState::cost`] sums the cost of the tokens its priced calls used.
+    pub fn with_pricing(mut self, model: impl Into<String>, pricing: Pricing) -> ReactSkill {
+        self.pricing.insert(model.into(), pricing);
         self
     }
 
@@ -470,6 +490,13 @@ impl ReactSkill {
             let response = complete(runtime, operation, model, &request, ctx)
                 .await
                 .map_err(|error| AgentError::Model { step, error })?;
+            if let Some(usage) = response.usage {
+                state.usage += usage;
+                if let Some(price) = self.pricing.get(model.model()) {
+                    let cost = state.cost.get_or_insert(Decimal::ZERO);
+                    *cost += price.cost(usage);
+                }
+            }
             preferred = self.preferred_after(&response.tool_calls);
             state.step_index += 1;
             if response.tool_calls.is_empty() {

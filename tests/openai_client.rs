@@ -2,7 +2,7 @@
 //! wire format both ways (tools, parallel tool calls, the conversation), strict mode,
 //! and every way an endpoint can fail, each a typed `ModelError`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -12,110 +12,10 @@ use tackle::agent::model::{
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::ReactSkill;
 use tackle::{tool, Executor, Runtime, ToolContext};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
-/// What the fake endpoint does with a request.
-#[derive(Clone)]
-enum Reply {
-    /// A JSON body with this status.
-    Json(u16, Value),
-    /// These bytes after the headers of a 200 with a JSON content type.
-    Body(&'static str),
-    /// Headers promising more body than is sent, then the connection closes.
-    Truncated,
-    /// Never answers.
-    Hang,
-}
-
-/// A request the endpoint received.
-#[derive(Clone, Debug)]
-struct Seen {
-    head: String,
-    body: Value,
-}
-
-/// An HTTP/1.1 endpoint on 127.0.0.1 answering each request with the next reply.
-struct FakeEndpoint {
-    base: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl FakeEndpoint {
-    async fn start(replies: Vec<Reply>) -> FakeEndpoint {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}/v1", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        tokio::spawn(async move {
-            let mut replies = replies.into_iter();
-            while let Ok((stream, _)) = listener.accept().await {
-                let reply = replies.next().unwrap_or(Reply::Json(
-                    500,
-                    json!({"error": {"message": "no more replies"}}),
-                ));
-                let log = log.clone();
-                tokio::spawn(async move { serve_one(stream, reply, log).await });
-            }
-        });
-        FakeEndpoint { base, seen }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-async fn serve_one(mut stream: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Seen>>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = stream.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = stream.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-    log.lock().unwrap().push(Seen { head, body });
-    let (status, content, length) = match &reply {
-        Reply::Json(status, value) => {
-            let text = value.to_string();
-            let len = text.len();
-            (*status, text, len)
-        }
-        Reply::Body(text) => (200, (*text).to_owned(), text.len()),
-        Reply::Truncated => (200, "{\"choices\": [".to_owned(), 4096),
-        Reply::Hang => {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            return;
-        }
-    };
-    let response = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n{content}"
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
+#[path = "support/fake_endpoint.rs"]
+mod fake_endpoint;
+use fake_endpoint::{FakeEndpoint, Reply};
 
 fn completion(message: Value) -> Value {
     json!({

@@ -16,7 +16,15 @@
 //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
 //!   an optional embedder tier.
 
+#[cfg(any(
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+pub mod genai;
 pub mod model;
+#[cfg(feature = "ollama")]
+pub mod ollama;
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod providers;
@@ -24,3 +32,11 @@ pub mod react;
 pub mod salience;
 pub mod search;
 pub mod skill;
+#[cfg(any(
+    feature = "openai",
+    feature = "ollama",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+mod wire;

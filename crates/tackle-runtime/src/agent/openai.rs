@@ -33,9 +33,7 @@ use crate::agent::model::{
     UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
-
-/// How much of an error body a [`ModelError::Status`] keeps.
-const BODY_EXCERPT: usize = 512;
+use crate::agent::wire::{excerpt, request_error};
 
 /// The default time limit of one completion.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -199,13 +197,19 @@ impl OpenAiModel {
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key);
         }
-        let response = http.send().await.map_err(|e| self.transport(e))?;
+        let response = http
+            .send()
+            .await
+            .map_err(|e| request_error(&e, self.timeout))?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| request_error(&e, self.timeout))?;
         if !status.is_success() {
             return Err(ModelError::Status {
                 status: status.as_u16(),
-                body: error_excerpt(&bytes),
+                body: excerpt(&bytes),
             });
         }
         let mut answer = parse_completion(&bytes)?;
@@ -217,22 +221,6 @@ impl OpenAiModel {
             }
         }
         Ok(answer)
-    }
-
-    fn transport(&self, error: reqwest::Error) -> ModelError {
-        if error.is_timeout() {
-            ModelError::Timeout {
-                after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-            }
-        } else if error.is_decode() || error.is_body() {
-            ModelError::Malformed {
-                message: format!("the answer's body could not be read: {}", chain(&error)),
-            }
-        } else {
-            ModelError::Transport {
-                message: chain(&error),
-            }
-        }
     }
 }
 
@@ -248,18 +236,6 @@ impl ChatModel for OpenAiModel {
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(self.send(request))
     }
-}
-
-/// An error and its sources, in one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn wire_message(message: &Message) -> Value {
@@ -302,20 +278,6 @@ fn wire_message(message: &Message) -> Value {
         out.insert("tool_call_id".into(), json!(id));
     }
     Value::Object(out)
-}
-
-/// The start of an error body: the endpoint's `error.message` when it sent one.
-fn error_excerpt(bytes: &[u8]) -> String {
-    let message = serde_json::from_slice::<Value>(bytes).ok().and_then(|v| {
-        v.pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let text = message.unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
-    match text.char_indices().nth(BODY_EXCERPT) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text,
-    }
 }
 
 fn malformed(message: impl Into<String>) -> ModelError {
@@ -406,16 +368,6 @@ fn parse_tool_call(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_excerpt_prefers_the_error_message_and_cuts_long_bodies() {
-        let body = br#"{"error": {"message": "rate limited", "type": "requests"}}"#;
-        assert_eq!(error_excerpt(body), "rate limited");
-        let long = "x".repeat(BODY_EXCERPT + 10);
-        let cut = error_excerpt(long.as_bytes());
-        assert_eq!(cut.len(), BODY_EXCERPT + 3);
-        assert!(cut.ends_with("..."));
-    }
 
     #[test]
     fn from_vars_needs_url_and_model_and_checks_the_scheme() {

@@ -1,0 +1,396 @@
+//! [`ChatModel`]s for Anthropic's Messages API, Google Gemini's `generateContent` and
+//! OpenAI's Responses API, on the `genai` crate's adapters.
+//!
+//! Built with the cargo features `anthropic`, `gemini` and `openai-responses` (plain
+//! HTTP; add `genai-tls` for `https://` endpoints). One [`GenAiModel`] talks to one
+//! provider at one base URL, so a test can point it at a server on 127.0.0.1 and a
+//! deployment at a gateway:
+//!
+//! | provider | request | tools sent as | tool results sent as |
+//! |---|---|---|---|
+//! | [`GenAiProvider::Anthropic`] | `POST {base}messages` | `{name, description, input_schema}` (the Anthropic form) | `tool_result` blocks in a user turn |
+//! | [`GenAiProvider::Gemini`] | `POST {base}models/{model}:generateContent` | function declarations with the Gemini form of the schema | `functionResponse` parts, named |
+//! | [`GenAiProvider::OpenAiResponses`] | `POST {base}responses` | strict `function` tools (the OpenAI strict form) | `function_call_output` items |
+//!
+//! Each tool's schema is the provider form of [`crate::agent::providers`] (the forms
+//! the golden tests hold). Parallel tool calls come back as several
+//! [`ToolCallRequest`]s; the provider's token counts as [`ChatResponse::usage`].
+//! Failures are typed: an error status is [`ModelError::Status`] (with the start of
+//! the body), no answer in time [`ModelError::Timeout`], a body that is not the
+//! provider's answer [`ModelError::Malformed`], a failed connection
+//! [`ModelError::Transport`].
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use genai::adapter::AdapterKind;
+use genai::chat::{
+    ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, MessageContent, Tool,
+    ToolCall, ToolResponse,
+};
+use genai::resolver::{AuthData, Endpoint};
+use genai::{Client, ModelIden, WebConfig};
+use serde_json::Value;
+
+use crate::agent::model::{
+    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
+    UnreadableCall, Usage,
+};
+use crate::agent::providers::{drop_nulls, gemini, openai_strict, without_dialect};
+use crate::agent::wire::excerpt;
+
+/// The default time limit of one completion.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default limit on an answer's tokens (Anthropic requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The providers [`GenAiModel`] speaks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GenAiProvider {
+    /// Anthropic's Messages API (`tool_use` / `tool_result` blocks).
+    Anthropic,
+    /// Google Gemini's `generateContent` (`functionCall` / `functionResponse`).
+    Gemini,
+    /// OpenAI's Responses API (`function_call` / `function_call_output` items).
+    OpenAiResponses,
+}
+
+impl GenAiProvider {
+    /// The provider's name, as in the model-call key `llm.<provider>.complete@<model>`
+    /// and the permission `llm:<provider>`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GenAiProvider::Anthropic => "anthropic",
+            GenAiProvider::Gemini => "gemini",
+            GenAiProvider::OpenAiResponses => "openai-responses",
+        }
+    }
+
+    /// The provider's public base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            GenAiProvider::Anthropic => "https://api.anthropic.com/v1/",
+            GenAiProvider::Gemini => "https://generativelanguage.googleapis.com/v1beta/",
+            GenAiProvider::OpenAiResponses => "https://api.openai.com/v1/",
+        }
+    }
+
+    fn adapter(self) -> AdapterKind {
+        match self {
+            GenAiProvider::Anthropic => AdapterKind::Anthropic,
+            GenAiProvider::Gemini => AdapterKind::Gemini,
+            GenAiProvider::OpenAiResponses => AdapterKind::OpenAIResp,
+        }
+    }
+
+    /// The tool as this provider is sent it.
+    fn tool(self, name: &str, description: &str, parameters: &Value) -> Tool {
+        let tool = Tool::new(name.to_owned()).with_description(description.to_owned());
+        match self {
+            GenAiProvider::Anthropic => tool.with_schema(without_dialect(parameters)),
+            GenAiProvider::Gemini => tool.with_schema(gemini(parameters)),
+            GenAiProvider::OpenAiResponses => tool
+                .with_schema(openai_strict(parameters))
+                .with_strict(true),
+        }
+    }
+}
+
+/// A chat model behind Anthropic's, Gemini's or OpenAI's Responses API. See the
+/// [module docs](self).
+#[derive(Clone)]
+pub struct GenAiModel {
+    provider: GenAiProvider,
+    model: String,
+    base_url: String,
+    api_key: String,
+    timeout: Duration,
+    max_tokens: u32,
+    client: Client,
+}
+
+impl std::fmt::Debug for GenAiModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenAiModel")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GenAiModel {
+    /// `model` of `provider` at `base_url` (e.g. `http://127.0.0.1:8080/v1/`, or
+    /// [`GenAiProvider::default_base_url`]), with `api_key`.
+    pub fn new(
+        provider: GenAiProvider,
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+    ) -> Result<GenAiModel, ModelError> {
+        let mut base_url = base_url.trim().to_owned();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ModelError::Transport {
+                message: format!("`{base_url}` is not an http(s) URL"),
+            });
+        }
+        if !base_url.ends_with('/') {
+            base_url.push('/');
+        }
+        let client = client(provider, &base_url, api_key, DEFAULT_TIMEOUT)?;
+        Ok(GenAiModel {
+            provider,
+            model: model.to_owned(),
+            base_url,
+            api_key: api_key.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            client,
+        })
+    }
+
+    /// Sets the time limit of one completion (default [`DEFAULT_TIMEOUT`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<GenAiModel, ModelError> {
+        self.client = client(self.provider, &self.base_url, &self.api_key, timeout)?;
+        self.timeout = timeout;
+        Ok(self)
+    }
+
+    /// Sets the most tokens an answer may have (default [`DEFAULT_MAX_TOKENS`]).
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> GenAiModel {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The provider.
+    pub fn provider_kind(&self) -> GenAiProvider {
+        self.provider
+    }
+
+    /// The base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    async fn ask(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let outgoing = self.to_genai(request);
+        let options = ChatOptions::default()
+            .with_max_tokens(self.max_tokens)
+            .with_capture_usage(true);
+        let answer = self
+            .client
+            .exec_chat(
+                ModelIden::new(self.provider.adapter(), self.model.as_str()),
+                outgoing,
+                Some(&options),
+            )
+            .await
+            .map_err(|e| self.error(e))?;
+        let mut response = ChatResponse::text(answer.texts().concat());
+        for (index, call) in answer.tool_calls().into_iter().enumerate() {
+            let (arguments, unreadable) = match &call.fn_arguments {
+                Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+                    Ok(parsed) => (parsed, None),
+                    Err(e) => (
+                        call.fn_arguments.clone(),
+                        Some(format!("the arguments are not JSON ({e})")),
+                    ),
+                },
+                Value::Null => (Value::Object(serde_json::Map::new()), None),
+                other => (other.clone(), None),
+            };
+            if let Some(error) = unreadable {
+                response.unreadable.push(UnreadableCall { index, error });
+            }
+            response.tool_calls.push(ToolCallRequest {
+                id: call.call_id.clone(),
+                name: call.fn_name.clone(),
+                arguments,
+            });
+        }
+        if self.provider == GenAiProvider::OpenAiResponses {
+            // Strict tools send null for an optional field left out.
+            for call in &mut response.tool_calls {
+                if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
+                    drop_nulls(&mut call.arguments, &tool.parameters);
+                }
+            }
+        }
+        let usage = &answer.usage;
+        if usage.prompt_tokens.is_some() || usage.completion_tokens.is_some() {
+            let count = |n: Option<i32>| n.and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+            response.usage = Some(Usage {
+                input_tokens: count(usage.prompt_tokens),
+                output_tokens: count(usage.completion_tokens),
+            });
+        }
+        Ok(response)
+    }
+
+    /// The conversation in genai's terms: tool results of one turn go together, each
+    /// named after its call (Gemini needs the name).
+    fn to_genai(&self, request: &ChatRequest) -> GenAiRequest {
+        let mut names: HashMap<&str, &str> = HashMap::new();
+        let mut messages: Vec<ChatMessage> = Vec::with_capacity(request.messages.len());
+        let mut results: Vec<ToolResponse> = Vec::new();
+        let flush = |results: &mut Vec<ToolResponse>, messages: &mut Vec<ChatMessage>| {
+            if !results.is_empty() {
+                messages.push(ChatMessage::from(std::mem::take(results)));
+            }
+        };
+        for message in &request.messages {
+            if message.role != Role::Tool {
+                flush(&mut results, &mut messages);
+            }
+            match message.role {
+                Role::System => messages.push(ChatMessage::system(message.content.clone())),
+                Role::User => messages.push(ChatMessage::user(message.content.clone())),
+                Role::Assistant => messages.push(assistant(message, &mut names)),
+                Role::Tool => {
+                    let call_id = message.tool_call_id.clone().unwrap_or_default();
+                    results.push(ToolResponse {
+                        fn_name: names.get(call_id.as_str()).map(|n| (*n).to_owned()),
+                        call_id,
+                        content: message.content.clone(),
+                    });
+                }
+            }
+        }
+        flush(&mut results, &mut messages);
+        let tools: Vec<Tool> = request
+            .tools
+            .iter()
+            .map(|t| self.provider.tool(&t.name, &t.description, &t.parameters))
+            .collect();
+        let outgoing = GenAiRequest::new(messages);
+        if tools.is_empty() {
+            outgoing
+        } else {
+            outgoing.with_tools(tools)
+        }
+    }
+
+    /// A genai error as a [`ModelError`].
+    fn error(&self, error: genai::Error) -> ModelError {
+        use genai::webc::Error as Web;
+        let web = |error: Web| match error {
+            Web::ResponseFailedStatus { status, body, .. } => ModelError::Status {
+                status: status.as_u16(),
+                body: excerpt(body.as_bytes()),
+            },
+            Web::ResponseFailedNotJson { body, .. } => ModelError::Malformed {
+                message: format!("the body is not JSON: {}", excerpt(body.as_bytes())),
+            },
+            Web::ResponseFailedInvalidJson { cause, .. } => ModelError::Malformed {
+                message: format!("the body is not JSON ({cause})"),
+            },
+            Web::Reqwest(e) if e.is_timeout() => ModelError::Timeout {
+                after_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+            Web::Reqwest(e) if e.is_decode() || e.is_body() => ModelError::Malformed {
+                message: format!("the body could not be read: {}", e.without_url()),
+            },
+            Web::Reqwest(e) => ModelError::Transport {
+                message: e.without_url().to_string(),
+            },
+            other => ModelError::Malformed {
+                message: other.to_string(),
+            },
+        };
+        match error {
+            genai::Error::WebModelCall { webc_error, .. }
+            | genai::Error::WebAdapterCall { webc_error, .. } => web(webc_error),
+            genai::Error::HttpError { status, body, .. } => ModelError::Status {
+                status: status.as_u16(),
+                body: excerpt(body.as_bytes()),
+            },
+            genai::Error::ChatResponseGeneration { cause, .. } => ModelError::Malformed {
+                message: format!("the answer is not a completion: {cause}"),
+            },
+            genai::Error::InvalidJsonResponseElement { info } => ModelError::Malformed {
+                message: info.to_owned(),
+            },
+            genai::Error::NoChatResponse { .. } => ModelError::Malformed {
+                message: "the body holds no answer".to_owned(),
+            },
+            genai::Error::SerdeJson(e) => ModelError::Malformed {
+                message: format!("the body does not fit: {e}"),
+            },
+            genai::Error::JsonValueExt(e) => ModelError::Malformed {
+                message: format!("the body does not fit: {e}"),
+            },
+            genai::Error::ChatResponse { body, .. } => ModelError::Failed {
+                message: excerpt(body.to_string().as_bytes()),
+            },
+            other => ModelError::Failed {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// An assistant turn: its text, then its tool calls (whose names are remembered for
+/// the results that answer them).
+fn assistant<'m>(message: &'m Message, names: &mut HashMap<&'m str, &'m str>) -> ChatMessage {
+    if message.tool_calls.is_empty() {
+        return ChatMessage::assistant(message.content.clone());
+    }
+    let mut parts: Vec<ContentPart> = Vec::with_capacity(message.tool_calls.len() + 1);
+    if !message.content.is_empty() {
+        parts.push(ContentPart::Text(message.content.clone()));
+    }
+    for call in &message.tool_calls {
+        names.insert(call.id.as_str(), call.name.as_str());
+        parts.push(ContentPart::ToolCall(ToolCall {
+            call_id: call.id.clone(),
+            fn_name: call.name.clone(),
+            fn_arguments: call.arguments.clone(),
+            thought_signatures: None,
+        }));
+    }
+    ChatMessage::assistant(MessageContent::from_parts(parts))
+}
+
+/// The client for one provider at one base URL.
+fn client(
+    provider: GenAiProvider,
+    base_url: &str,
+    api_key: &str,
+    timeout: Duration,
+) -> Result<Client, ModelError> {
+    Client::builder()
+        .with_adapter_kind(provider.adapter())
+        .append_provider_config(
+            provider.adapter(),
+            (
+                Endpoint::from_owned(base_url.to_owned()),
+                AuthData::from_single(api_key.to_owned()),
+            ),
+        )
+        .with_web_config(
+            WebConfig::default()
+                .with_timeout(timeout)
+                .with_connect_timeout(timeout),
+        )
+        .build()
+        .map_err(|e| ModelError::Transport {
+            message: format!("the client could not be built: {e}"),
+        })
+}
+
+impl ChatModel for GenAiModel {
+    fn provider(&self) -> &str {
+        self.provider.as_str()
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        Box::pin(self.ask(request))
+    }
+}

@@ -1,0 +1,79 @@
+//! What the HTTP model clients share: how an error body and a failed request become a
+//! [`ModelError`].
+
+#[cfg(any(feature = "openai", feature = "ollama"))]
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[cfg(any(feature = "openai", feature = "ollama"))]
+use crate::agent::model::ModelError;
+
+/// How much of an error body a [`ModelError::Status`](crate::agent::model::ModelError::Status) keeps.
+pub(crate) const BODY_EXCERPT: usize = 512;
+
+/// The start of an error body: the endpoint's message when it sent one
+/// (`{"error": {"message": ...}}` or `{"error": "..."}`), else the text, cut to
+/// [`BODY_EXCERPT`] characters.
+pub(crate) fn excerpt(bytes: &[u8]) -> String {
+    let message = serde_json::from_slice::<Value>(bytes).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let text = message.unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
+    match text.char_indices().nth(BODY_EXCERPT) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+/// An error and its sources, in one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A failed request as a [`ModelError`]: `Timeout` past `timeout`, `Malformed` for a
+/// body that could not be read, `Transport` otherwise.
+#[cfg(any(feature = "openai", feature = "ollama"))]
+pub(crate) fn request_error(error: &reqwest::Error, timeout: Duration) -> ModelError {
+    if error.is_timeout() {
+        ModelError::Timeout {
+            after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    } else if error.is_decode() || error.is_body() {
+        ModelError::Malformed {
+            message: format!("the answer's body could not be read: {}", chain(error)),
+        }
+    } else {
+        ModelError::Transport {
+            message: chain(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_prefer_the_error_message_and_cut_long_bodies() {
+        let body = br#"{"error": {"message": "rate limited", "type": "requests"}}"#;
+        assert_eq!(excerpt(body), "rate limited");
+        assert_eq!(
+            excerpt(br#"{"error": "model not found"}"#),
+            "model not found"
+        );
+        let long = "x".repeat(BODY_EXCERPT + 10);
+        let cut = excerpt(long.as_bytes());
+        assert_eq!(cut.len(), BODY_EXCERPT + 3);
+    }
+}

@@ -1,0 +1,394 @@
+//! The Anthropic, Gemini, OpenAI Responses and Ollama clients, each against a server
+//! this test starts on 127.0.0.1 that speaks its provider's protocol: a tool-call turn
+//! with parallel calls (and the provider's tool form and auth going out), tool results
+//! going back in the provider's form, an error status, a timeout and malformed bodies,
+//! each a typed `ModelError`.
+
+#[path = "support/fake_endpoint.rs"]
+mod fake_endpoint;
+
+use std::time::{Duration, Instant};
+
+use fake_endpoint::{FakeEndpoint, Reply};
+use serde_json::{json, Value};
+use tackle::agent::genai::{GenAiModel, GenAiProvider};
+use tackle::agent::model::{
+    ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition, Usage,
+};
+use tackle::agent::ollama::OllamaModel;
+use tackle::agent::providers::gemini;
+
+fn schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]
+    })
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        messages: vec![
+            Message::system("You forecast."),
+            Message::user("Rain in Oslo or Bergen?"),
+        ],
+        tools: vec![ToolDefinition {
+            name: "weather_tomorrow".into(),
+            description: "Tomorrow's forecast.".into(),
+            parameters: schema(),
+        }],
+    }
+}
+
+/// The conversation after one parallel turn: two calls and their results.
+fn with_results() -> ChatRequest {
+    let mut request = request();
+    let call = |id: &str, city: &str| ToolCallRequest {
+        id: id.into(),
+        name: "weather_tomorrow".into(),
+        arguments: json!({"city": city}),
+    };
+    request.messages.push(Message::assistant(
+        "Checking both.",
+        vec![call("c1", "Oslo"), call("c2", "Bergen")],
+    ));
+    request.messages.push(Message::tool("c1", "clear"));
+    request.messages.push(Message::tool("c2", "rain"));
+    request
+}
+
+fn model(provider: GenAiProvider, server: &FakeEndpoint) -> GenAiModel {
+    GenAiModel::new(provider, &format!("{}/", server.base), "test-key", "m-1").unwrap()
+}
+
+/// What each provider answers for a turn with two parallel calls of the tool.
+fn parallel_answer(provider: GenAiProvider) -> Value {
+    match provider {
+        GenAiProvider::Anthropic => json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m-1",
+            "content": [
+                {"type": "text", "text": "Checking both."},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather_tomorrow", "input": {"city": "Oslo"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "weather_tomorrow", "input": {"city": "Bergen", "days": 1}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 21, "output_tokens": 13}
+        }),
+        GenAiProvider::Gemini => json!({
+            "candidates": [{"content": {"role": "model", "parts": [
+                {"text": "Checking both."},
+                {"functionCall": {"name": "weather_tomorrow", "args": {"city": "Oslo"}}},
+                {"functionCall": {"name": "weather_tomorrow", "args": {"city": "Bergen", "days": 1}}}
+            ]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 21, "candidatesTokenCount": 13, "totalTokenCount": 34}
+        }),
+        _ => json!({
+            "id": "resp_1", "object": "response", "status": "completed", "model": "m-1",
+            "output": [
+                {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": "Checking both.", "annotations": []}]},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather_tomorrow",
+                 "arguments": "{\"city\":\"Oslo\",\"days\":null}", "status": "completed"},
+                {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "weather_tomorrow",
+                 "arguments": "{\"city\":\"Bergen\",\"days\":1}", "status": "completed"}
+            ],
+            "usage": {"input_tokens": 21, "output_tokens": 13, "total_tokens": 34}
+        }),
+    }
+}
+
+const GENAI: [GenAiProvider; 3] = [
+    GenAiProvider::Anthropic,
+    GenAiProvider::Gemini,
+    GenAiProvider::OpenAiResponses,
+];
+
+#[tokio::test]
+async fn a_parallel_tool_call_turn_in_each_providers_protocol() {
+    for provider in GENAI {
+        let server = FakeEndpoint::start(vec![Reply::Json(200, parallel_answer(provider))]).await;
+        let answer = model(provider, &server).complete(&request()).await.unwrap();
+        assert_eq!(answer.text, "Checking both.", "{provider:?}");
+        let calls: Vec<(&str, &Value)> = answer
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), &c.arguments))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("weather_tomorrow", &json!({"city": "Oslo"})),
+                ("weather_tomorrow", &json!({"city": "Bergen", "days": 1}))
+            ],
+            "{provider:?}: both calls, in order (a strict null dropped)"
+        );
+        assert_ne!(
+            answer.tool_calls[0].id, answer.tool_calls[1].id,
+            "{provider:?}"
+        );
+        assert_eq!(
+            answer.usage,
+            Some(Usage {
+                input_tokens: 21,
+                output_tokens: 13
+            }),
+            "{provider:?}"
+        );
+
+        let seen = &server.seen()[0];
+        let head = seen.head.to_ascii_lowercase();
+        let body = &seen.body;
+        match provider {
+            GenAiProvider::Anthropic => {
+                assert!(head.starts_with("post /v1/messages "), "{head}");
+                assert!(head.contains("x-api-key: test-key"), "{head}");
+                assert_eq!(body["system"], json!("You forecast."), "{body}");
+                let mut input_schema = schema();
+                input_schema.as_object_mut().unwrap().remove("$schema");
+                assert_eq!(body["tools"][0]["input_schema"], input_schema, "{body}");
+                assert_eq!(body["tools"][0]["name"], json!("weather_tomorrow"));
+                assert!(body["max_tokens"].as_u64().is_some(), "{body}");
+            }
+            GenAiProvider::Gemini => {
+                assert!(
+                    head.starts_with("post /v1/models/m-1:generatecontent "),
+                    "{head}"
+                );
+                assert!(head.contains("x-goog-api-key: test-key"), "{head}");
+                let declaration = &body["tools"][0]["functionDeclarations"][0];
+                assert_eq!(declaration["name"], json!("weather_tomorrow"), "{body}");
+                let sent = declaration
+                    .get("parametersJsonSchema")
+                    .or_else(|| declaration.get("parameters"))
+                    .expect("the declaration's schema");
+                assert_eq!(sent, &gemini(&schema()), "the Gemini form");
+            }
+            _ => {
+                assert!(head.starts_with("post /v1/responses "), "{head}");
+                assert!(head.contains("authorization: bearer test-key"), "{head}");
+                let tool = &body["tools"][0];
+                assert_eq!(tool["type"], json!("function"), "{body}");
+                assert_eq!(tool["strict"], json!(true), "{body}");
+                assert_eq!(
+                    tool["parameters"]["required"],
+                    json!(["city", "days"]),
+                    "the strict form: every property required"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn tool_results_go_back_in_each_providers_form() {
+    for provider in GENAI {
+        let server = FakeEndpoint::start(vec![Reply::Json(
+            200,
+            match provider {
+                GenAiProvider::Anthropic => json!({
+                    "id": "m", "type": "message", "role": "assistant", "model": "m-1",
+                    "content": [{"type": "text", "text": "Rain in Bergen."}],
+                    "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
+                }),
+                GenAiProvider::Gemini => json!({
+                    "candidates": [{"content": {"role": "model", "parts": [{"text": "Rain in Bergen."}]}}]
+                }),
+                _ => json!({
+                    "id": "r", "object": "response", "status": "completed", "model": "m-1",
+                    "output": [{"type": "message", "id": "m", "role": "assistant", "status": "completed",
+                                "content": [{"type": "output_text", "text": "Rain in Bergen.", "annotations": []}]}]
+                }),
+            },
+        )])
+        .await;
+        let answer = model(provider, &server)
+            .complete(&with_results())
+            .await
+            .unwrap();
+        assert_eq!(answer.text, "Rain in Bergen.");
+        let body = server.seen()[0].body.clone();
+        let text = body.to_string();
+        match provider {
+            GenAiProvider::Anthropic => {
+                let messages = body["messages"].as_array().unwrap();
+                let assistant = &messages[1];
+                assert_eq!(assistant["role"], json!("assistant"), "{body}");
+                let uses: Vec<&Value> = assistant["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .collect();
+                assert_eq!(uses.len(), 2, "{body}");
+                let results = &messages[2];
+                assert_eq!(results["role"], json!("user"), "{body}");
+                let blocks = results["content"].as_array().unwrap();
+                assert_eq!(blocks[0]["type"], json!("tool_result"));
+                assert_eq!(blocks[0]["tool_use_id"], json!("c1"));
+                assert_eq!(
+                    blocks[1]["tool_use_id"],
+                    json!("c2"),
+                    "one user turn: {body}"
+                );
+            }
+            GenAiProvider::Gemini => {
+                assert!(text.contains("\"functionResponse\""), "{body}");
+                let responses: Vec<&Value> = body["contents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|c| c["parts"].as_array().unwrap())
+                    .filter_map(|p| p.get("functionResponse"))
+                    .collect();
+                assert_eq!(responses.len(), 2, "{body}");
+                assert!(
+                    responses.iter().all(|r| r["name"] == "weather_tomorrow"),
+                    "{body}"
+                );
+            }
+            _ => {
+                let outputs: Vec<&Value> = body["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|i| i["type"] == "function_call_output")
+                    .collect();
+                assert_eq!(outputs.len(), 2, "{body}");
+                assert_eq!(outputs[0]["call_id"], json!("c1"));
+                assert_eq!(outputs[1]["output"], json!("rain"));
+                assert!(text.contains("\"function_call\""), "{body}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn error_statuses_timeouts_and_malformed_bodies_are_typed() {
+    for provider in GENAI {
+        let server = FakeEndpoint::start(vec![
+            Reply::Json(
+                429,
+                json!({"error": {"message": "rate limited", "code": 429}}),
+            ),
+            Reply::Body("<html>gateway</html>"),
+            Reply::Json(200, json!({"unexpected": true})),
+            Reply::Hang,
+        ])
+        .await;
+        let model = model(provider, &server)
+            .with_timeout(Duration::from_millis(300))
+            .unwrap();
+        let status = model.complete(&request()).await.unwrap_err();
+        assert!(
+            matches!(&status, ModelError::Status { status: 429, body } if body.contains("rate limited")),
+            "{provider:?}: {status:?}"
+        );
+        for _ in 0..2 {
+            let malformed = model.complete(&request()).await.unwrap_err();
+            assert!(
+                matches!(malformed, ModelError::Malformed { .. }),
+                "{provider:?}: {malformed:?}"
+            );
+        }
+        let started = Instant::now();
+        let timeout = model.complete(&request()).await.unwrap_err();
+        assert_eq!(
+            timeout,
+            ModelError::Timeout { after_ms: 300 },
+            "{provider:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[tokio::test]
+async fn ollama_native_chat_both_ways_and_its_failures() {
+    let answer = json!({
+        "model": "m-1", "created_at": "2026-11-23T00:00:00Z", "done": true,
+        "message": {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "weather_tomorrow", "arguments": {"city": "Oslo"}}},
+            {"function": {"name": "weather_tomorrow", "arguments": {"city": "Bergen"}}}
+        ]},
+        "prompt_eval_count": 30, "eval_count": 12
+    });
+    let server = FakeEndpoint::start(vec![
+        Reply::Json(200, answer),
+        Reply::Json(
+            200,
+            json!({"model": "m-1", "done": true,
+            "message": {"role": "assistant", "content": "Rain in Bergen."}}),
+        ),
+        Reply::Json(
+            404,
+            json!({"error": "model \"m-1\" not found, try pulling it first"}),
+        ),
+        Reply::Body("not json"),
+        Reply::Json(200, json!({"done": true})),
+        Reply::Hang,
+    ])
+    .await;
+    let base = server.base.trim_end_matches("/v1").to_owned();
+    let model = OllamaModel::new(&base, "m-1")
+        .unwrap()
+        .with_timeout(Duration::from_millis(300));
+    assert_eq!(model.provider(), "ollama");
+    let turn = model.complete(&request()).await.unwrap();
+    let calls: Vec<(&str, &Value)> = turn
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), &c.arguments))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_0_0", &json!({"city": "Oslo"})),
+            ("call_0_1", &json!({"city": "Bergen"}))
+        ]
+    );
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 30,
+            output_tokens: 12
+        })
+    );
+    let seen = &server.seen()[0];
+    assert!(seen.head.starts_with("POST /api/chat "), "{}", seen.head);
+    assert_eq!(seen.body["stream"], json!(false));
+    assert_eq!(
+        seen.body["tools"][0]["function"]["name"],
+        json!("weather_tomorrow")
+    );
+    assert!(seen.body["tools"][0]["function"]["parameters"]
+        .get("$schema")
+        .is_none());
+
+    let answer = model.complete(&with_results()).await.unwrap();
+    assert_eq!(answer.text, "Rain in Bergen.");
+    let sent = &server.seen()[1].body["messages"];
+    assert_eq!(
+        sent[2]["tool_calls"][1]["function"]["arguments"],
+        json!({"city": "Bergen"})
+    );
+    assert_eq!(sent[3]["role"], json!("tool"));
+    assert_eq!(sent[3]["tool_name"], json!("weather_tomorrow"));
+    assert_eq!(sent[4]["content"], json!("rain"));
+
+    let missing = model.complete(&request()).await.unwrap_err();
+    assert!(
+        matches!(&missing, ModelError::Status { status: 404, body } if body.contains("not found")),
+        "{missing:?}"
+    );
+    for _ in 0..2 {
+        let malformed = model.complete(&request()).await.unwrap_err();
+        assert!(
+            matches!(malformed, ModelError::Malformed { .. }),
+            "{malformed:?}"
+        );
+    }
+    assert_eq!(
+        model.complete(&request()).await.unwrap_err(),
+        ModelError::Timeout { after_ms: 300 }
+    );
+}

@@ -102,6 +102,37 @@ async fn add(a: i64, b: i64, log: Option<String>) -> Result<i64, String> {
     Ok(a + b)
 }
 
+/// Starts `sleep 30` (which inherits the child's standard output and error), writes its
+/// pid to `pid_file`, and returns at once.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn spawner(pid_file: String) -> Result<u32, String> {
+    let sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    std::fs::write(&pid_file, sleeper.id().to_string()).map_err(|e| e.to_string())?;
+    Ok(sleeper.id())
+}
+
+/// Sleeps `seconds` (using no CPU time).
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn nap(seconds: u64) -> u64 {
+    std::thread::sleep(Duration::from_secs(seconds));
+    seconds
+}
+
+/// How deeply `value` nests.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn depth(value: Value) -> usize {
+    let mut depth = 0;
+    let mut at = &value;
+    while let Some(next) = at.as_array().and_then(|items| items.first()) {
+        depth += 1;
+        at = next;
+    }
+    depth
+}
+
 fn tokio() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -398,6 +429,88 @@ fn a_run_time_tool_cannot_be_sent_to_a_process() {
     );
 }
 
+/// A process the tool starts neither holds the call open nor outlives it.
+fn what_a_tool_starts_dies_with_its_call() {
+    let rt = sandboxed();
+    let dir = scratch("spawner");
+    let pid_file = dir.join("pid");
+    let start = Instant::now();
+    let pid = tokio()
+        .block_on(rt.call(
+            "sbx.spawner",
+            json!({"pid_file": pid_file}),
+            &ToolContext::new(),
+        ))
+        .expect("spawner");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "the answer waited for the grandchild: {:?}",
+        start.elapsed()
+    );
+    let pid = pid.to_string();
+    assert_eq!(read_pid(&pid_file), pid);
+    assert!(
+        dead_within(&pid, Duration::from_secs(1)),
+        "the tool's `sleep 30` ({pid}) outlived the call"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A tool that sleeps uses no CPU time; the wall-clock limit stops it.
+fn a_sleeping_tool_meets_its_wall_clock_limit() {
+    let rt = sandboxed().with_sandbox_resolver(|spec: &ToolSpec| {
+        SandboxPolicy::for_spec(spec).with_wall_seconds(1)
+    });
+    let start = Instant::now();
+    let err = tokio()
+        .block_on(rt.call("sbx.nap", json!({"seconds": 30}), &ToolContext::new()))
+        .expect_err("stopped");
+    match &err {
+        ToolError::Sandbox { reason, .. } => {
+            assert!(reason.contains("wall-clock limit of 1 s"), "{reason}");
+        }
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// A run-time tool under the key of a `#[tool]` is not run as that function.
+fn a_run_time_tool_never_runs_the_static_tool_of_its_key() {
+    let dir = scratch("shadow");
+    let log = dir.join("log");
+    let mut rt = Runtime::new(tackle::Registry::default())
+        .with_sandbox(ProcessSandbox::current_exe().expect("current exe"))
+        .with_sandbox_resolver(|_: &ToolSpec| SandboxPolicy::process());
+    let spec = add::spec();
+    rt.registry_mut()
+        .register(DynamicTool::new(spec, |_ctx, input| async move {
+            Ok::<_, String>(input)
+        }))
+        .expect("register");
+    let err = tokio()
+        .block_on(rt.call(
+            "sbx.add",
+            json!({"a": 1, "b": 2, "log": log}),
+            &ToolContext::new(),
+        ))
+        .expect_err("refused");
+    assert_eq!(err.kind(), tackle::ToolErrorKind::Sandbox, "{err:?}");
+    assert!(!log.exists(), "the static `sbx.add` ran");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Input and output cross the process boundary with their nesting.
+fn nested_values_cross_the_boundary() {
+    let mut value = json!(0);
+    for _ in 0..100 {
+        value = json!([value]);
+    }
+    let depth = tokio()
+        .block_on(sandboxed().call("sbx.depth", json!({"value": value}), &ToolContext::new()))
+        .expect("depth");
+    assert_eq!(depth, json!(100));
+}
+
 fn main() -> ExitCode {
     tackle::sandbox::serve_child();
     // Edition 2021: setting a variable is safe; no other thread runs yet.
@@ -406,7 +519,23 @@ fn main() -> ExitCode {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let checks: [(&str, fn()); 9] = [
+    let checks: [(&str, fn()); 13] = [
+        (
+            "what_a_tool_starts_dies_with_its_call",
+            what_a_tool_starts_dies_with_its_call,
+        ),
+        (
+            "a_sleeping_tool_meets_its_wall_clock_limit",
+            a_sleeping_tool_meets_its_wall_clock_limit,
+        ),
+        (
+            "a_run_time_tool_never_runs_the_static_tool_of_its_key",
+            a_run_time_tool_never_runs_the_static_tool_of_its_key,
+        ),
+        (
+            "nested_values_cross_the_boundary",
+            nested_values_cross_the_boundary,
+        ),
         (
             "an_endless_loop_is_killed_at_its_time_limit",
             an_endless_loop_is_killed_at_its_time_limit,

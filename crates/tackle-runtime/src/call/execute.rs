@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::{panics, Call, Flow, Runtime};
 use crate::audit::Execution;
 use crate::context::{CallScope, ToolContext};
-use crate::error::{panic_message, ToolError};
+use crate::error::{panic_message, ToolError, ToolOrigin};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 use crate::replay::redact::Redactor;
@@ -142,6 +142,16 @@ async fn sandboxed(
             ),
         });
     };
+    // Only a `#[tool]` function can cross: the child runs the one defined where this
+    // tool's is, never another that happens to share its key.
+    let ToolOrigin::Static { file, line, .. } = tool.origin() else {
+        return Err(ToolError::Sandbox {
+            key: tool.key().to_owned(),
+            reason: "could not run it: only tools registered at link time (`#[tool]` \
+                     functions) can run in a process; this one was registered at run time"
+                .to_owned(),
+        });
+    };
     let secrets = call
         .spec()
         .secrets
@@ -153,6 +163,7 @@ async fn sandboxed(
         .collect();
     let job = SandboxJob {
         key: tool.key(),
+        defined_at: (file, *line),
         input: call.input.take(),
         call_id: call.id(),
         secrets,

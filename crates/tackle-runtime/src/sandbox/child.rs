@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{ChildRequest, ChildResponse, CHILD_ENV};
+use super::{ChildRequest, CHILD_ENV, ERR, OK};
 use crate::abi::{registrations, RegisteredHandler};
 use crate::context::{CallScope, ToolContext};
 use crate::error::{panic_message, ToolError};
@@ -39,21 +39,29 @@ fn run() -> i32 {
         eprintln!("tackle sandbox child: cannot read the request: {error}");
         return 66;
     }
-    let request: ChildRequest = match serde_json::from_slice(&text) {
-        Ok(request) => request,
+    let split = text.iter().position(|b| *b == b'\n').unwrap_or(text.len());
+    let (header, input) = text.split_at(split);
+    let parsed = serde_json::from_slice::<ChildRequest>(header).and_then(|request| {
+        serde_json::from_slice::<Value>(input.get(1..).unwrap_or_default())
+            .map(|input| (request, input))
+    });
+    let (request, input) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => {
             eprintln!("tackle sandbox child: the request is not valid: {error}");
             return 65;
         }
     };
     drop(text);
-    let response = match answer(request) {
-        Ok(value) => ChildResponse::Ok(value),
-        Err(error) => ChildResponse::Err(error),
-    };
-    let written = serde_json::to_writer(&mut out, &response)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.flush());
+    let written = match answer(request, input) {
+        Ok(value) => out
+            .write_all(OK)
+            .and_then(|()| serde_json::to_writer(&mut out, &value).map_err(Into::into)),
+        Err(error) => out
+            .write_all(ERR)
+            .and_then(|()| serde_json::to_writer(&mut out, &error).map_err(Into::into)),
+    }
+    .and_then(|()| out.flush());
     match written {
         Ok(()) => 0,
         Err(error) => {
@@ -63,19 +71,20 @@ fn run() -> i32 {
     }
 }
 
-/// Runs the requested tool.
-fn answer(request: ChildRequest) -> Result<Value, ToolError> {
+/// Runs the requested tool: the `#[tool]` function defined where the parent's is.
+fn answer(request: ChildRequest, input: Value) -> Result<Value, ToolError> {
     let ChildRequest {
         key,
-        input,
+        file,
+        line,
         call_id,
         secrets,
     } = request;
-    let Some(registration) = registrations().find(|r| r.key == key) else {
+    let Some(registration) = registrations().find(|r| r.file == file && r.line == line) else {
         return Err(ToolError::Sandbox {
-            reason: "could not run it: the child program has no `#[tool]` with this key \
-                     (only tools registered at link time run in a process)"
-                .to_owned(),
+            reason: format!(
+                "could not run it: the child program has no `#[tool]` defined at {file}:{line}"
+            ),
             key,
         });
     };
@@ -123,10 +132,12 @@ fn answer(request: ChildRequest) -> Result<Value, ToolError> {
 #[cfg(unix)]
 fn response_channel() -> std::io::Result<std::fs::File> {
     use std::os::fd::FromRawFd;
-    // SAFETY: `dup` and `dup2` only copy descriptors this process owns (0-2 are open in
-    // a child the parent started with pipes); the new descriptor is owned by the File.
+    // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` and `dup2` only copy descriptors this process
+    // owns (0-2 are open in a child the parent started with pipes); the new descriptor
+    // is owned by the File. It is close-on-exec, so a process the tool starts does not
+    // hold the response channel open.
     unsafe {
-        let saved = libc::dup(1);
+        let saved = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
         if saved < 0 {
             return Err(std::io::Error::last_os_error());
         }

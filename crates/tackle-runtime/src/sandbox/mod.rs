@@ -87,6 +87,9 @@ pub struct SandboxPolicy {
     pub memory_bytes: Option<u64>,
     /// Whether the child is cut from the network (where the platform allows it).
     pub no_network: bool,
+    /// The longest the child may run, in seconds, even when the call has no time
+    /// limit of its own (`None`: no limit but the call's).
+    pub wall_seconds: Option<u64>,
 }
 
 impl SandboxPolicy {
@@ -97,17 +100,19 @@ impl SandboxPolicy {
             cpu_seconds: None,
             memory_bytes: None,
             no_network: false,
+            wall_seconds: None,
         }
     }
 
     /// In a child process, with the default limits: [`DEFAULT_CPU_SECONDS`],
-    /// [`DEFAULT_MEMORY_BYTES`], no network.
+    /// [`DEFAULT_MEMORY_BYTES`], [`DEFAULT_WALL_SECONDS`], no network.
     pub const fn process() -> SandboxPolicy {
         SandboxPolicy {
             kind: SandboxKind::Process,
             cpu_seconds: Some(DEFAULT_CPU_SECONDS),
             memory_bytes: Some(DEFAULT_MEMORY_BYTES),
             no_network: true,
+            wall_seconds: Some(DEFAULT_WALL_SECONDS),
         }
     }
 
@@ -128,6 +133,12 @@ impl SandboxPolicy {
     /// Sets the address-space limit, in bytes.
     pub fn with_memory_bytes(mut self, bytes: u64) -> SandboxPolicy {
         self.memory_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets the longest the child may run, in seconds.
+    pub fn with_wall_seconds(mut self, seconds: u64) -> SandboxPolicy {
+        self.wall_seconds = Some(seconds);
         self
     }
 
@@ -175,6 +186,9 @@ where
 pub struct SandboxJob<'a> {
     /// The tool's registered key.
     pub key: &'a str,
+    /// Where the `#[tool]` function is defined (its file and line), so the child runs
+    /// exactly that function.
+    pub defined_at: (&'a str, u32),
     /// The validated input.
     pub input: Value,
     /// The call's id, unique within the runtime.
@@ -207,19 +221,23 @@ pub trait Sandbox: Send + Sync {
     fn run<'a>(&'a self, job: SandboxJob<'a>) -> SandboxFuture<'a>;
 }
 
-/// What the parent sends a child, as one JSON document on its standard input.
+/// What the parent sends a child on its standard input: this header as one JSON line,
+/// then the input as a JSON document of its own (so the input keeps the whole nesting
+/// a JSON parser allows).
 #[derive(Serialize, Deserialize)]
 struct ChildRequest {
     key: String,
-    input: Value,
+    file: String,
+    line: u32,
     call_id: u64,
     secrets: Vec<(String, String)>,
 }
 
-/// What a child answers, as one JSON document.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ChildResponse {
-    Ok(Value),
-    Err(ToolError),
-}
+/// How a child's answer starts: `ok` or `err` and a newline, then the output or the
+/// error as a JSON document.
+const OK: &[u8] = b"ok\n";
+const ERR: &[u8] = b"err\n";
+
+/// The longest a sandboxed call may take by default, whatever its own time limit: 10
+/// minutes. A tool that sleeps uses no CPU time; this stops it all the same.
+pub const DEFAULT_WALL_SECONDS: u64 = 600;

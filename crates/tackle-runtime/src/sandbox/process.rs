@@ -4,12 +4,14 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::{
-    ChildRequest, ChildResponse, Sandbox, SandboxFuture, SandboxJob, SandboxPolicy, SandboxRun,
-    CHILD_ENV,
+    ChildRequest, Sandbox, SandboxFuture, SandboxJob, SandboxPolicy, SandboxRun, CHILD_ENV, ERR, OK,
 };
 use crate::error::ToolError;
 
@@ -18,6 +20,9 @@ const STDERR_TAIL: usize = 16 * 1024;
 
 /// How much of that tail an error message quotes.
 const STDERR_QUOTE: usize = 1024;
+
+/// How long the end of a child's standard error is waited for once it has exited.
+const STDERR_GRACE: Duration = Duration::from_millis(100);
 
 /// Runs each sandboxed call in a child process of a program that hands its children
 /// to [`serve_child`](super::serve_child), normally this program itself (see the
@@ -65,25 +70,46 @@ impl ProcessSandbox {
         self
     }
 
-    /// Runs one job (see [`Sandbox::run`]).
+    /// Runs one job (see [`Sandbox::run`]), within the policy's wall-clock limit.
     async fn run_job(&self, job: SandboxJob<'_>) -> SandboxRun {
         let key = job.key;
-        let fail = |reason: String| SandboxRun {
-            result: Err(ToolError::Sandbox {
-                key: key.to_owned(),
-                reason,
-            }),
-            no_network: false,
-        };
-        let request = match serde_json::to_vec(&ChildRequest {
+        match job.policy.wall_seconds {
+            Some(seconds) => {
+                let limit = Duration::from_secs(seconds);
+                match tokio::time::timeout(limit, self.run_child(job)).await {
+                    Ok(run) => run,
+                    // Dropping the child's future killed its process group.
+                    Err(_) => failed(
+                        key,
+                        format!(
+                            "stopped it: it ran longer than its wall-clock limit of {seconds} s"
+                        ),
+                    ),
+                }
+            }
+            None => self.run_child(job).await,
+        }
+    }
+
+    /// Starts the child, hands it the call and reads its answer.
+    async fn run_child(&self, job: SandboxJob<'_>) -> SandboxRun {
+        let key = job.key;
+        let fail = |reason: String| failed(key, reason);
+        let header = ChildRequest {
             key: key.to_owned(),
-            input: job.input,
+            file: job.defined_at.0.to_owned(),
+            line: job.defined_at.1,
             call_id: job.call_id,
             secrets: job.secrets.clone(),
+        };
+        let request = match serde_json::to_vec(&header).and_then(|mut request| {
+            request.push(b'\n');
+            serde_json::to_writer(&mut request, &job.input).map(|()| request)
         }) {
             Ok(request) => request,
             Err(error) => return fail(format!("could not run it: the request: {error}")),
         };
+        drop(job.input);
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
@@ -108,6 +134,9 @@ impl ProcessSandbox {
                 ))
             }
         };
+        // Whatever happens from here, the child and every process it started go when
+        // this call does.
+        let _group = child.id().map(limits::Group);
         let no_network = job.policy.no_network && child.id().is_some_and(limits::isolated);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -129,10 +158,13 @@ impl ProcessSandbox {
                 .await;
             (response, read)
         };
-        let ((), (response, read), tail) = tokio::join!(write, read, tail(stderr));
+        // Standard error is read on the side: a process the tool started may hold it
+        // open after the child has gone.
+        let tail_of_stderr = Arc::new(Mutex::new(Vec::new()));
+        let reader = tokio::spawn(tail(stderr, Arc::clone(&tail_of_stderr)));
+        let ((), (response, read)) = tokio::join!(write, read);
         if response.len() > job.max_bytes {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+            reader.abort();
             return fail(format!(
                 "stopped it: its response is larger than {} bytes",
                 job.max_bytes
@@ -142,27 +174,30 @@ impl ProcessSandbox {
             Ok(status) => status,
             Err(error) => return fail(format!("lost the child: {error}")),
         };
+        let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
+        let tail = tail_of_stderr
+            .lock()
+            .map(|kept| kept.clone())
+            .unwrap_or_default();
         if let Err(error) = read {
             return fail(format!("could not read the child's response: {error}"));
         }
         let result = if status.success() {
-            match serde_json::from_slice::<ChildResponse>(&response) {
-                Ok(ChildResponse::Ok(value)) => Ok(value),
-                Ok(ChildResponse::Err(error)) => Err(error),
-                Err(_) if response.is_empty() => Err(ToolError::Sandbox {
+            answer_of(&response).unwrap_or_else(|reason| {
+                Err(ToolError::Sandbox {
                     key: key.to_owned(),
-                    reason: format!(
-                        "could not run it: the child gave no response; does the `main` of `{}` \
-                         call `tackle::sandbox::serve_child()` first?{}",
-                        self.program.display(),
-                        quote(&tail)
-                    ),
-                }),
-                Err(error) => Err(ToolError::Sandbox {
-                    key: key.to_owned(),
-                    reason: format!("could not read the child's response: {error}"),
-                }),
-            }
+                    reason: if response.is_empty() {
+                        format!(
+                            "could not run it: the child gave no response; does the `main` of `{}` \
+                             call `tackle::sandbox::serve_child()` first?{}",
+                            self.program.display(),
+                            quote(&tail)
+                        )
+                    } else {
+                        format!("could not read the child's response: {reason}")
+                    },
+                })
+            })
         } else {
             Err(ToolError::Sandbox {
                 key: key.to_owned(),
@@ -173,23 +208,50 @@ impl ProcessSandbox {
     }
 }
 
+/// A run that ended with the sandbox's own error.
+fn failed(key: &str, reason: String) -> SandboxRun {
+    SandboxRun {
+        result: Err(ToolError::Sandbox {
+            key: key.to_owned(),
+            reason,
+        }),
+        no_network: false,
+    }
+}
+
+/// The tool's result or error from a child's answer, or why it cannot be read.
+fn answer_of(response: &[u8]) -> Result<Result<Value, ToolError>, String> {
+    if let Some(document) = response.strip_prefix(OK) {
+        serde_json::from_slice(document)
+            .map(Ok)
+            .map_err(|e| e.to_string())
+    } else if let Some(document) = response.strip_prefix(ERR) {
+        serde_json::from_slice(document)
+            .map(Err)
+            .map_err(|e| e.to_string())
+    } else {
+        Err("it does not start with `ok` or `err`".to_owned())
+    }
+}
+
 impl Sandbox for ProcessSandbox {
     fn run<'a>(&'a self, job: SandboxJob<'a>) -> SandboxFuture<'a> {
         Box::pin(self.run_job(job))
     }
 }
 
-/// Reads a stream to its end, keeping its last [`STDERR_TAIL`] bytes.
-async fn tail(mut stream: impl AsyncRead + Unpin) -> Vec<u8> {
-    let mut kept = Vec::new();
+/// Reads a stream to its end, keeping its last [`STDERR_TAIL`] bytes in `kept`.
+async fn tail(mut stream: impl AsyncRead + Unpin, kept: Arc<Mutex<Vec<u8>>>) {
     let mut chunk = [0u8; 8192];
     loop {
         match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return kept,
+            Ok(0) | Err(_) => return,
             Ok(n) => {
+                let Ok(mut kept) = kept.lock() else { return };
                 kept.extend_from_slice(&chunk[..n]);
                 if kept.len() > 2 * STDERR_TAIL {
-                    kept.drain(..kept.len() - STDERR_TAIL);
+                    let cut = kept.len() - STDERR_TAIL;
+                    kept.drain(..cut);
                 }
             }
         }
@@ -258,6 +320,8 @@ mod limits {
     pub(super) fn apply(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
         let (cpu, memory, no_network) =
             (policy.cpu_seconds, policy.memory_bytes, policy.no_network);
+        // A group of its own, so the child and what it starts can be killed together.
+        command.process_group(0);
         // SAFETY: the closure runs in the forked child before `exec` and only makes
         // system calls that are safe there (`setrlimit`, `unshare`); it allocates
         // nothing and takes no lock.
@@ -334,6 +398,21 @@ mod limits {
     pub(super) fn signal(status: ExitStatus) -> Option<i32> {
         status.signal()
     }
+
+    /// A child's process group (the child leads it): dropped, every process in it is
+    /// killed, so nothing a sandboxed tool started outlives its call.
+    pub(super) struct Group(pub(super) u32);
+
+    impl Drop for Group {
+        fn drop(&mut self) {
+            if let Ok(pid) = libc::pid_t::try_from(self.0) {
+                // SAFETY: a plain system call; a group that is already gone is ESRCH.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
 
 /// No limits on this platform: the child runs with a cleared environment and is
@@ -356,6 +435,9 @@ mod limits {
     pub(super) fn signal(_status: ExitStatus) -> Option<i32> {
         None
     }
+
+    /// No process groups here: the child alone is killed (`kill_on_drop`).
+    pub(super) struct Group(pub(super) u32);
 }
 
 #[cfg(test)]

@@ -110,9 +110,15 @@ pub fn stdio_framing(data: &[u8]) {
             let _ = client_out.shutdown().await;
         });
         let mut sink = Vec::new();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(2), client_in.read_to_end(&mut sink)).await;
+        // Once the client has said all and closed its side, the server answers what it
+        // can and ends: a session that does not is a hang.
+        let finished =
+            tokio::time::timeout(Duration::from_secs(10), client_in.read_to_end(&mut sink)).await;
         writer.abort();
         serving.abort();
+        assert!(
+            finished.is_ok(),
+            "the stdio server did not end within 10 s of its input"
+        );
     });
 }

@@ -107,6 +107,12 @@ async fn the_limits_are_configurable() {
         .await;
     let err = large.unwrap_err();
     assert!(err.to_string().contains("larger than 64 bytes"), "{err}");
+    // Deeper than the cap is taken as the cap.
+    let capped = Runtime::default().with_limits(Limits {
+        max_depth: 100_000,
+        max_bytes: 64,
+    });
+    assert_eq!(capped.limits().max_depth, tackle::bounds::MAX_DEPTH_CAP);
 }
 
 #[tokio::test]

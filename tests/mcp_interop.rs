@@ -399,6 +399,19 @@ fn python_server(hang: bool) -> tokio::process::Command {
 fn importer_calls_a_python_server() {
     tokio().block_on(async {
         let mut registry = Registry::default();
+        // Two remote names that map to one key: refused, naming both; nothing stays.
+        let mut colliding = python_server(false);
+        colliding.arg("--collide");
+        match import_stdio(&mut registry, colliding, ImportOptions::new("py-weather")).await {
+            Err(tackle_mcp::McpError::ImportCollision { first, second, key, .. }) => {
+                let mut names = [first, second];
+                names.sort();
+                assert_eq!(names, ["book.table", "book_table"]);
+                assert_eq!(key, "mcp.py-weather.book_table@1.2.0");
+            }
+            other => panic!("expected an import collision, got {other:?}"),
+        }
+        assert!(registry.list_names().is_empty(), "nothing half-imported");
         let import = import_stdio(&mut registry, python_server(false), ImportOptions::new("py-weather"))
             .await
             .expect("import");
@@ -630,9 +643,14 @@ fn python_client_over_http_with_bearer_tokens() {
         assert_eq!(report["reader"], json!({"is_error": true}), "{report}");
         // Refused before the door (the SDK reports the 401 as an error response; the
         // status itself is checked in tests/mcp_serve.rs).
-        for who in ["none", "wrong", "foreign_origin"] {
+        for (who, status) in [("none", 401), ("wrong", 401), ("foreign_origin", 403)] {
             let refused = report[who]["refused"].as_str().unwrap_or_default();
             assert!(refused.contains("error response"), "{who}: {report}");
+            assert_eq!(
+                report[who]["statuses"],
+                json!([status]),
+                "{who} is refused with {status}, before anything else: {report}"
+            );
         }
         http.shutdown().await;
     });

@@ -45,6 +45,16 @@ fn panicking_child() {
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ToolErrorKind::Panicked);
+        // A caller with no secrets: the token-shaped key still never reaches stderr.
+        let err = rt
+            .call(
+                "p.blurt_key",
+                json!({"key": "sk-proj-QRSTUVWXYZ0123456789"}),
+                &ToolContext::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::Panicked);
         eprintln!("child done: {err}");
     });
 }
@@ -70,4 +80,10 @@ fn panic_messages_on_stderr_hold_no_secret() {
     );
     assert!(!stderr.contains(TOKEN), "{stderr}");
     assert!(!stderr.contains("sk-proj-ABCDEFGHIJKLMNOP1234"), "{stderr}");
+    assert!(!stderr.contains("sk-proj-QRSTUVWXYZ0123456789"), "{stderr}");
+    assert_eq!(
+        stderr.matches(":\nupstream refused [REDACTED]").count(),
+        2,
+        "both key panics are printed, redacted: {stderr}"
+    );
 }

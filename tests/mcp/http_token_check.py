@@ -16,11 +16,17 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
-async def session_with(url, token, origin=None):
+async def session_with(url, token, origin=None, statuses=None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if origin:
         headers["Origin"] = origin
     client = create_mcp_http_client(headers=headers)
+
+    async def note(response):
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    client.event_hooks["response"].append(note)
     async with client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
@@ -30,10 +36,11 @@ async def session_with(url, token, origin=None):
 
 
 async def attempt(url, token, origin=None):
+    statuses = []
     try:
-        return await asyncio.wait_for(session_with(url, token, origin), 20)
+        return await asyncio.wait_for(session_with(url, token, origin, statuses), 20)
     except BaseException as error:  # the SDK raises (in a group) on a 401
-        return {"refused": repr(error)[:300]}
+        return {"refused": repr(error)[:300], "statuses": statuses}
 
 
 async def main() -> None:

@@ -1,8 +1,10 @@
 """A small MCP server made with the official Python SDK, for tackle's importer.
 
-Usage: python py_server.py [--hang]
+Usage: python py_server.py [--hang] [--collide]
 
 With --hang, the `slow` tool never answers, so the importer's call timeout shows.
+With --collide, a tool named `book.table` joins `book_table`: both map to one
+registry key, which the importer must refuse, naming both.
 """
 
 import os
@@ -43,6 +45,14 @@ def slow(seconds: float) -> str:
 def crash() -> str:
     """Exit the server process at once, as a crashing server would."""
     os._exit(3)
+
+
+if "--collide" in sys.argv:
+
+    @server.tool(name="book.table")
+    def book_table_dotted(restaurant: str) -> str:
+        """Book a table (a second tool whose name maps to the same key)."""
+        return f"booked {restaurant}"
 
 
 server.run()

@@ -298,7 +298,10 @@ async fn register(
             DynamicTool::from_handler(spec.clone(), handler).with_source(format!("mcp:{server}")),
         );
         match registered {
-            Ok(key) => keys.push(key),
+            // Under a collision strategy that keeps the tool already there, the key is
+            // not this import's: it is neither listed nor taken back out.
+            Ok(key) if is_ours(registry, &key, &server) => keys.push(key),
+            Ok(_) => {}
             Err(error) => {
                 for key in &keys {
                     let _ = registry.unregister(key);
@@ -316,6 +319,13 @@ async fn register(
         remote_name,
         keys,
         specs,
+    })
+}
+
+/// Whether the tool under `key` is one this import of `server` registered.
+fn is_ours(registry: &Registry, key: &str, server: &str) -> bool {
+    registry.get(key).is_some_and(|tool| {
+        matches!(tool.origin(), tackle_runtime::ToolOrigin::Dynamic { source } if *source == format!("mcp:{server}"))
     })
 }
 

@@ -45,6 +45,9 @@ const REMEMBER: Duration = Duration::from_secs(300);
 /// How many accepted tokens are remembered, at most.
 const REMEMBERED: usize = 1024;
 
+/// The largest introspection answer read.
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+
 /// What an accepted token gives its bearer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccessGrant {
@@ -143,10 +146,23 @@ impl Introspection {
                 response.status()
             )));
         }
+        if response
+            .content_length()
+            .is_some_and(|length| length > MAX_ANSWER_BYTES)
+        {
+            return Err(TokenRejected::Unavailable(
+                "the introspection answer is too large".to_owned(),
+            ));
+        }
         let text = response
             .bytes()
             .await
             .map_err(|e| TokenRejected::Unavailable(e.without_url().to_string()))?;
+        if text.len() as u64 > MAX_ANSWER_BYTES {
+            return Err(TokenRejected::Unavailable(
+                "the introspection answer is too large".to_owned(),
+            ));
+        }
         let answer: Value = serde_json::from_slice(&text)
             .map_err(|e| TokenRejected::Unavailable(format!("introspection answer: {e}")))?;
         grant_of(&answer, resource, SystemTime::now())
@@ -175,9 +191,10 @@ fn grant_of(answer: &Value, resource: &str, now: SystemTime) -> Result<AccessGra
     if !audience_ok {
         return Err(TokenRejected::WrongAudience);
     }
+    // An `exp` past what the clock can hold is as good as never.
     let expires_at = answer["exp"]
         .as_u64()
-        .map(|exp| UNIX_EPOCH + Duration::from_secs(exp));
+        .and_then(|exp| UNIX_EPOCH.checked_add(Duration::from_secs(exp)));
     if expires_at.is_some_and(|at| at <= now) {
         return Err(TokenRejected::Inactive);
     }
@@ -361,6 +378,8 @@ mod tests {
         let grant = grant_of(&ok, resource, now).unwrap();
         assert_eq!(grant.scopes, ["a", "b"]);
         assert_eq!(grant.subject.as_deref(), Some("ada"));
+        let far = json!({"active": true, "aud": resource, "exp": u64::MAX});
+        assert_eq!(grant_of(&far, resource, now).unwrap().expires_at, None);
         let listed = json!({"active": true, "aud": ["other", resource]});
         assert!(grant_of(&listed, resource, now).is_ok());
         for (answer, why) in [

@@ -75,7 +75,8 @@ async fn read_requests<R, W>(
 {
     let mut input = BufReader::new(input);
     let mut line: Vec<u8> = Vec::new();
-    let mut oversized = false;
+    // Set while a line over the limit is skipped: it reads the line's `id` as it goes.
+    let mut oversized: Option<IdScanner> = None;
     loop {
         let available = match input.fill_buf().await {
             Ok([]) | Err(_) => break,
@@ -86,24 +87,30 @@ async fn read_requests<R, W>(
             None => (available, false),
         };
         let used = chunk.len();
-        if !oversized {
-            if line.len() + used > options.max_line_bytes + 1 {
-                oversized = true;
-                // Keep the start: it may name the request's id.
-                line.extend_from_slice(&chunk[..chunk.len().min(4096)]);
-                let _ = errors.send(too_long(&line, options.max_line_bytes));
+        match &mut oversized {
+            Some(scanner) => scanner.feed(chunk),
+            None if line.len() + used > options.max_line_bytes + 1 => {
+                let mut scanner = IdScanner::default();
+                scanner.feed(&line);
+                scanner.feed(chunk);
+                oversized = Some(scanner);
                 line.clear();
-            } else {
-                line.extend_from_slice(chunk);
             }
+            None => line.extend_from_slice(chunk),
         }
         input.consume(used);
         if ends {
-            if !oversized && service.write_all(&line).await.is_err() {
-                break;
+            match oversized.take() {
+                Some(scanner) => {
+                    let _ = errors.send(too_long(scanner.id(), options.max_line_bytes));
+                }
+                None => {
+                    if service.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
             }
             line.clear();
-            oversized = false;
         }
     }
     let _ = service.shutdown().await;
@@ -151,9 +158,8 @@ async fn write_responses<R, W>(
     }
 }
 
-/// The error line for a request line longer than `max`, whose start is `start`.
-fn too_long(start: &[u8], max: usize) -> String {
-    let id = request_id(start);
+/// The error line for a request line longer than `max`, answering `id`.
+fn too_long(id: Value, max: usize) -> String {
     tracing::warn!(
         max_line_bytes = max,
         "an MCP request line is longer than {max} bytes; it was skipped and answered with an error"
@@ -171,46 +177,155 @@ fn too_long(start: &[u8], max: usize) -> String {
     line
 }
 
-/// The `"id"` of a request from the first bytes of its line: a number or a string
-/// that appears before anything nested, else `null`.
-fn request_id(start: &[u8]) -> Value {
-    let text = String::from_utf8_lossy(start);
-    let Some(at) = text.find("\"id\"") else {
-        return Value::Null;
-    };
-    let rest = text[at + 4..].trim_start();
-    let Some(rest) = rest.strip_prefix(':') else {
-        return Value::Null;
-    };
-    let rest = rest.trim_start();
-    if let Some(quoted) = rest.strip_prefix('"') {
-        return quoted
-            .find('"')
-            .map_or(Value::Null, |end| Value::String(quoted[..end].to_owned()));
+/// Finds a JSON-RPC request's top-level `"id"` (a number or a string) in a line read
+/// piece by piece, however long, wherever the member is: it follows the nesting and
+/// the strings, so an `"id"` inside `params` is not taken for it. Holds at most a
+/// short string at a time.
+#[derive(Default)]
+struct IdScanner {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// The string being read at depth 1, while it may be the key `id` or its value.
+    text: Vec<u8>,
+    keeping: bool,
+    /// Whether the next string at depth 1 is a key.
+    expect_key: bool,
+    /// The last key at depth 1 was `id` and its value comes next.
+    id_next: bool,
+    /// A number value being read.
+    number: Option<Vec<u8>>,
+    found: Option<Value>,
+}
+
+/// The longest id kept.
+const MAX_ID_BYTES: usize = 256;
+
+impl IdScanner {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.found.is_some() {
+                return;
+            }
+            self.step(b);
+        }
     }
-    let number: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    number
-        .parse::<i64>()
-        .map_or(Value::Null, |n| Value::Number(n.into()))
+
+    fn step(&mut self, b: u8) {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+                return;
+            } else if b == b'"' {
+                self.in_string = false;
+                self.end_string();
+                return;
+            }
+            if self.keeping {
+                if self.text.len() < MAX_ID_BYTES {
+                    self.text.push(b);
+                } else {
+                    self.keeping = false;
+                }
+            }
+            return;
+        }
+        if let Some(number) = &mut self.number {
+            if b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E') {
+                if number.len() < MAX_ID_BYTES {
+                    number.push(b);
+                }
+                return;
+            }
+            let text = String::from_utf8_lossy(number).into_owned();
+            self.number = None;
+            self.found = serde_json::from_str::<serde_json::Number>(&text)
+                .ok()
+                .map(Value::Number);
+            if self.found.is_some() {
+                return;
+            }
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                self.keeping = self.depth == 1 && (self.expect_key || self.id_next);
+                self.text.clear();
+            }
+            b'{' | b'[' => {
+                self.depth += 1;
+                self.id_next = false;
+                self.expect_key = self.depth == 1 && b == b'{';
+            }
+            b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+            b',' if self.depth == 1 => {
+                self.expect_key = true;
+                self.id_next = false;
+            }
+            b':' if self.depth == 1 => self.expect_key = false,
+            b'-' | b'0'..=b'9' if self.depth == 1 && self.id_next => {
+                self.number = Some(vec![b]);
+            }
+            _ => {}
+        }
+    }
+
+    /// A string at depth 1 ended: a key (`id` or another), or the id's value.
+    fn end_string(&mut self) {
+        if !self.keeping {
+            if self.depth == 1 && self.expect_key {
+                self.id_next = false;
+            }
+            return;
+        }
+        let text = std::mem::take(&mut self.text);
+        if self.expect_key {
+            self.id_next = text == b"id";
+        } else if self.id_next {
+            self.found = String::from_utf8(text).ok().map(Value::String);
+        }
+    }
+
+    /// The id found, or `null`.
+    fn id(self) -> Value {
+        self.found.unwrap_or(Value::Null)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn id_of(pieces: &[&[u8]]) -> Value {
+        let mut scanner = IdScanner::default();
+        for piece in pieces {
+            scanner.feed(piece);
+        }
+        scanner.id()
+    }
+
     #[test]
-    fn ids_are_found_at_the_start_of_a_line() {
+    fn the_top_level_id_is_found_wherever_it_is() {
+        assert_eq!(id_of(&[br#"{"jsonrpc":"2.0","id":42,"method""#]), json!(42));
+        assert_eq!(id_of(&[br#"{"id": "a-1", "params": {"#]), json!("a-1"));
         assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","id":42,"method""#),
-            json!(42)
-        );
-        assert_eq!(request_id(br#"{"id": "a-1", "params": {"#), json!("a-1"));
-        assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","method":"x","params":{"#),
+            id_of(&[br#"{"jsonrpc":"2.0","method":"x","params":{"#]),
             Value::Null
         );
+        // After the params, as the TypeScript SDK writes it; an "id" inside the params
+        // (and one in a string) is not the request's.
+        let big = "x".repeat(10_000);
+        let line = format!(
+            r#"{{"method":"tools/call","params":{{"id":3,"note":"\"id\":9","text":"{big}","list":[{{"id":5}}]}},"jsonrpc":"2.0","id":17}}"#
+        );
+        assert_eq!(id_of(&[line.as_bytes()]), json!(17));
+        // Split anywhere.
+        let (a, b) = line.as_bytes().split_at(5_003);
+        assert_eq!(id_of(&[a, b]), json!(17));
+        let (a, b) = line.as_bytes().split_at(line.len() - 2);
+        assert_eq!(id_of(&[a, b]), json!(17));
+        assert_eq!(id_of(&[br#"{"id":"q\"uoted"}"#]), json!("q\"uoted"));
     }
 }

@@ -11,7 +11,8 @@
 //! Each call also runs inside a `tracing` span named `tool.call` whose attributes are
 //! the seed's (Graphorin's `graphorin.tool.*`, without the prefix): `tool.call_id`,
 //! and once the tool is known `tool.name` (its key), `tool.side_effect_class`,
-//! `tool.trust_class`, `tool.sensitivity`, `tool.sandbox.kind` (`in-process`),
+//! `tool.trust_class`, `tool.sensitivity`, `tool.sandbox.kind` (`in-process` or
+//! `process`), `tool.sandbox.forced`, `tool.sandbox.no_network`,
 //! `tool.result.max_tokens` (0: shaping off), `tool.result.truncation.strategy` and
 //! `tool.result.truncation.applied`, `tool.inbound.sanitization.policy` and
 //! `tool.inbound.sanitization.patterns_hit_count`, then `tool.duration_ms` and

@@ -22,6 +22,13 @@ use serde_json::Value;
 /// one level; a scalar at the top is depth 0).
 pub const DEFAULT_MAX_DEPTH: usize = 128;
 
+/// The deepest nesting the door accepts however it is configured: 256 levels. The
+/// walks after the door's bounds stage (schema validation, canonical JSON,
+/// serialization) recurse once per level; past this, a large enough value could still
+/// exhaust a worker thread's stack. [`Runtime::with_limits`](crate::Runtime::with_limits)
+/// takes a deeper `max_depth` as this.
+pub const MAX_DEPTH_CAP: usize = 256;
+
 /// The largest value the door accepts by default: 16 MiB (see [`Limits::max_bytes`]).
 pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
 

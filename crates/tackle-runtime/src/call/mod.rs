@@ -437,8 +437,10 @@ impl Runtime {
     }
 
     /// Sets how deep and how large inputs and outputs may be (default
-    /// [`Limits::default`]: 128 levels, 16 MiB); see [`crate::bounds`].
-    pub fn with_limits(mut self, limits: Limits) -> Runtime {
+    /// [`Limits::default`]: 128 levels, 16 MiB); see [`crate::bounds`]. A `max_depth`
+    /// over [`MAX_DEPTH_CAP`](crate::bounds::MAX_DEPTH_CAP) (256) is taken as the cap.
+    pub fn with_limits(mut self, mut limits: Limits) -> Runtime {
+        limits.max_depth = limits.max_depth.min(crate::bounds::MAX_DEPTH_CAP);
         self.limits = limits;
         self
     }

@@ -3,10 +3,12 @@
 //! The door turns a tool's panic into `ToolError::Panicked` (scrubbed like any error),
 //! but Rust's panic hook prints the message to stderr first, and an MCP host logs a
 //! server's stderr. While a tool whose caller holds secrets runs, the door marks the
-//! thread; the hook tackle installs (once, wrapping the hook it finds) prints a marked
-//! thread's panic with those secrets and token-shaped strings replaced, and leaves
-//! every other panic to the previous hook. A program that sets its own hook after
-//! tackle's replaces this one.
+//! thread; the hook tackle installs (once, at the first call, wrapping the hook it
+//! finds) prints a marked thread's panic with those secrets and token-shaped strings
+//! replaced, and any other panic whose message holds a token-shaped string (a
+//! `Bearer ...`, an `sk-...` key) with those replaced; every other panic goes to the
+//! previous hook untouched. A program that sets its own hook after tackle's replaces
+//! this one.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Once};
@@ -22,10 +24,10 @@ thread_local! {
 
 /// The secrets to keep out of a call's panic message, when the caller has any.
 pub(super) fn secrets_of(ctx: &ToolContext) -> Option<Arc<[String]>> {
+    install();
     if !ctx.has_secrets() {
         return None;
     }
-    install();
     Some(ctx.secret_values().map(str::to_owned).collect())
 }
 
@@ -55,21 +57,32 @@ fn install() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let secrets = RUNNING.with(|r| r.borrow().last().cloned());
-            let Some(secrets) = secrets else {
+            let message = panic_message(info.payload());
+            let redactor = match &secrets {
+                Some(secrets) => secrets
+                    .iter()
+                    .fold(Redactor::new(), |r, s| r.with_secret(s.as_str())),
+                None => Redactor::new(),
+            };
+            if secrets.is_none()
+                && matches!(redactor.redact_str(&message), std::borrow::Cow::Borrowed(_))
+            {
+                // Nothing to hide: the program's own hook says it as usual.
                 previous(info);
                 return;
-            };
-            let redactor = secrets
-                .iter()
-                .fold(Redactor::new(), |r, s| r.with_secret(s.as_str()));
-            let message = panic_message(info.payload());
+            }
             let thread = std::thread::current();
             let location = info
                 .location()
                 .map(|l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()))
                 .unwrap_or_default();
+            let context = if secrets.is_some() {
+                " (in a tool call)"
+            } else {
+                ""
+            };
             eprintln!(
-                "thread '{}' panicked{location} (in a tool call):\n{}",
+                "thread '{}' panicked{location}{context}:\n{}",
                 thread.name().unwrap_or("<unnamed>"),
                 redactor.redact_str(&message)
             );

@@ -162,3 +162,21 @@ async fn token_shaped_strings_leave_outputs_unless_the_tool_reveals_them() {
     let minted = rt.call("s.mint", json!({}), &ctx).await.unwrap();
     assert_eq!(minted, json!("sk-proj-MINTEDKEY0123456789"));
 }
+
+/// A key that resolves to nothing is the caller's text: neither the error nor the
+/// audit event keeps a secret or a token-shaped string from it.
+#[tokio::test]
+async fn an_unknown_key_holding_a_secret_is_scrubbed_from_errors_and_audit() {
+    let audit = Arc::new(MemoryAudit::new());
+    let rt = Runtime::from_inventory().unwrap().with_audit(audit.clone());
+    let asked = format!("s.{TOKEN} sk-proj-ABCDEFGHIJKLMNOP1234");
+    let err = rt.call(&asked, json!({}), &ctx()).await.unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::NotFound);
+    let everything = format!("{err} {}", serde_json::to_string(&audit.events()).unwrap());
+    assert!(!everything.contains(TOKEN), "{everything}");
+    assert!(
+        !everything.contains("sk-proj-ABCDEFGHIJKLMNOP1234"),
+        "{everything}"
+    );
+    assert_eq!(audit.events().len(), 1);
+}

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::{Call, Runtime};
 use crate::audit::{AuditError, AuditEvent};
 use crate::error::ToolError;
+use crate::replay::redact::Redactor;
 
 /// The call's span: `tool.call`, its fields filled in as stages learn them.
 #[inline]
@@ -70,9 +71,17 @@ pub(super) fn stage(
     if let Some(sink) = &door.audit {
         let call_id = call.id();
         let trail = &call.trail;
+        // A key that resolved to nothing is the caller's text: it may hold anything.
+        let mut key = call.key().to_owned();
+        if call.tool.is_none() {
+            call.ctx.redact_secrets(&mut key);
+            if let std::borrow::Cow::Owned(redacted) = Redactor::new().redact_str(&key) {
+                key = redacted;
+            }
+        }
         sink.record(AuditEvent {
             call_id,
-            key: call.key().to_owned(),
+            key,
             side_effects: call.spec.map(|s| s.side_effects),
             gates: trail.gates.gates(),
             execution: trail.execution,

@@ -168,6 +168,13 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// Whether no token was counted.
+    pub fn is_zero(&self) -> bool {
+        self.input_tokens == 0 && self.output_tokens == 0
+    }
+}
+
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);

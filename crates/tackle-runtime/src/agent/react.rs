@@ -120,8 +120,9 @@ pub struct ReactState {
     /// Why the run stopped without an answer, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// The tokens the run's model calls used, as their providers reported them.
-    #[serde(default)]
+    /// The tokens the run's model calls used, as their providers reported them
+    /// (written only when some were reported).
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
     pub usage: Usage,
     /// What those tokens cost, for the calls of models with a price
     /// ([`ReactSkill::with_pricing`]); `None` until a priced call reports its tokens.

@@ -19,9 +19,10 @@
 #[path = "../examples/mcp_server.rs"]
 #[allow(dead_code)]
 mod example;
+#[path = "support/harness.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -106,11 +107,7 @@ fn main() -> ExitCode {
         });
         return ExitCode::SUCCESS;
     }
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let checks: [(&str, fn()); 7] = [
+    harness::run(&[
         (
             "stdio_server_survives_malformed_input_and_writes_only_json_rpc",
             stdio_server_survives_malformed_input,
@@ -139,35 +136,7 @@ fn main() -> ExitCode {
             "an_imported_servers_stderr_goes_where_asked",
             an_imported_servers_stderr_goes_where_asked,
         ),
-    ];
-    let chosen: Vec<_> = checks
-        .iter()
-        .filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
-        .collect();
-    println!("\nrunning {} tests", chosen.len());
-    let (mut passed, mut failed) = (0, 0);
-    for (name, check) in chosen {
-        let started = Instant::now();
-        match catch_unwind(AssertUnwindSafe(check)) {
-            Ok(()) => {
-                passed += 1;
-                println!("test {name} ... ok ({} ms)", started.elapsed().as_millis());
-            }
-            Err(_) => {
-                failed += 1;
-                println!("test {name} ... FAILED");
-            }
-        }
-    }
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!(
-        "\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out\n"
-    );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ])
 }
 
 fn tokio() -> tokio::runtime::Runtime {

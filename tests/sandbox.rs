@@ -4,6 +4,9 @@
 //! The binary has its own `main` (`harness = false`), as a program that sandboxes
 //! tools does: it hands a sandbox child to `serve_child` before anything else.
 
+#[path = "support/harness.rs"]
+mod harness;
+
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -515,11 +518,7 @@ fn main() -> ExitCode {
     tackle::sandbox::serve_child();
     // Edition 2021: setting a variable is safe; no other thread runs yet.
     std::env::set_var(UNDECLARED, "visible");
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let checks: [(&str, fn()); 13] = [
+    harness::run(&[
         (
             "what_a_tool_starts_dies_with_its_call",
             what_a_tool_starts_dies_with_its_call,
@@ -572,29 +571,5 @@ fn main() -> ExitCode {
             "a_run_time_tool_cannot_be_sent_to_a_process",
             a_run_time_tool_cannot_be_sent_to_a_process,
         ),
-    ];
-    let mut failed = 0;
-    let mut ran = 0;
-    for (name, check) in checks {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let outcome = std::panic::catch_unwind(check);
-        println!(
-            "test {name} ... {}",
-            if outcome.is_ok() { "ok" } else { "FAILED" }
-        );
-        ran += 1;
-        failed += usize::from(outcome.is_err());
-    }
-    println!(
-        "test result: {}. {} passed; {failed} failed",
-        if failed == 0 { "ok" } else { "FAILED" },
-        ran - failed
-    );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ])
 }

@@ -27,7 +27,7 @@ use crate::agent::model::{
     UnreadableCall, Usage,
 };
 use crate::agent::providers::without_dialect;
-use crate::agent::wire::{excerpt, request_error};
+use crate::agent::wire::post_json;
 
 /// The default time limit of one completion (local models can be slow to load).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -98,26 +98,7 @@ impl OllamaModel {
         let body = serde_json::to_vec(&self.body(request)).map_err(|e| ModelError::Malformed {
             message: format!("the request could not be encoded: {e}"),
         })?;
-        let response = self
-            .http
-            .post(&self.url)
-            .timeout(self.timeout)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| request_error(&e, self.timeout))?;
-        let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| request_error(&e, self.timeout))?;
-        if !status.is_success() {
-            return Err(ModelError::Status {
-                status: status.as_u16(),
-                body: excerpt(&bytes),
-            });
-        }
+        let bytes = post_json(&self.http, &self.url, body, self.timeout, None).await?;
         let turn = request
             .messages
             .iter()

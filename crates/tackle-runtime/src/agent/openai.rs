@@ -33,7 +33,7 @@ use crate::agent::model::{
     UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
-use crate::agent::wire::{excerpt, request_error};
+use crate::agent::wire::post_json;
 
 /// The default time limit of one completion.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -188,30 +188,14 @@ impl OpenAiModel {
         let body = serde_json::to_vec(&self.body(request)).map_err(|e| ModelError::Malformed {
             message: format!("the request could not be encoded: {e}"),
         })?;
-        let mut http = self
-            .http
-            .post(&self.url)
-            .timeout(self.timeout)
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(key) = &self.api_key {
-            http = http.bearer_auth(key);
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| request_error(&e, self.timeout))?;
-        let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| request_error(&e, self.timeout))?;
-        if !status.is_success() {
-            return Err(ModelError::Status {
-                status: status.as_u16(),
-                body: excerpt(&bytes),
-            });
-        }
+        let bytes = post_json(
+            &self.http,
+            &self.url,
+            body,
+            self.timeout,
+            self.api_key.as_deref(),
+        )
+        .await?;
         let mut answer = parse_completion(&bytes)?;
         if self.strict {
             for call in &mut answer.tool_calls {

@@ -41,6 +41,44 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Posts a JSON `body` to `url` within `timeout` (with `bearer` as the bearer token,
+/// when given) and returns the answer's body: an error status is
+/// [`ModelError::Status`] with the [`excerpt`] of its body, a failed request is
+/// [`request_error`]'s.
+#[cfg(any(feature = "openai", feature = "ollama"))]
+pub(crate) async fn post_json(
+    http: &reqwest::Client,
+    url: &str,
+    body: Vec<u8>,
+    timeout: Duration,
+    bearer: Option<&str>,
+) -> Result<Vec<u8>, ModelError> {
+    let mut request = http
+        .post(url)
+        .timeout(timeout)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(key) = bearer {
+        request = request.bearer_auth(key);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|e| request_error(&e, timeout))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| request_error(&e, timeout))?;
+    if !status.is_success() {
+        return Err(ModelError::Status {
+            status: status.as_u16(),
+            body: excerpt(&bytes),
+        });
+    }
+    Ok(bytes.to_vec())
+}
+
 /// A failed request as a [`ModelError`]: `Timeout` past `timeout`, `Malformed` for a
 /// body that could not be read, `Transport` otherwise.
 #[cfg(any(feature = "openai", feature = "ollama"))]

@@ -60,6 +60,7 @@ fn react(c: &mut Criterion) {
                 let mut request = ChatRequest {
                     messages: vec![Message::system("s"), Message::user("add 2 and 3")],
                     tools: skill.tools().to_vec(),
+                    response_schema: None,
                 };
                 let first = by_hand.complete(&request).await.expect("model");
                 let call = &first.tool_calls[0];

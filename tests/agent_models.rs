@@ -23,6 +23,7 @@ fn ask(text: &str) -> ChatRequest {
     ChatRequest {
         messages: vec![Message::user(text)],
         tools: Vec::new(),
+        response_schema: None,
     }
 }
 
@@ -85,6 +86,7 @@ async fn the_test_model_calls_every_tool_with_arguments_its_schema_accepts() {
     let request = ChatRequest {
         messages: vec![Message::user("try everything")],
         tools: tools.clone(),
+        response_schema: None,
     };
     let answer = TestModel.complete(&request).await.unwrap();
     assert_eq!(answer.tool_calls.len(), tools.len());

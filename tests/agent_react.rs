@@ -554,3 +554,67 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// With an answer schema, a reply without tool calls is the answer only when it is a
+/// JSON document matching the schema; otherwise the model is told what is wrong and
+/// asked again, and the failed step spends the error budget.
+#[tokio::test]
+async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
+    use tackle::agent::model::ScriptedModel;
+    use tackle::agent::react::AgentError;
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
+        "required": ["city", "rain"]
+    });
+    let model = Arc::new(ScriptedModel::new([
+        ChatResponse::text("It will rain in Bergen."),
+        ChatResponse::text("```json\n{\"city\": \"Bergen\", \"rain\": \"yes\"}\n```"),
+        ChatResponse::text("{\"city\": \"Bergen\", \"rain\": true}"),
+    ]));
+    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+        .unwrap()
+        .with_answer_schema(schema.clone())
+        .unwrap()
+        .run("Rain in Bergen?", &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert!(state.done);
+    assert_eq!(
+        state.final_value,
+        Some(json!({"city": "Bergen", "rain": true}))
+    );
+    assert_eq!(state.error_budget, 1, "two repair turns spent the budget");
+    assert_eq!(state.step_index, 3);
+    let requests = model.requests();
+    assert_eq!(requests[0].response_schema, Some(schema.clone()));
+    // A scripted model does not enforce schemas: it is told the schema.
+    assert!(
+        requests[0].messages[0].content.contains("\"rain\""),
+        "{}",
+        requests[0].messages[0].content
+    );
+    let last = |i: usize| requests[i].messages.last().unwrap().content.clone();
+    assert!(last(1).contains("not a JSON document"), "{}", last(1));
+    assert!(
+        last(2).contains("does not match the required schema"),
+        "{}",
+        last(2)
+    );
+    assert!(last(2).contains("rain"), "{}", last(2));
+
+    // A text answer with no schema set stays an answer, as before.
+    let plain = Arc::new(ScriptedModel::new([ChatResponse::text("It will rain.")]));
+    let state = ReactSkill::new(plain, executor(None), TOOLS)
+        .unwrap()
+        .run("Rain?", &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(state.final_answer.as_deref(), Some("It will rain."));
+    assert_eq!(state.final_value, None);
+
+    let bad = ReactSkill::new(Arc::new(ScriptedModel::new([])), executor(None), TOOLS)
+        .unwrap()
+        .with_answer_schema(json!({"type": 7}));
+    assert!(matches!(bad, Err(AgentError::InvalidAnswerSchema(_))));
+}

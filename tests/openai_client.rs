@@ -48,6 +48,7 @@ fn request() -> ChatRequest {
             Message::user("Weather in Oslo and Bergen?"),
         ],
         tools: vec![weather_tool()],
+        response_schema: None,
     }
 }
 
@@ -351,4 +352,25 @@ async fn a_react_run_over_the_wire() {
     assert_eq!(second[2]["tool_calls"].as_array().unwrap().len(), 2);
     assert_eq!(second[3]["tool_call_id"], "call_a");
     assert_eq!(second[4]["tool_call_id"], "call_b");
+}
+
+#[test]
+fn an_answer_schema_is_sent_as_a_strict_response_format() {
+    let mut asking = request();
+    asking.response_schema = Some(json!({
+        "type": "object",
+        "properties": {"rain": {"type": "boolean"}, "note": {"type": "string"}},
+        "required": ["rain"]
+    }));
+    let model = OpenAiModel::new("http://127.0.0.1:1/v1", "gpt-test").unwrap();
+    assert!(model.structured_output());
+    let body = model.body(&asking);
+    let format = &body["response_format"];
+    assert_eq!(format["type"], json!("json_schema"));
+    assert_eq!(format["json_schema"]["strict"], json!(true));
+    assert_eq!(
+        format["json_schema"]["schema"]["required"],
+        json!(["rain", "note"]),
+        "the strict form: {format}"
+    );
 }

@@ -38,6 +38,7 @@ fn request() -> ChatRequest {
             description: "Tomorrow's forecast.".into(),
             parameters: schema(),
         }],
+        response_schema: None,
     }
 }
 
@@ -391,4 +392,58 @@ async fn ollama_native_chat_both_ways_and_its_failures() {
         model.complete(&request()).await.unwrap_err(),
         ModelError::Timeout { after_ms: 300 }
     );
+}
+
+/// A required answer schema goes to each provider in its native form.
+#[tokio::test]
+async fn an_answer_schema_is_sent_natively() {
+    let answer_schema = json!({
+        "type": "object",
+        "properties": {"rain": {"type": "boolean"}},
+        "required": ["rain"]
+    });
+    let mut asking = request();
+    asking.response_schema = Some(answer_schema.clone());
+    for provider in GENAI {
+        let text = match provider {
+            GenAiProvider::Anthropic => json!({
+                "id": "m", "type": "message", "role": "assistant", "model": "m-1",
+                "content": [{"type": "text", "text": "{\"rain\": true}"}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
+            }),
+            GenAiProvider::Gemini => json!({
+                "candidates": [{"content": {"role": "model", "parts": [{"text": "{\"rain\": true}"}]}}]
+            }),
+            _ => json!({
+                "id": "r", "object": "response", "status": "completed", "model": "m-1",
+                "output": [{"type": "message", "id": "m", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": "{\"rain\": true}", "annotations": []}]}]
+            }),
+        };
+        let server = FakeEndpoint::start(vec![Reply::Json(200, text)]).await;
+        let model = model(provider, &server);
+        assert!(model.structured_output());
+        let answer = model.complete(&asking).await.unwrap();
+        assert_eq!(answer.text, "{\"rain\": true}");
+        let body = server.seen()[0].body.clone();
+        let sent = match provider {
+            GenAiProvider::Anthropic => body.pointer("/output_config/format/schema"),
+            GenAiProvider::Gemini => body.pointer("/generationConfig/responseJsonSchema"),
+            _ => body.pointer("/text/format/schema"),
+        };
+        let sent = sent.unwrap_or_else(|| panic!("{provider:?} sent no schema: {body}"));
+        assert_eq!(
+            sent["properties"]["rain"],
+            json!({"type": "boolean"}),
+            "{provider:?}"
+        );
+    }
+    let server = FakeEndpoint::start(vec![Reply::Json(
+        200,
+        json!({"model": "m-1", "done": true, "message": {"role": "assistant", "content": "{\"rain\": true}"}}),
+    )])
+    .await;
+    let ollama = OllamaModel::new(server.base.trim_end_matches("/v1"), "m-1").unwrap();
+    ollama.complete(&asking).await.unwrap();
+    assert_eq!(server.seen()[0].body["format"], answer_schema);
 }

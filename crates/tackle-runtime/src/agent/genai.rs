@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use genai::adapter::AdapterKind;
 use genai::chat::{
-    ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, MessageContent, Tool,
-    ToolCall, ToolResponse,
+    ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, JsonSpec, MessageContent,
+    Tool, ToolCall, ToolResponse,
 };
 use genai::resolver::{AuthData, Endpoint};
 use genai::{Client, ModelIden, WebConfig};
@@ -177,9 +177,13 @@ impl GenAiModel {
 
     async fn ask(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let outgoing = self.to_genai(request);
-        let options = ChatOptions::default()
+        let mut options = ChatOptions::default()
             .with_max_tokens(self.max_tokens)
             .with_capture_usage(true);
+        if let Some(schema) = &request.response_schema {
+            options = options
+                .with_response_format(JsonSpec::new("final_answer", without_dialect(schema)));
+        }
         let answer = self
             .client
             .exec_chat(
@@ -392,5 +396,9 @@ impl ChatModel for GenAiModel {
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(self.ask(request))
+    }
+
+    fn structured_output(&self) -> bool {
+        true
     }
 }

@@ -127,6 +127,12 @@ pub struct ChatRequest {
     /// The tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
+    /// When set, a final answer (a reply without tool calls) must be a JSON document
+    /// matching this schema. A model that [enforces it](ChatModel::structured_output)
+    /// is sent it in its provider's form (`response_format`, `output_config`,
+    /// `responseJsonSchema`, `text.format`, Ollama's `format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
 }
 
 /// One tool call a model asks for.
@@ -333,6 +339,12 @@ pub trait ChatModel: Send + Sync {
     /// [`ToolContext::with_grant`](crate::ToolContext::with_grant) (`llm:*` for every model).
     fn permissions(&self) -> Vec<String> {
         vec![format!("llm:{}", self.provider())]
+    }
+    /// Whether the model's provider enforces [`ChatRequest::response_schema`] itself
+    /// (structured output). A ReAct run tells other models the schema in the prompt.
+    /// Either way the run validates the answer.
+    fn structured_output(&self) -> bool {
+        false
     }
 }
 

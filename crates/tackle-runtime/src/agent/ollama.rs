@@ -91,6 +91,9 @@ impl OllamaModel {
                 })
                 .collect();
         }
+        if let Some(schema) = &request.response_schema {
+            body["format"] = without_dialect(schema);
+        }
         body
     }
 
@@ -205,5 +208,9 @@ impl ChatModel for OllamaModel {
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(self.send(request))
+    }
+
+    fn structured_output(&self) -> bool {
+        true
     }
 }

@@ -181,6 +181,12 @@ impl OpenAiModel {
             body["tools"] = Value::Array(tools);
             body["parallel_tool_calls"] = Value::Bool(true);
         }
+        if let Some(schema) = &request.response_schema {
+            body["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": "final_answer", "schema": openai_strict(schema), "strict": true},
+            });
+        }
         body
     }
 
@@ -219,6 +225,10 @@ impl ChatModel for OpenAiModel {
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(self.send(request))
+    }
+
+    fn structured_output(&self) -> bool {
+        true
     }
 }
 

@@ -37,6 +37,7 @@ use crate::agent::model::{
     complete, completion, ChatModel, ChatRequest, Message, ModelError, Pricing, ToolCallRequest,
     ToolDefinition, UnreadableCall, Usage,
 };
+use crate::agent::providers::drop_nulls;
 use crate::agent::search::{Embedder, ToolIndex};
 use crate::agent::skill::SkillKind;
 use crate::call::Operation;
@@ -45,7 +46,7 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
 use crate::registry::Tool;
 use crate::spec::{ModelHint, PreferredModel};
-use crate::validate::ValidationIssue;
+use crate::validate::{SchemaValidator, ValidationIssue};
 
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
 ///
@@ -124,6 +125,10 @@ pub struct ReactState {
     /// (written only when some were reported).
     #[serde(default, skip_serializing_if = "Usage::is_zero")]
     pub usage: Usage,
+    /// The final answer as JSON, when the run requires one matching a schema
+    /// ([`ReactSkill::with_answer_schema`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_value: Option<Value>,
     /// What those tokens cost, for the calls of models with a price
     /// ([`ReactSkill::with_pricing`]); `None` until a priced call reports its tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +150,7 @@ impl Default for ReactState {
             step_index: 0,
             stopped: None,
             usage: Usage::default(),
+            final_value: None,
             cost: None,
         }
     }
@@ -172,6 +178,9 @@ pub enum AgentError {
     /// A tool offered to the model is not registered.
     #[error("the skill offers `{0}`, which is not registered")]
     UnknownTool(String),
+    /// The schema a run's answer must match is not a valid JSON Schema.
+    #[error("the answer schema is not valid: {0}")]
+    InvalidAnswerSchema(String),
     /// Two tools offered to the model would have the same name.
     #[error("`{first}` and `{second}` would both be offered to the model as `{name}`")]
     NameCollision {
@@ -252,6 +261,8 @@ pub struct ReactSkill {
     repair: Option<Arc<dyn RepairHook>>,
     /// Prices of models, by model name.
     pricing: HashMap<String, Pricing>,
+    /// The schema a final answer must match, and its validator.
+    answer_schema: Option<(Value, Arc<SchemaValidator>)>,
 }
 
 impl std::fmt::Debug for ReactSkill {
@@ -262,6 +273,30 @@ impl std::fmt::Debug for ReactSkill {
             .field("max_steps", &self.max_steps)
             .field("error_budget", &self.error_budget)
             .finish()
+    }
+}
+
+/// The value of a final answer `text` that must match `validator`'s schema: the text,
+/// or a fenced `json` block in it, parsed and validated; otherwise what is wrong.
+fn answer_value(text: &str, schema: &Value, validator: &SchemaValidator) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.trim_end().strip_suffix("```"))
+        .unwrap_or(trimmed);
+    let mut value: Value = serde_json::from_str(body.trim())
+        .map_err(|e| format!("the reply is not a JSON document ({e})"))?;
+    // A provider's strict form sends null for an optional field left out.
+    drop_nulls(&mut value, schema);
+    let result = validator.validate(&value);
+    if result.valid {
+        Ok(value)
+    } else {
+        Err(format!(
+            "the reply does not match the required schema: {}",
+            result.errors.join("; ")
+        ))
     }
 }
 
@@ -334,6 +369,7 @@ impl ReactSkill {
             error_budget: ReactSkill::DEFAULT_ERROR_BUDGET,
             repair: None,
             pricing: HashMap::new(),
+            answer_schema: None,
         };
         if deferred.is_empty() {
             return Ok(skill);
@@ -354,6 +390,23 @@ impl ReactSkill {
             ));
         }
         self
+    }
+
+    /// Requires the final answer to be a JSON document matching `schema` (a skill's
+    /// state schema, say). Each request carries it as
+    /// [`ChatRequest::response_schema`]: a model that [enforces
+    /// it](ChatModel::structured_output) gets it natively, others in the system prompt.
+    /// A reply without tool calls is the answer only when it parses and validates (a
+    /// fenced `json` block is accepted); otherwise it is a failed step that spends the
+    /// error budget, and the model is told what was wrong and asked again (a repair
+    /// turn). The answer's value is [`ReactState::final_value`].
+    ///
+    /// Without an answer schema, any reply without tool calls is the answer.
+    pub fn with_answer_schema(mut self, schema: Value) -> Result<ReactSkill, AgentError> {
+        let validator =
+            SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;
+        self.answer_schema = Some((schema, Arc::new(validator)));
+        Ok(self)
     }
 
     /// Prices the calls of the model named `model` at `pricing`: a run's
@@ -479,7 +532,20 @@ impl ReactSkill {
         let mut request = ChatRequest {
             messages: vec![Message::system(&self.system_prompt), Message::user(task)],
             tools: self.tools(),
+            response_schema: self
+                .answer_schema
+                .as_ref()
+                .map(|(schema, _)| schema.clone()),
         };
+        if let Some((schema, _)) = &self.answer_schema {
+            if !self.model.structured_output() {
+                // This model does not enforce the schema: it reads it.
+                request.messages[0].content.push_str(&format!(
+                    "\n\nWhen you answer (without calling a tool), answer with one JSON \
+                     document matching this JSON Schema, and nothing else:\n{schema}"
+                ));
+            }
+        }
         let runtime = self.executor.runtime();
         let mut preferred: Option<usize> = None;
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
@@ -501,6 +567,32 @@ impl ReactSkill {
             preferred = self.preferred_after(&response.tool_calls);
             state.step_index += 1;
             if response.tool_calls.is_empty() {
+                let checked = self
+                    .answer_schema
+                    .as_ref()
+                    .map(|(schema, validator)| answer_value(&response.text, schema, validator));
+                match checked {
+                    Some(Err(problem)) => {
+                        // Not an answer: a repair turn.
+                        state.error_budget = state.error_budget.saturating_sub(1);
+                        let observation = format!(
+                            "not an answer: {problem}. Answer again with one JSON document \
+                             matching the required schema, or call a tool."
+                        );
+                        state.trajectory.push(ReactStep {
+                            thought: response.text.clone(),
+                            tool_call: None,
+                            observation: Some(observation.clone()),
+                        });
+                        request
+                            .messages
+                            .push(Message::assistant(response.text, Vec::new()));
+                        request.messages.push(Message::user(observation));
+                        continue;
+                    }
+                    Some(Ok(value)) => state.final_value = Some(value),
+                    None => {}
+                }
                 state.trajectory.push(ReactStep {
                     thought: response.text.clone(),
                     tool_call: None,

@@ -618,3 +618,46 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
         .with_answer_schema(json!({"type": 7}));
     assert!(matches!(bad, Err(AgentError::InvalidAnswerSchema(_))));
 }
+
+/// By default a reply without tool calls is an answer only when it says something: an
+/// empty reply or the task said back is a repair turn. `TextAnswers::Any` takes any.
+#[tokio::test]
+async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
+    use tackle::agent::model::ScriptedModel;
+    use tackle::agent::react::TextAnswers;
+    let task = "How far is Bergen from Oslo?";
+    let model = Arc::new(ScriptedModel::new([
+        ChatResponse::text("  "),
+        ChatResponse::text("how far is  Bergen from Oslo?"),
+        ChatResponse::text("About 463 km by road."),
+    ]));
+    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+        .unwrap()
+        .run(task, &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(state.final_answer.as_deref(), Some("About 463 km by road."));
+    assert_eq!(state.error_budget, 1);
+    let observations: Vec<&str> = state
+        .trajectory
+        .iter()
+        .filter_map(|s| s.observation.as_deref())
+        .collect();
+    assert!(
+        observations[0].contains("the reply is empty"),
+        "{observations:?}"
+    );
+    assert!(
+        observations[1].contains("repeats the task"),
+        "{observations:?}"
+    );
+
+    let echo = Arc::new(ScriptedModel::new([ChatResponse::text(task)]));
+    let state = ReactSkill::new(echo, executor(None), TOOLS)
+        .unwrap()
+        .with_text_answers(TextAnswers::Any)
+        .run(task, &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(state.final_answer.as_deref(), Some(task));
+}

@@ -263,6 +263,22 @@ pub struct ReactSkill {
     pricing: HashMap<String, Pricing>,
     /// The schema a final answer must match, and its validator.
     answer_schema: Option<(Value, Arc<SchemaValidator>)>,
+    /// Which replies without tool calls are answers (when there is no schema).
+    text_answers: TextAnswers,
+}
+
+/// Which replies without tool calls a run takes as its answer, when it requires no
+/// answer schema ([`ReactSkill::with_text_answers`]). A reply that is not an answer is a
+/// repair turn: the model is told why, and the step spends the error budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TextAnswers {
+    /// Any reply without tool calls.
+    Any,
+    /// A reply with something to say (the default): not empty, and not the task or
+    /// the system prompt said back (a small model echoing its prompt).
+    #[default]
+    Substantive,
 }
 
 impl std::fmt::Debug for ReactSkill {
@@ -274,6 +290,28 @@ impl std::fmt::Debug for ReactSkill {
             .field("error_budget", &self.error_budget)
             .finish()
     }
+}
+
+/// Whether `text` says something: it is not empty, and not the task or the system
+/// prompt said back; otherwise why not.
+fn substantive(text: &str, task: &str, system: &str) -> Result<(), String> {
+    let normal = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let (reply, task, system) = (normal(text), normal(task), normal(system));
+    if reply.is_empty() {
+        return Err("the reply is empty".to_owned());
+    }
+    if !task.is_empty() && reply.contains(&task) && reply.len() <= task.len() + 10 {
+        return Err("the reply repeats the task".to_owned());
+    }
+    if system.len() >= 20 && reply.contains(&system) {
+        return Err("the reply repeats the instructions".to_owned());
+    }
+    Ok(())
 }
 
 /// The value of a final answer `text` that must match `validator`'s schema: the text,
@@ -370,6 +408,7 @@ impl ReactSkill {
             repair: None,
             pricing: HashMap::new(),
             answer_schema: None,
+            text_answers: TextAnswers::default(),
         };
         if deferred.is_empty() {
             return Ok(skill);
@@ -407,6 +446,13 @@ impl ReactSkill {
             SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;
         self.answer_schema = Some((schema, Arc::new(validator)));
         Ok(self)
+    }
+
+    /// Sets which replies without tool calls are answers when the run has no answer
+    /// schema (default [`TextAnswers::Substantive`]).
+    pub fn with_text_answers(mut self, policy: TextAnswers) -> ReactSkill {
+        self.text_answers = policy;
+        self
     }
 
     /// Prices the calls of the model named `model` at `pricing`: a run's
@@ -567,18 +613,29 @@ impl ReactSkill {
             preferred = self.preferred_after(&response.tool_calls);
             state.step_index += 1;
             if response.tool_calls.is_empty() {
-                let checked = self
-                    .answer_schema
-                    .as_ref()
-                    .map(|(schema, validator)| answer_value(&response.text, schema, validator));
+                let checked = match &self.answer_schema {
+                    Some((schema, validator)) => answer_value(&response.text, schema, validator)
+                        .map(Some)
+                        .map_err(|problem| {
+                            format!(
+                                "{problem}. Answer again with one JSON document matching the \
+                                 required schema, or call a tool."
+                            )
+                        }),
+                    None if self.text_answers == TextAnswers::Substantive => {
+                        substantive(&response.text, task, &self.system_prompt)
+                            .map(|()| None)
+                            .map_err(|problem| {
+                                format!("{problem}. Answer the task, or call a tool.")
+                            })
+                    }
+                    None => Ok(None),
+                };
                 match checked {
-                    Some(Err(problem)) => {
+                    Err(problem) => {
                         // Not an answer: a repair turn.
                         state.error_budget = state.error_budget.saturating_sub(1);
-                        let observation = format!(
-                            "not an answer: {problem}. Answer again with one JSON document \
-                             matching the required schema, or call a tool."
-                        );
+                        let observation = format!("not an answer: {problem}");
                         state.trajectory.push(ReactStep {
                             thought: response.text.clone(),
                             tool_call: None,
@@ -590,8 +647,8 @@ impl ReactSkill {
                         request.messages.push(Message::user(observation));
                         continue;
                     }
-                    Some(Ok(value)) => state.final_value = Some(value),
-                    None => {}
+                    Ok(Some(value)) => state.final_value = Some(value),
+                    Ok(None) => {}
                 }
                 state.trajectory.push(ReactStep {
                     thought: response.text.clone(),

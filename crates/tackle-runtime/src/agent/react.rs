@@ -305,7 +305,11 @@ fn substantive(text: &str, task: &str, system: &str) -> Result<(), String> {
     if reply.is_empty() {
         return Err("the reply is empty".to_owned());
     }
-    if !task.is_empty() && reply.contains(&task) && reply.len() <= task.len() + 10 {
+    // The task itself, or (for a task long enough not to be a word of an answer) the
+    // task with a few characters around it.
+    if reply == task
+        || (task.len() >= 20 && reply.contains(&task) && reply.len() <= task.len() + 10)
+    {
         return Err("the reply repeats the task".to_owned());
     }
     if system.len() >= 20 && reply.contains(&system) {

@@ -21,6 +21,7 @@
 mod example;
 #[path = "support/harness.rs"]
 mod harness;
+use harness::tokio;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -137,14 +138,6 @@ fn main() -> ExitCode {
             an_imported_servers_stderr_goes_where_asked,
         ),
     ])
-}
-
-fn tokio() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio")
 }
 
 /// This binary, as the example server.

@@ -6,6 +6,7 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+use harness::tokio;
 
 use std::io::Write as _;
 use std::net::TcpListener;
@@ -136,14 +137,6 @@ fn depth(value: Value) -> usize {
     depth
 }
 
-fn tokio() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio")
-}
-
 fn sandboxed() -> Runtime {
     Runtime::from_inventory()
         .expect("registry")
@@ -175,6 +168,14 @@ fn dead_within(pid: &str, within: Duration) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The reason of a sandbox error; any other outcome fails the check.
+fn sandbox_reason(err: &ToolError) -> &str {
+    match err {
+        ToolError::Sandbox { reason, .. } => reason,
+        other => panic!("expected a sandbox error, got {other:?}"),
     }
 }
 
@@ -266,12 +267,8 @@ fn a_runaway_tool_meets_its_cpu_limit() {
         ))
         .expect_err("stopped");
     let took = start.elapsed();
-    match &err {
-        ToolError::Sandbox { reason, .. } => {
-            assert!(reason.contains("CPU-time limit of 1 s"), "{reason}");
-        }
-        other => panic!("expected a sandbox error, got {other:?}"),
-    }
+    let reason = sandbox_reason(&err);
+    assert!(reason.contains("CPU-time limit of 1 s"), "{reason}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(dead_within(&read_pid(&pid_file), Duration::ZERO));
     let _ = std::fs::remove_dir_all(dir);
@@ -287,12 +284,8 @@ fn unbounded_allocation_is_stopped_by_its_memory_limit() {
     let err = tokio()
         .block_on(rt.call("sbx.hoard", json!({}), &ToolContext::new()))
         .expect_err("stopped");
-    match &err {
-        ToolError::Sandbox { reason, .. } => {
-            assert!(reason.contains("memory limit of 256 MiB"), "{reason}");
-        }
-        other => panic!("expected a sandbox error, got {other:?}"),
-    }
+    let reason = sandbox_reason(&err);
+    assert!(reason.contains("memory limit of 256 MiB"), "{reason}");
     assert!(start.elapsed() < Duration::from_secs(10));
 }
 
@@ -397,10 +390,8 @@ fn without_a_sandbox_the_call_is_refused() {
             &ToolContext::new(),
         ))
         .expect_err("refused");
-    match &err {
-        ToolError::Sandbox { reason, .. } => assert!(reason.contains("with_sandbox"), "{reason}"),
-        other => panic!("expected a sandbox error, got {other:?}"),
-    }
+    let reason = sandbox_reason(&err);
+    assert!(reason.contains("with_sandbox"), "{reason}");
     assert!(!log.exists(), "the tool ran");
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -422,10 +413,8 @@ fn a_run_time_tool_cannot_be_sent_to_a_process() {
     let err = tokio()
         .block_on(rt.call("rt.echo", json!({}), &ToolContext::new()))
         .expect_err("not sendable");
-    match &err {
-        ToolError::Sandbox { reason, .. } => assert!(reason.contains("link time"), "{reason}"),
-        other => panic!("expected a sandbox error, got {other:?}"),
-    }
+    let reason = sandbox_reason(&err);
+    assert!(reason.contains("link time"), "{reason}");
     assert_eq!(
         SandboxPolicy::for_spec(&spin::spec()).kind,
         SandboxKind::Process
@@ -468,12 +457,8 @@ fn a_sleeping_tool_meets_its_wall_clock_limit() {
     let err = tokio()
         .block_on(rt.call("sbx.nap", json!({"seconds": 30}), &ToolContext::new()))
         .expect_err("stopped");
-    match &err {
-        ToolError::Sandbox { reason, .. } => {
-            assert!(reason.contains("wall-clock limit of 1 s"), "{reason}");
-        }
-        other => panic!("expected a sandbox error, got {other:?}"),
-    }
+    let reason = sandbox_reason(&err);
+    assert!(reason.contains("wall-clock limit of 1 s"), "{reason}");
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 

@@ -6,6 +6,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// A Tokio runtime for a check: two workers, every driver.
+pub fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
 /// Runs `checks` (filtered by the non-flag arguments, as `cargo test NAME` passes them).
 pub fn run(checks: &[(&str, fn())]) -> ExitCode {
     let filter: Vec<String> = std::env::args()

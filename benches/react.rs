@@ -2,6 +2,12 @@
 //! with a closure model and a pure tool, against an in-run baseline that does the
 //! same model calls and the same door call by hand. The difference, halved, is the
 //! overhead per step (target: within 20 µs).
+//!
+//! `react/streamed_step`: the same two-step run with a model that streams each reply
+//! in pieces (16 text deltas, and the call's arguments in 4), run with an event sink
+//! that receives every delta, against the same run with no sink (the baseline: the
+//! model is not asked to stream). The difference, halved, is the cost of streaming
+//! per step.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -9,9 +15,11 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use tackle::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, FunctionModel, Message, ModelError, Role, ToolCallRequest,
+    ChatModel, ChatRequest, ChatResponse, DeltaSink, FunctionModel, Message, ModelError,
+    ModelFuture, Role, ToolCallRequest,
 };
 use tackle::agent::react::ReactSkill;
+use tackle::events::{event_queue, ModelDelta};
 use tackle::{tool, Executor, Runtime, ToolContext};
 
 /// Add two integers.
@@ -34,6 +42,51 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
             Some(result) => ChatResponse::text(format!("the sum is {}", result.content)),
         },
     )
+}
+
+/// [`model`], streaming each reply in pieces when asked to.
+struct Streaming;
+
+impl ChatModel for Streaming {
+    fn provider(&self) -> &str {
+        "function"
+    }
+
+    fn model(&self) -> &str {
+        "bench"
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        Box::pin(std::future::ready(model(request)))
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest, sink: DeltaSink<'a>) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let reply = model(request)?;
+            let text = format!("{:<16}", reply.text);
+            for piece in text.as_bytes().chunks(text.len().div_ceil(16)) {
+                sink(ModelDelta::Text(
+                    String::from_utf8_lossy(piece).into_owned(),
+                ));
+            }
+            for (index, call) in reply.tool_calls.iter().enumerate() {
+                let arguments = call.arguments.to_string();
+                for (i, piece) in arguments
+                    .as_bytes()
+                    .chunks(arguments.len().div_ceil(4))
+                    .enumerate()
+                {
+                    sink(ModelDelta::ToolCall {
+                        index,
+                        id: (i == 0).then(|| call.id.clone()),
+                        name: (i == 0).then(|| call.name.clone()),
+                        arguments: String::from_utf8_lossy(piece).into_owned(),
+                    });
+                }
+            }
+            Ok(reply)
+        })
+    }
 }
 
 fn react(c: &mut Criterion) {
@@ -83,6 +136,33 @@ fn react(c: &mut Criterion) {
         b.iter(|| {
             tokio_rt
                 .block_on(async { black_box(skill.run("add 2 and 3", &ctx).await.expect("run")) })
+        })
+    });
+    group.finish();
+
+    let streaming = ReactSkill::new(
+        Arc::new(Streaming),
+        Arc::new(Executor::new(runtime.clone())),
+        &["bench.add"],
+    )
+    .expect("skill");
+    let mut group = c.benchmark_group("react/streamed_step");
+    group.bench_function("two steps, not streamed (baseline)", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                black_box(streaming.run("add 2 and 3", &ctx).await.expect("run"))
+            })
+        })
+    });
+    let (sink, mut events) = event_queue(1024);
+    let listening = ctx.clone().with_events(sink);
+    group.bench_function("two steps, streamed to an event sink", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                let state = streaming.run("add 2 and 3", &listening).await.expect("run");
+                black_box(events.drain());
+                black_box(state)
+            })
         })
     });
     group.finish();

@@ -174,6 +174,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             ToolEventKind::Chunk(text) => format!("chunk {:?}", text),
             ToolEventKind::Finished { ok } => format!("finished (ok: {ok})"),
+            ToolEventKind::Model(delta) => format!("model {delta:?}"),
+            other => format!("{other:?}"),
         };
         println!("  #{} {what}", event.seq);
     }

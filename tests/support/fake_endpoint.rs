@@ -20,6 +20,14 @@ pub enum Reply {
     Truncated,
     /// Never answers.
     Hang,
+    /// A 200 event stream (chunked), one chunk per event: the first `hold.0` events,
+    /// then, once `hold.1` is notified, the rest; when `cut`, the connection closes
+    /// in the middle of the last chunk instead of ending the body.
+    Sse {
+        events: Vec<String>,
+        hold: Option<(usize, Arc<tokio::sync::Notify>)>,
+        cut: bool,
+    },
 }
 
 /// A request the endpoint received.
@@ -91,6 +99,34 @@ async fn serve_one(mut stream: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Seen>
     }
     let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
     log.lock().unwrap().push(Seen { head, body });
+    if let Reply::Sse { events, hold, cut } = &reply {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+        if stream.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        for (i, event) in events.iter().enumerate() {
+            if let Some((at, gate)) = hold {
+                if i == *at {
+                    gate.notified().await;
+                }
+            }
+            let data = format!("{event}\n\n");
+            let mut chunk = format!("{:x}\r\n{data}\r\n", data.len());
+            if *cut && i + 1 == events.len() {
+                chunk.truncate(chunk.len() / 2);
+                let _ = stream.write_all(chunk.as_bytes()).await;
+                let _ = stream.shutdown().await;
+                return;
+            }
+            if stream.write_all(chunk.as_bytes()).await.is_err() {
+                return;
+            }
+            let _ = stream.flush().await;
+        }
+        let _ = stream.write_all(b"0\r\n\r\n").await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let (status, content, length) = match &reply {
         Reply::Json(status, value) => {
             let text = value.to_string();
@@ -103,6 +139,7 @@ async fn serve_one(mut stream: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Seen>
             tokio::time::sleep(Duration::from_secs(30)).await;
             return;
         }
+        Reply::Sse { .. } => return,
     };
     let response = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n{content}"

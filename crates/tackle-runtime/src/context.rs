@@ -344,6 +344,19 @@ impl ToolContext {
         changed
     }
 
+    /// Whether the caller listens to events (the context has an event sink).
+    pub fn listens(&self) -> bool {
+        self.inner.events.is_some()
+    }
+
+    /// Sends an event about the call `call_id` of `key` (a call made with this
+    /// context, not the running one), if anyone listens.
+    pub(crate) fn emit_for(&self, call_id: u64, key: &str, kind: ToolEventKind) {
+        if let Some(sink) = &self.inner.events {
+            sink.push(call_id, key, kind);
+        }
+    }
+
     /// Sends an event about the running call, if anyone listens.
     pub(crate) fn emit(&self, kind: ToolEventKind) {
         if let (Some(call), Some(sink)) = (&self.call, &self.inner.events) {

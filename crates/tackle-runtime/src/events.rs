@@ -12,6 +12,11 @@
 //! tool streams is also kept, losslessly, beside the call: a tool that returns `()`
 //! gets the concatenation of its chunks as its output, however many events were
 //! dropped.
+//!
+//! Model calls stream too: while a model writes its reply, each piece of it (text, or
+//! part of a tool call) reaches the sink as a [`ToolEventKind::Model`] event of the
+//! model's call (key `llm.<provider>.complete@<model>`), see
+//! [`crate::agent::model::complete`].
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +39,7 @@ pub struct ToolEvent {
 
 /// What a [`ToolEvent`] reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ToolEventKind {
     /// The tool started running.
     Started,
@@ -50,6 +56,30 @@ pub enum ToolEventKind {
     Finished {
         /// Whether it succeeded.
         ok: bool,
+    },
+    /// A model call streamed a piece of its reply.
+    Model(ModelDelta),
+}
+
+/// A piece of a model's reply, as it streams. Concatenating a call's `Text` deltas
+/// gives the reply's text; concatenating the `arguments` of the `ToolCall` deltas of
+/// one `index` gives that call's arguments, as JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelDelta {
+    /// More of the reply's text.
+    Text(String),
+    /// More of one tool call: its id and name (in the first delta of the call, as
+    /// the provider sends them), then pieces of its arguments.
+    ToolCall {
+        /// The call's position in the reply, from 0.
+        index: usize,
+        /// The model's id for the call, when this delta carries it.
+        id: Option<String>,
+        /// The tool's name, when this delta carries it.
+        name: Option<String>,
+        /// A piece of the arguments' JSON text.
+        arguments: String,
     },
 }
 

@@ -55,8 +55,8 @@ pub use context::CancellationToken;
 pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};
 pub use error::{RegistryError, SchemaSide, ToolError, ToolErrorKind, ToolOrigin};
 pub use events::{
-    default_event_queue, event_queue, EventReceiver, EventSink, ToolEvent, ToolEventKind,
-    DEFAULT_EVENT_QUEUE_DEPTH,
+    default_event_queue, event_queue, EventReceiver, EventSink, ModelDelta, ToolEvent,
+    ToolEventKind, DEFAULT_EVENT_QUEUE_DEPTH,
 };
 pub use executor::{CallOutcome, Executor, ToolCall};
 pub use registry::{

@@ -19,6 +19,9 @@
 //! the body), no answer in time [`ModelError::Timeout`], a body that is not the
 //! provider's answer [`ModelError::Malformed`], a failed connection
 //! [`ModelError::Transport`].
+//!
+//! These models do not stream natively: asked to [stream](ChatModel::stream), they send
+//! their reply as deltas once it is complete.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -25,10 +25,23 @@
 //! `gen_ai.provider.name`, `gen_ai.request.model`, and, once the model answered,
 //! `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (when the provider
 //! reports [`Usage`]) or `error.type`. The door's own `tool.call` span is inside it.
+//!
+//! **Streaming.** When the caller listens to events (its context has an
+//! [`EventSink`](crate::events::EventSink)), [`complete`] asks the model to
+//! [`stream`](ChatModel::stream): each piece of the reply reaches the sink as a
+//! [`ToolEventKind::Model`] event of the model's call while the model writes, and the
+//! call still returns the assembled reply. That reply is what a cassette records; a
+//! replayed call re-emits it as events (its text as one delta, each tool call as one),
+//! so a streamed run replays offline with the same events, only not spread in time. A
+//! model that cannot stream sends its reply as deltas once it has it; a stream that
+//! breaks before the reply ends is [`ModelError::StreamBroken`]. Nobody listening, a
+//! model is not asked to stream.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rust_decimal::Decimal;
@@ -40,6 +53,7 @@ use crate::bounds::dispose;
 use crate::call::{Operation, Runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::events::{ModelDelta, ToolEventKind};
 use crate::spec::{SideEffects, ToolSpec};
 
 /// Who said a message.
@@ -299,6 +313,15 @@ pub enum ModelError {
         /// Why.
         message: String,
     },
+    /// The reply's stream broke before the reply ended: the connection failed or
+    /// closed mid-reply. The deltas already emitted are all the caller got.
+    #[error("the model's stream broke after {deltas} delta(s): {message}")]
+    StreamBroken {
+        /// What happened.
+        message: String,
+        /// How many deltas arrived before it broke.
+        deltas: usize,
+    },
     /// The door stopped the call: the caller lacks the model's permissions, the
     /// replay layer had no recorded answer or the run diverged from the recording, the
     /// call ran out of time or was cancelled.
@@ -317,6 +340,7 @@ impl ModelError {
             ModelError::Transport { .. } => "Transport",
             ModelError::ScriptExhausted { .. } => "ScriptExhausted",
             ModelError::Failed { .. } => "Failed",
+            ModelError::StreamBroken { .. } => "StreamBroken",
             ModelError::Door(error) => error.kind().as_str(),
         }
     }
@@ -326,6 +350,9 @@ impl ModelError {
 pub type ModelFuture<'a> =
     Pin<Box<dyn Future<Output = Result<ChatResponse, ModelError>> + Send + 'a>>;
 
+/// Where a streaming model sends the pieces of its reply.
+pub type DeltaSink<'a> = &'a (dyn Fn(ModelDelta) + Send + Sync);
+
 /// A chat model. See the [module docs](self).
 pub trait ChatModel: Send + Sync {
     /// The provider, as in the key `llm.<provider>.complete@<model>`.
@@ -334,6 +361,19 @@ pub trait ChatModel: Send + Sync {
     fn model(&self) -> &str;
     /// Answers one request.
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a>;
+    /// Answers one request, sending each piece of the reply to `sink` as the model
+    /// writes it, and returns the assembled reply (the concatenation of the deltas).
+    /// By default the model [completes](Self::complete) and then sends its reply as
+    /// deltas ([`deltas_of`]); a model that streams natively overrides this.
+    fn stream<'a>(&'a self, request: &'a ChatRequest, sink: DeltaSink<'a>) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let response = self.complete(request).await?;
+            for delta in deltas_of(&response) {
+                sink(delta);
+            }
+            Ok(response)
+        })
+    }
     /// The permissions a caller needs to call this model, checked at the door: by
     /// default `llm:<provider>`. A caller grants them with
     /// [`ToolContext::with_grant`](crate::ToolContext::with_grant) (`llm:*` for every model).
@@ -375,7 +415,8 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
 /// Calls `model` through the door of `runtime`, as the operation `completion` (made
 /// by [`completion`] for this model), with the caller's `ctx`: every stage applies
 /// (permissions, replay, time limits, audit). The request is serialized only when a
-/// stage needs it (a cassette is attached).
+/// stage needs it (a cassette is attached). When `ctx` has an event sink, the model
+/// streams its reply into it (see the [module docs](self)).
 ///
 /// A model's own failure keeps its kind on a live call; recorded, it replays as
 /// [`ModelError::Failed`] with the same message. What the door stops is
@@ -428,14 +469,24 @@ async fn complete_in_door(
 ) -> Result<ChatResponse, ModelError> {
     let key = completion.key();
     // The model's own error, kept typed for the caller; the door sees its text.
-    let failure: Mutex<Option<ModelError>> = Mutex::new(None);
-    let outcome = runtime
-        .perform(
+    let failed: Mutex<Option<ModelError>> = Mutex::new(None);
+    let listens = ctx.listens();
+    let live = AtomicBool::new(false);
+    let (failure, streamed) = (&failed, &live);
+    let (outcome, call_id) = runtime
+        .perform_identified(
             completion,
             || serde_json::to_value(request).unwrap_or(Value::Null),
             ctx,
-            || async {
-                match model.complete(request).await {
+            |call_id| async move {
+                let answer = if listens {
+                    streamed.store(true, Ordering::Relaxed);
+                    let sink = |delta: ModelDelta| emit_delta(ctx, call_id, key, delta);
+                    model.stream(request, &sink).await
+                } else {
+                    model.complete(request).await
+                };
+                match answer {
                     Ok(mut response) => {
                         // Arguments built in code may be nested past what anything
                         // recursive (serializing them, first of all) survives.
@@ -476,14 +527,154 @@ async fn complete_in_door(
         )
         .await;
     match outcome {
-        Ok(value) => serde_json::from_value(value).map_err(|e| ModelError::Malformed {
-            message: format!("the recorded answer does not fit: {e}"),
-        }),
-        Err(ToolError::Execution { message, .. }) => Err(failure
+        Ok(value) => {
+            let response: ChatResponse =
+                serde_json::from_value(value).map_err(|e| ModelError::Malformed {
+                    message: format!("the recorded answer does not fit: {e}"),
+                })?;
+            if listens && !streamed.load(Ordering::Relaxed) {
+                // Replayed: the recorded reply streams at once.
+                for delta in deltas_of(&response) {
+                    emit_delta(ctx, call_id, key, delta);
+                }
+            }
+            Ok(response)
+        }
+        Err(ToolError::Execution { message, .. }) => Err(failed
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .unwrap_or(ModelError::Failed { message })),
         Err(other) => Err(ModelError::Door(other)),
+    }
+}
+
+/// Sends `delta` as an event of the model call `call_id`, with the caller's secrets
+/// redacted.
+fn emit_delta(ctx: &ToolContext, call_id: u64, key: &str, mut delta: ModelDelta) {
+    match &mut delta {
+        ModelDelta::Text(text) => {
+            ctx.redact_secrets(text);
+        }
+        ModelDelta::ToolCall { arguments, .. } => {
+            ctx.redact_secrets(arguments);
+        }
+    }
+    ctx.emit_for(call_id, key, ToolEventKind::Model(delta));
+}
+
+/// A reply as deltas: its text as one (when there is text), then one per tool call
+/// (its id, its name and its whole arguments' JSON text). [`DeltaAssembler`] makes the
+/// reply again from them.
+pub fn deltas_of(response: &ChatResponse) -> Vec<ModelDelta> {
+    let mut deltas = Vec::with_capacity(response.tool_calls.len() + 1);
+    if !response.text.is_empty() {
+        deltas.push(ModelDelta::Text(response.text.clone()));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        deltas.push(ModelDelta::ToolCall {
+            index,
+            id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+            arguments: match &call.arguments {
+                // Unreadable arguments are kept as the model sent them.
+                Value::String(raw) if response.unreadable.iter().any(|u| u.index == index) => {
+                    raw.clone()
+                }
+                other => other.to_string(),
+            },
+        });
+    }
+    deltas
+}
+
+/// Reads a tool call's arguments from their JSON text: an empty text is `{}` (some
+/// servers send it for a call without arguments); text that is not JSON is kept as a
+/// string, with why it could not be read.
+pub fn read_arguments(raw: &str) -> (Value, Option<String>) {
+    if raw.trim().is_empty() {
+        return (Value::Object(Map::new()), None);
+    }
+    match serde_json::from_str(raw) {
+        Ok(arguments) => (arguments, None),
+        Err(e) => (
+            Value::String(raw.to_owned()),
+            Some(format!("the arguments are not JSON ({e})")),
+        ),
+    }
+}
+
+/// Assembles a streamed reply from its deltas, in the order they came: text is
+/// concatenated, and each tool call's pieces by their `index` (an id or a name sent
+/// again whole in a later piece is not repeated).
+///
+/// ```
+/// use tackle::agent::model::DeltaAssembler;
+/// use tackle::events::ModelDelta;
+///
+/// let mut reply = DeltaAssembler::default();
+/// reply.push(ModelDelta::Text("Let me ".into()));
+/// reply.push(ModelDelta::Text("add.".into()));
+/// reply.push(ModelDelta::ToolCall { index: 0, id: Some("c1".into()), name: Some("add".into()), arguments: "{\"a\": ".into() });
+/// reply.push(ModelDelta::ToolCall { index: 0, id: None, name: None, arguments: "2}".into() });
+/// let reply = reply.finish();
+/// assert_eq!(reply.text, "Let me add.");
+/// assert_eq!(reply.tool_calls[0].arguments, serde_json::json!({"a": 2}));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DeltaAssembler {
+    text: String,
+    calls: BTreeMap<usize, (String, String, String)>,
+    deltas: usize,
+}
+
+impl DeltaAssembler {
+    /// Adds one delta.
+    pub fn push(&mut self, delta: ModelDelta) {
+        self.deltas += 1;
+        match delta {
+            ModelDelta::Text(text) => self.text.push_str(&text),
+            ModelDelta::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => {
+                let call = self.calls.entry(index).or_default();
+                // Some servers repeat the id and the name in every piece of a call.
+                for (whole, piece) in [(&mut call.0, id), (&mut call.1, name)] {
+                    if let Some(piece) = piece.filter(|p| p != whole.as_str()) {
+                        whole.push_str(&piece);
+                    }
+                }
+                call.2.push_str(&arguments);
+            }
+        }
+    }
+
+    /// How many deltas were pushed.
+    pub fn deltas(&self) -> usize {
+        self.deltas
+    }
+
+    /// The reply: its text, and its tool calls in `index` order, those whose
+    /// arguments are not JSON listed in [`ChatResponse::unreadable`].
+    pub fn finish(self) -> ChatResponse {
+        let mut response = ChatResponse::text(self.text);
+        for (position, (_, (id, name, raw))) in self.calls.into_iter().enumerate() {
+            let (arguments, unreadable) = read_arguments(&raw);
+            if let Some(error) = unreadable {
+                response.unreadable.push(UnreadableCall {
+                    index: position,
+                    error,
+                });
+            }
+            response.tool_calls.push(ToolCallRequest {
+                id,
+                name,
+                arguments,
+            });
+        }
+        response
     }
 }
 

@@ -15,7 +15,9 @@
 //!   [`ModelError::Status`] with Ollama's `error` text, no answer in time
 //!   [`ModelError::Timeout`], a body that is not an answer [`ModelError::Malformed`], a
 //!   failed connection [`ModelError::Transport`]. A tool call whose arguments are not
-//!   JSON is kept raw and listed in [`ChatResponse::unreadable`].
+//!   JSON is kept raw and listed in [`ChatResponse::unreadable`];
+//! * it does not stream natively: asked to [stream](ChatModel::stream), it sends its
+//!   reply as deltas once it is complete.
 
 use std::collections::HashMap;
 use std::time::Duration;

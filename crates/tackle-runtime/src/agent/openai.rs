@@ -21,6 +21,14 @@
 //!   not spoil the reply: it is kept with its raw text and listed in
 //!   [`ChatResponse::unreadable`], and the other calls of the reply stand.
 //!
+//! [`stream`](ChatModel::stream) sends the same request with `"stream": true` (and
+//! `stream_options.include_usage`) and reads the server-sent events as they come:
+//! each `choices[0].delta` becomes a [`ModelDelta`] (its `content` as text, each
+//! `tool_calls[]` entry as a piece of the call at its `index`). The stream must end
+//! with `data: [DONE]` or a `finish_reason`; a connection that fails or closes before
+//! that is [`ModelError::StreamBroken`], an event that is not JSON is
+//! [`Malformed`](ModelError::Malformed).
+//!
 //! [`OpenAiModel::from_env`] reads the endpoint from `TACKLE_OPENAI_BASE_URL`,
 //! `TACKLE_OPENAI_MODEL` and `TACKLE_OPENAI_API_KEY` (or `OPENAI_API_KEY`).
 
@@ -29,11 +37,15 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
-    UnreadableCall, Usage,
+    read_arguments, ChatModel, ChatRequest, ChatResponse, DeltaAssembler, DeltaSink, Message,
+    ModelError, ModelFuture, Role, ToolCallRequest, UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
-use crate::agent::wire::post_json;
+use crate::agent::wire::{chain, excerpt, post_json, request_error};
+use crate::events::ModelDelta;
+
+/// The longest server-sent event line a stream may send: 8 MiB.
+const MAX_EVENT_LINE: usize = 8 << 20;
 
 /// The default time limit of one completion.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -203,6 +215,12 @@ impl OpenAiModel {
         )
         .await?;
         let mut answer = parse_completion(&bytes)?;
+        self.settle(request, &mut answer);
+        Ok(answer)
+    }
+
+    /// Drops the nulls a strict model sends for optional fields.
+    fn settle(&self, request: &ChatRequest, answer: &mut ChatResponse) {
         if self.strict {
             for call in &mut answer.tool_calls {
                 if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
@@ -210,7 +228,179 @@ impl OpenAiModel {
                 }
             }
         }
+    }
+
+    async fn send_streaming(
+        &self,
+        request: &ChatRequest,
+        sink: DeltaSink<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let mut body = self.body(request);
+        body["stream"] = Value::Bool(true);
+        body["stream_options"] = json!({ "include_usage": true });
+        let body = serde_json::to_vec(&body).map_err(|e| ModelError::Malformed {
+            message: format!("the request could not be encoded: {e}"),
+        })?;
+        let mut post = self
+            .http
+            .post(&self.url)
+            .timeout(self.timeout)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            post = post.bearer_auth(key);
+        }
+        let mut response = post
+            .send()
+            .await
+            .map_err(|e| request_error(&e, self.timeout))?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| request_error(&e, self.timeout))?;
+            return Err(ModelError::Status {
+                status: status.as_u16(),
+                body: excerpt(&bytes),
+            });
+        }
+        let mut reader = SseReader::default();
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if e.is_timeout() => return Err(request_error(&e, self.timeout)),
+                Err(e) => {
+                    return Err(ModelError::StreamBroken {
+                        message: chain(&e),
+                        deltas: reader.reply.deltas(),
+                    })
+                }
+            };
+            if reader.feed(&chunk, sink)? {
+                break;
+            }
+        }
+        if !reader.ended {
+            return Err(ModelError::StreamBroken {
+                message: "the stream closed before the reply ended (no `[DONE]`, no \
+                          `finish_reason`)"
+                    .to_owned(),
+                deltas: reader.reply.deltas(),
+            });
+        }
+        let usage = reader.usage;
+        let mut answer = reader.reply.finish();
+        answer.usage = usage;
+        self.settle(request, &mut answer);
         Ok(answer)
+    }
+}
+
+/// Reads a chat-completions event stream as it arrives.
+#[derive(Default)]
+struct SseReader {
+    line: Vec<u8>,
+    reply: DeltaAssembler,
+    usage: Option<Usage>,
+    /// A `finish_reason` or `[DONE]` was seen.
+    ended: bool,
+}
+
+impl SseReader {
+    /// Reads the complete lines of `bytes` (keeping a partial one for the next
+    /// chunk), sending each delta to `sink`; whether `[DONE]` came.
+    fn feed(&mut self, bytes: &[u8], sink: DeltaSink<'_>) -> Result<bool, ModelError> {
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            self.line.extend_from_slice(&rest[..end]);
+            rest = &rest[end + 1..];
+            let line = std::mem::take(&mut self.line);
+            if self.event(&line, sink)? {
+                return Ok(true);
+            }
+        }
+        self.line.extend_from_slice(rest);
+        if self.line.len() > MAX_EVENT_LINE {
+            return Err(malformed(format!(
+                "an event of the stream is longer than {MAX_EVENT_LINE} bytes"
+            )));
+        }
+        Ok(false)
+    }
+
+    /// One line of the stream; whether it was `data: [DONE]`.
+    fn event(&mut self, line: &[u8], sink: DeltaSink<'_>) -> Result<bool, ModelError> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(data) = line.strip_prefix(b"data:") else {
+            // Blank lines end events; comments (`:`), `event:`, `id:` carry nothing here.
+            return Ok(false);
+        };
+        let data = data.trim_ascii();
+        if data == b"[DONE]" {
+            self.ended = true;
+            return Ok(true);
+        }
+        let chunk: Value = serde_json::from_slice(data).map_err(|e| {
+            malformed(format!(
+                "an event of the stream is not JSON ({e}): {}",
+                excerpt(data)
+            ))
+        })?;
+        if let Some(error) = chunk.get("error") {
+            return Err(ModelError::Failed {
+                message: excerpt(error.to_string().as_bytes()),
+            });
+        }
+        if let Some(usage) = usage_of(&chunk) {
+            self.usage = Some(usage);
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return Ok(false);
+        };
+        if let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                self.send(ModelDelta::Text(text.to_owned()), sink);
+            }
+        }
+        if let Some(calls) = choice
+            .pointer("/delta/tool_calls")
+            .and_then(Value::as_array)
+        {
+            for (position, call) in calls.iter().enumerate() {
+                let index = match call.get("index") {
+                    None => position,
+                    Some(index) => index
+                        .as_u64()
+                        .and_then(|i| usize::try_from(i).ok())
+                        .ok_or_else(|| malformed(format!("a tool call's index is {index}")))?,
+                };
+                let text = |pointer: &str| call.pointer(pointer).and_then(Value::as_str);
+                self.send(
+                    ModelDelta::ToolCall {
+                        index,
+                        id: text("/id").map(str::to_owned),
+                        name: text("/function/name").map(str::to_owned),
+                        arguments: text("/function/arguments").unwrap_or_default().to_owned(),
+                    },
+                    sink,
+                );
+            }
+        }
+        if choice
+            .get("finish_reason")
+            .is_some_and(|reason| !reason.is_null())
+        {
+            self.ended = true;
+        }
+        Ok(false)
+    }
+
+    fn send(&mut self, delta: ModelDelta, sink: DeltaSink<'_>) {
+        sink(delta.clone());
+        self.reply.push(delta);
     }
 }
 
@@ -225,6 +415,10 @@ impl ChatModel for OpenAiModel {
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(self.send(request))
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest, sink: DeltaSink<'a>) -> ModelFuture<'a> {
+        Box::pin(self.send_streaming(request, sink))
     }
 
     fn structured_output(&self) -> bool {
@@ -336,19 +530,7 @@ fn parse_tool_call(
     };
     let id = field("/id")?.to_owned();
     let name = field("/function/name")?.to_owned();
-    let raw = field("/function/arguments")?;
-    // Some servers send an empty string for a call without arguments.
-    let (arguments, unreadable) = if raw.trim().is_empty() {
-        (Value::Object(Map::new()), None)
-    } else {
-        match serde_json::from_str(raw) {
-            Ok(arguments) => (arguments, None),
-            Err(e) => (
-                Value::String(raw.to_owned()),
-                Some(format!("the arguments are not JSON ({e})")),
-            ),
-        }
-    };
+    let (arguments, unreadable) = read_arguments(field("/function/arguments")?);
     Ok((
         ToolCallRequest {
             id,

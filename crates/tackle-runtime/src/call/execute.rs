@@ -93,7 +93,7 @@ async fn run_awaited(
     let tool = call.tool();
     let ctx = call.ctx;
     if let Some(run) = call.run.take() {
-        let work = guard_future(tool, run());
+        let work = guard_future(tool, run(call.id()));
         return if limited {
             limit_call(work, tool.key(), limit, ctx, false).await
         } else {

@@ -183,9 +183,11 @@ pub struct CallReport {
 /// What a stage does with the call: let it go on, or end it with this outcome.
 pub(crate) type Flow = ControlFlow<Result<Value, ToolError>>;
 
-/// The code of an operation's call, given by its caller.
+/// The code of an operation's call, given by its caller; it gets the call's id.
 type OperationRun<'a> = Box<
-    dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>> + Send + 'a,
+    dyn FnOnce(u64) -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>
+        + Send
+        + 'a,
 >;
 
 /// One call on its way through the door: what the stages read and write.
@@ -561,7 +563,7 @@ impl Runtime {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
     {
-        let run: OperationRun<'a> = Box::new(move || Box::pin(run()));
+        let run: OperationRun<'a> = Box::new(move |_| Box::pin(run()));
         let mut call = self.start(
             operation.key(),
             Some((operation.tool(), run)),
@@ -570,6 +572,33 @@ impl Runtime {
         );
         let start = self.audit.is_some().then(Instant::now);
         self.pass(&mut call, start).await
+    }
+
+    /// [`Runtime::perform`], where `run` gets the call's id (as events and audit
+    /// events give it), and the id comes back with the outcome, whether `run` ran or
+    /// the call was replayed or stopped.
+    pub(crate) async fn perform_identified<'a, I, F, Fut>(
+        &'a self,
+        operation: &'a Operation,
+        input: I,
+        ctx: &'a ToolContext,
+        run: F,
+    ) -> (Result<Value, ToolError>, u64)
+    where
+        I: FnOnce() -> Value + Send + 'a,
+        F: FnOnce(u64) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+    {
+        let run: OperationRun<'a> = Box::new(move |id| Box::pin(run(id)));
+        let mut call = self.start(
+            operation.key(),
+            Some((operation.tool(), run)),
+            Input::Lazy(Box::new(input)),
+            ctx,
+        );
+        let start = self.audit.is_some().then(Instant::now);
+        let result = self.pass(&mut call, start).await;
+        (result, call.id())
     }
 
     /// A call, before the first stage.

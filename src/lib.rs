@@ -71,8 +71,8 @@ pub use tackle_runtime::{
 
 // The modules, each a concept (see `docs/architecture.md`).
 pub use tackle_runtime::{
-    agent, approval, audit, bounds, call, canonical, capability, chain, context, error, events,
-    executor, pipeline, registry, replay, sandbox, sanitize, schema, shape, spec, validate,
+    agent, approval, audit, bounds, call, canonical, capability, chain, content, context, error,
+    events, executor, pipeline, registry, replay, sandbox, sanitize, schema, shape, spec, validate,
     version,
 };
 

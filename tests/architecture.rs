@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "validate",
         "error",
         "events",
+        "content",
         "context",
     ],
     // What the macro registers.

@@ -137,7 +137,99 @@ fn main() -> ExitCode {
             "an_imported_servers_stderr_goes_where_asked",
             an_imported_servers_stderr_goes_where_asked,
         ),
+        (
+            "the_importer_keeps_the_reference_servers_tiny_image",
+            the_importer_keeps_the_reference_servers_tiny_image,
+        ),
     ])
+}
+
+/// The version of the MCP reference server (`server-everything`, from npm) the
+/// image check runs against.
+const EVERYTHING_VERSION: &str = "2026.8.31";
+
+/// The MCP reference server's entry point: `TACKLE_MCP_EVERYTHING` when set, else the
+/// package installed with npm under `target/mcp-everything` (installed first when it
+/// is not there).
+fn everything() -> PathBuf {
+    if let Some(path) = std::env::var_os("TACKLE_MCP_EVERYTHING") {
+        return PathBuf::from(path);
+    }
+    let prefix = workspace().join("target").join("mcp-everything");
+    let package = prefix.join("node_modules/@modelcontextprotocol/server-everything");
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{EVERYTHING_VERSION}\"")));
+    if !installed {
+        eprintln!(
+            "installing the MCP reference server {EVERYTHING_VERSION} into {}",
+            prefix.display()
+        );
+        let status = Command::new("timeout")
+            .args([
+                "300",
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--prefix",
+            ])
+            .arg(&prefix)
+            .arg(format!(
+                "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+            ))
+            .status()
+            .expect("npm install");
+        assert!(
+            status.success(),
+            "npm install of the MCP reference server failed"
+        );
+    }
+    package.join("dist/index.js")
+}
+
+fn the_importer_keeps_the_reference_servers_tiny_image() {
+    let entry = everything();
+    tokio().block_on(async {
+        let mut server = tokio::process::Command::new("node");
+        server.arg(&entry).arg("stdio");
+        let mut registry = Registry::default();
+        let import = import_stdio(
+            &mut registry,
+            server,
+            ImportOptions::new("everything").with_stderr(tackle_mcp::ServerStderr::Discard),
+        )
+        .await
+        .expect("import the reference server");
+        let key = import
+            .keys()
+            .iter()
+            .find(|k| k.contains("tiny"))
+            .cloned()
+            .expect("a tiny-image tool");
+        let rt = Runtime::new(registry);
+        let value = rt
+            .call(&key, json!({}), &ToolContext::new().with_grant("mcp:everything"))
+            .await
+            .expect("call the tiny-image tool");
+        let parts: Vec<tackle::content::ContentPart> =
+            serde_json::from_value(value.clone()).expect("content parts");
+        let images: Vec<&tackle::content::ContentPart> =
+            parts.iter().filter(|p| p.is_attachment()).collect();
+        assert_eq!(images.len(), 1, "{parts:?}");
+        assert_eq!(images[0].mime_type(), "image/png");
+        let bytes = images[0].bytes().expect("base64");
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG, {} bytes", bytes.len());
+        assert!(
+            parts.iter().any(|p| matches!(p, tackle::content::ContentPart::Text { text } if text.contains("image"))),
+            "the text blocks stay: {parts:?}"
+        );
+        // What a ReAct run sends the model: the text, and the image beside it.
+        let (text, attached) = tackle::content::split_output(&value).expect("an image");
+        assert!(text.contains("[image/png image,"), "{text}");
+        assert_eq!(attached.len(), 1);
+        import.close().await;
+    });
 }
 
 /// This binary, as the example server.

@@ -149,6 +149,7 @@ async fn initialize_and_list_describe_the_tools() {
         names,
         [
             "demo.add",
+            "demo.chart",
             "demo.count_v1",
             "demo.count_v2",
             "demo.send",
@@ -172,12 +173,12 @@ async fn initialize_and_list_describe_the_tools() {
         add["annotations"],
         json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
     );
-    let send = &wire[3];
+    let send = &wire[4];
     assert_eq!(
         send["annotations"],
         json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
     );
-    let stats = &wire[5];
+    let stats = &wire[6];
     assert_eq!(
         stats["outputSchema"]["type"], "object",
         "objects are served as they are"
@@ -766,5 +767,96 @@ async fn as_an_oauth_resource_server_tokens_are_checked_and_scopes_are_grants() 
     let (error, text) = call_send("reader").await;
     assert_eq!(error, Some(true), "{text}");
     assert!(text.contains("mail:send"), "{text}");
+    http.shutdown().await;
+}
+
+/// A chart of this week's sales, as a PNG.
+#[tool(namespace = "demo", side_effects = read)]
+fn chart() -> Vec<tackle::content::ContentPart> {
+    use tackle::content::ContentPart;
+    vec![
+        ContentPart::text("Sales this week:"),
+        ContentPart::image("image/png", b"\x89PNG\r\n\x1a\n-chart-"),
+        ContentPart::file("application/pdf", b"%PDF-1.7", Some("sales.pdf".into())),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_image_goes_as_image_content_and_an_import_keeps_it() {
+    use tackle::content::ContentPart;
+    let (client, _) = connect(ToolContext::new()).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("demo.chart"))
+        .await
+        .unwrap();
+    let wire = serde_json::to_value(&result).unwrap();
+    let image = ContentPart::image("image/png", b"\x89PNG\r\n\x1a\n-chart-");
+    assert_eq!(
+        wire["content"][0],
+        json!({"type": "text", "text": "Sales this week:"})
+    );
+    assert_eq!(
+        wire["content"][1],
+        json!({"type": "image", "mimeType": "image/png", "data": image.data().unwrap()})
+    );
+    assert_eq!(wire["content"][2]["type"], "resource");
+    assert_eq!(
+        wire["content"][2]["resource"]["mimeType"],
+        "application/pdf"
+    );
+    assert_eq!(wire["content"][2]["resource"]["uri"], "sales.pdf");
+    client.cancel().await.ok();
+
+    // Imported back, the tool's value holds the image and the file again. The
+    // structured content says the same, so serve a runtime whose tool has none: a
+    // dynamic tool without an output schema.
+    let mut served = tackle::Registry::default();
+    let mut spec = tackle::ToolSpec::new(
+        "demo",
+        "chart",
+        "1",
+        tackle::SideEffects::Read,
+        "A chart of this week's sales.",
+    );
+    spec.output_schema = Value::Bool(true);
+    served
+        .register(tackle::DynamicTool::new(spec, |_, _| async {
+            serde_json::to_value(chart())
+        }))
+        .unwrap();
+    let server = McpServer::new(
+        Arc::new(Runtime::new(served)),
+        Identity::new("charts", "1"),
+        ToolContext::new(),
+    )
+    .unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut registry = tackle::Registry::default();
+    let import = tackle_mcp::import_http(
+        &mut registry,
+        &http.url(),
+        tackle_mcp::ImportOptions::new("charts"),
+    )
+    .await
+    .unwrap();
+    let door = Runtime::new(registry);
+    let value = door
+        .call(
+            "mcp.charts.demo_chart",
+            json!({}),
+            &ToolContext::new().with_grant("mcp:charts"),
+        )
+        .await
+        .unwrap();
+    let parts: Vec<ContentPart> = serde_json::from_value(value).unwrap();
+    assert_eq!(parts[0], ContentPart::text("Sales this week:"));
+    assert_eq!(parts[1], image);
+    assert_eq!(
+        parts[2],
+        ContentPart::file("application/pdf", b"%PDF-1.7", Some("sales.pdf".into()))
+    );
+    import.close().await;
     http.shutdown().await;
 }

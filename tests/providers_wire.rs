@@ -17,6 +17,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::ollama::OllamaModel;
 use tackle::agent::providers::gemini;
+use tackle::content::ContentPart;
 
 fn schema() -> Value {
     json!({
@@ -181,28 +182,135 @@ async fn a_parallel_tool_call_turn_in_each_providers_protocol() {
     }
 }
 
+/// What each provider answers with the text "Rain in Bergen.".
+fn text_answer(provider: GenAiProvider) -> Value {
+    match provider {
+        GenAiProvider::Anthropic => json!({
+            "id": "m", "type": "message", "role": "assistant", "model": "m-1",
+            "content": [{"type": "text", "text": "Rain in Bergen."}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
+        }),
+        GenAiProvider::Gemini => json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "Rain in Bergen."}]}}]
+        }),
+        _ => json!({
+            "id": "r", "object": "response", "status": "completed", "model": "m-1",
+            "output": [{"type": "message", "id": "m", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "Rain in Bergen.", "annotations": []}]}]
+        }),
+    }
+}
+
+/// [`with_results`], where the second result is a radar image (as a ReAct run makes
+/// it of a tool's image output), and the user sends a photo.
+fn with_an_image() -> (ChatRequest, ContentPart) {
+    let radar = ContentPart::image("image/png", b"\x89PNG radar");
+    let mut request = with_results();
+    request.messages[1] = Message::user("Rain in Oslo or Bergen? This is my window.")
+        .with_parts(vec![ContentPart::image("image/jpeg", b"window")]);
+    let last = request.messages.len() - 1;
+    request.messages[last] = Message::tool("c2", format!("rain\n{}", radar.placeholder()))
+        .with_parts(vec![radar.clone()]);
+    (request, radar)
+}
+
+#[tokio::test]
+async fn images_go_in_each_providers_form() {
+    for provider in GENAI {
+        let server = FakeEndpoint::start(vec![Reply::Json(200, text_answer(provider))]).await;
+        let (request, radar) = with_an_image();
+        let answer = model(provider, &server).complete(&request).await.unwrap();
+        assert_eq!(answer.text, "Rain in Bergen.");
+        let body = server.seen()[0].body.clone();
+        let data = radar.data().unwrap();
+        match provider {
+            GenAiProvider::Anthropic => {
+                let messages = body["messages"].as_array().unwrap();
+                let photo = &messages[0]["content"][1];
+                assert_eq!(photo["type"], "image", "{body}");
+                assert_eq!(photo["source"]["media_type"], "image/jpeg");
+                let results = messages[2]["content"].as_array().unwrap();
+                assert_eq!(results.len(), 2, "one user turn: {body}");
+                assert_eq!(results[0]["content"], "clear");
+                // The image is inside its tool_result block.
+                assert_eq!(results[1]["type"], "tool_result");
+                assert_eq!(results[1]["tool_use_id"], "c2");
+                let inner = results[1]["content"].as_array().unwrap();
+                assert_eq!(inner[0]["type"], "text");
+                assert_eq!(
+                    inner[1],
+                    json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}})
+                );
+            }
+            GenAiProvider::Gemini => {
+                let contents = body["contents"].as_array().unwrap();
+                assert_eq!(
+                    contents[0]["parts"][1]["inline_data"]["mime_type"], "image/jpeg",
+                    "{body}"
+                );
+                let turn = contents[2]["parts"].as_array().unwrap();
+                assert_eq!(
+                    turn.len(),
+                    3,
+                    "both responses and the image in one user turn: {body}"
+                );
+                assert!(turn[0].get("functionResponse").is_some());
+                assert!(turn[1].get("functionResponse").is_some());
+                assert_eq!(
+                    turn[2],
+                    json!({"inline_data": {"mime_type": "image/png", "data": data}})
+                );
+            }
+            _ => {
+                let input = body["input"].as_array().unwrap();
+                let photo = input.iter().find(|i| i["role"] == "user").unwrap();
+                assert_eq!(photo["content"][1]["type"], "input_image", "{body}");
+                let at = input
+                    .iter()
+                    .rposition(|i| i["type"] == "function_call_output")
+                    .unwrap();
+                assert_eq!(input[at]["call_id"], "c2");
+                // The image follows the outputs, as an input_image of a user message.
+                let after = &input[at + 1];
+                assert_eq!(after["role"], "user", "{body}");
+                let image = after["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["type"] == "input_image")
+                    .unwrap();
+                assert_eq!(image["image_url"], format!("data:image/png;base64,{data}"));
+            }
+        }
+    }
+
+    // Ollama: images in `images`, in any role.
+    let server = FakeEndpoint::start(vec![Reply::Json(
+        200,
+        json!({"model": "qwen3", "message": {"role": "assistant", "content": "Rain."}, "done": true}),
+    )])
+    .await;
+    let (request, radar) = with_an_image();
+    OllamaModel::new(&server.base.replace("/v1", ""), "qwen3")
+        .unwrap()
+        .complete(&request)
+        .await
+        .unwrap();
+    let body = server.seen()[0].body.clone();
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[1]["images"],
+        json!([ContentPart::image("image/jpeg", b"window").data()]),
+        "{body}"
+    );
+    assert_eq!(messages[4]["role"], "tool");
+    assert_eq!(messages[4]["images"], json!([radar.data()]));
+}
+
 #[tokio::test]
 async fn tool_results_go_back_in_each_providers_form() {
     for provider in GENAI {
-        let server = FakeEndpoint::start(vec![Reply::Json(
-            200,
-            match provider {
-                GenAiProvider::Anthropic => json!({
-                    "id": "m", "type": "message", "role": "assistant", "model": "m-1",
-                    "content": [{"type": "text", "text": "Rain in Bergen."}],
-                    "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}
-                }),
-                GenAiProvider::Gemini => json!({
-                    "candidates": [{"content": {"role": "model", "parts": [{"text": "Rain in Bergen."}]}}]
-                }),
-                _ => json!({
-                    "id": "r", "object": "response", "status": "completed", "model": "m-1",
-                    "output": [{"type": "message", "id": "m", "role": "assistant", "status": "completed",
-                                "content": [{"type": "output_text", "text": "Rain in Bergen.", "annotations": []}]}]
-                }),
-            },
-        )])
-        .await;
+        let server = FakeEndpoint::start(vec![Reply::Json(200, text_answer(provider))]).await;
         let answer = model(provider, &server)
             .complete(&with_results())
             .await

@@ -15,7 +15,10 @@
 //! * the server's input and output schemas.
 //!
 //! A call's value is the result's `structuredContent`; without one, its text (or the
-//! JSON object or array the text holds, as many servers return JSON as text).
+//! JSON object or array the text holds, as many servers return JSON as text). A result
+//! whose content holds images, audio or binary resources keeps them: its value is then
+//! the list of its blocks as [`ContentPart`]s (`{"type": "image", "mimeType", "data"}`,
+//! files for audio and blobs, text for the rest; see `tackle::content`).
 //!
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit. A
@@ -29,6 +32,7 @@ use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
+use tackle_runtime::content::ContentPart;
 use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
 
 use crate::McpError;
@@ -401,6 +405,53 @@ fn unstructured(text: String) -> Value {
     }
 }
 
+/// The value of a result whose content holds an image, audio or a binary resource:
+/// its blocks as a list of [`ContentPart`]s (text, images, files), which a ReAct run
+/// sends the model as parts and tackle's MCP server sends on as content. `None` when
+/// every block is text.
+fn with_attachments(blocks: &[rmcp::model::ContentBlock]) -> Option<Value> {
+    let wire = serde_json::to_value(blocks).ok()?;
+    let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);
+    let parts: Vec<ContentPart> = wire
+        .as_array()?
+        .iter()
+        .filter_map(|block| {
+            let mime =
+                || text(block, "mimeType").unwrap_or_else(|| "application/octet-stream".into());
+            Some(match block.get("type")?.as_str()? {
+                "text" => ContentPart::text(text(block, "text")?),
+                "image" => ContentPart::Image {
+                    mime_type: mime(),
+                    data: text(block, "data")?,
+                },
+                "audio" => ContentPart::File {
+                    mime_type: mime(),
+                    data: text(block, "data")?,
+                    name: None,
+                },
+                "resource" => {
+                    let resource = block.get("resource")?;
+                    match text(resource, "blob") {
+                        Some(blob) => ContentPart::File {
+                            mime_type: text(resource, "mimeType")
+                                .unwrap_or_else(|| "application/octet-stream".into()),
+                            data: blob,
+                            name: text(resource, "uri"),
+                        },
+                        None => ContentPart::text(text(resource, "text")?),
+                    }
+                }
+                "resource_link" => ContentPart::text(format!("[resource {}]", text(block, "uri")?)),
+                _ => return None,
+            })
+        })
+        .collect();
+    if !parts.iter().any(ContentPart::is_attachment) {
+        return None;
+    }
+    serde_json::to_value(parts).ok()
+}
+
 /// Calls the remote tool, within the call timeout.
 fn handler(
     peer: Peer<RoleClient>,
@@ -447,7 +498,8 @@ fn handler(
             }
             Ok(match result.structured_content {
                 Some(structured) => structured,
-                None => unstructured(text.join("\n")),
+                None => with_attachments(&result.content)
+                    .unwrap_or_else(|| unstructured(text.join("\n"))),
             })
         })
     })

@@ -14,7 +14,9 @@
 //! * A success carries `structuredContent` matching `outputSchema`, and the same value
 //!   as text. MCP wants both to be objects: a tool whose output is not an object is
 //!   served with the output schema `{"type": "object", "properties": {"result": ...}}`
-//!   and the structured content `{"result": ...}`.
+//!   and the structured content `{"result": ...}`. An output that holds images or files
+//!   (a `tackle::content::ContentPart`, or a list of them) goes as its blocks: text,
+//!   `image` content, and files as binary `resource` content.
 //! * When the client sends a progress token, the tool's progress reports become
 //!   `notifications/progress`; a `notifications/cancelled` cancels the call through the
 //!   context's cancellation token (the door stops a tool that ignores it after the grace
@@ -33,6 +35,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
+use tackle_runtime::content::{parts_of, ContentPart};
 use tackle_runtime::events::DEFAULT_EVENT_QUEUE_DEPTH;
 use tackle_runtime::{event_queue, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec};
 
@@ -218,12 +221,37 @@ fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
 fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec) -> CallToolResult {
     let wire = match outcome {
         Ok(value) => {
-            let text = match &value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+            let content = match parts_of(&value) {
+                // Images and files go as MCP image content and binary resources.
+                Some(parts) => parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, part)| match part {
+                        ContentPart::Text { text } => json!({"type": "text", "text": text}),
+                        ContentPart::Image { mime_type, data } => {
+                            json!({"type": "image", "mimeType": mime_type, "data": data})
+                        }
+                        ContentPart::File {
+                            mime_type,
+                            data,
+                            name,
+                        } => json!({"type": "resource", "resource": {
+                            "uri": name.clone().unwrap_or_else(|| format!("tackle:part/{i}")),
+                            "mimeType": mime_type,
+                            "blob": data,
+                        }}),
+                    })
+                    .collect(),
+                None => {
+                    let text = match &value {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    vec![json!({"type": "text", "text": text})]
+                }
             };
             let mut result = json!({
-                "content": [{"type": "text", "text": text}],
+                "content": content,
                 "isError": false,
             });
             if declares_output(&spec.output_schema) {

@@ -29,6 +29,7 @@ pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod chain;
+pub mod content;
 pub mod context;
 pub mod error;
 pub mod events;

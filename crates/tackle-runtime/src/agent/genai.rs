@@ -20,6 +20,13 @@
 //! provider's answer [`ModelError::Malformed`], a failed connection
 //! [`ModelError::Transport`].
 //!
+//! Images and files of a message ([`Message::parts`]) go in the provider's form: in a
+//! user message as image or document blocks (Anthropic), `inline_data` (Gemini),
+//! `input_image` / `input_file` (Responses). In tool results: Anthropic gets them
+//! inside the `tool_result` block, Gemini as `inline_data` parts of the same user turn
+//! as its `functionResponse`s, and the Responses API (whose `function_call_output`
+//! goes as text) in a user message right after the outputs.
+//!
 //! These models do not stream natively: asked to [stream](ChatModel::stream), they send
 //! their reply as deltas once it is complete.
 
@@ -28,12 +35,12 @@ use std::time::Duration;
 
 use genai::adapter::AdapterKind;
 use genai::chat::{
-    ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, JsonSpec, MessageContent,
-    Tool, ToolCall, ToolResponse,
+    Binary, ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, CustomPart,
+    JsonSpec, MessageContent, Tool, ToolCall, ToolResponse,
 };
 use genai::resolver::{AuthData, Endpoint};
 use genai::{Client, ModelIden, WebConfig};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::agent::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
@@ -41,6 +48,7 @@ use crate::agent::model::{
 };
 use crate::agent::providers::{drop_nulls, gemini, openai_strict, without_dialect};
 use crate::agent::wire::excerpt;
+use crate::content::text_fallback;
 
 /// The default time limit of one completion.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -238,35 +246,40 @@ impl GenAiModel {
     }
 
     /// The conversation in genai's terms: tool results of one turn go together, each
-    /// named after its call (Gemini needs the name).
+    /// named after its call (Gemini needs the name), with their images and files in
+    /// the provider's form (see [`ToolTurn`]).
     fn to_genai(&self, request: &ChatRequest) -> GenAiRequest {
         let mut names: HashMap<&str, &str> = HashMap::new();
         let mut messages: Vec<ChatMessage> = Vec::with_capacity(request.messages.len());
-        let mut results: Vec<ToolResponse> = Vec::new();
-        let flush = |results: &mut Vec<ToolResponse>, messages: &mut Vec<ChatMessage>| {
-            if !results.is_empty() {
-                messages.push(ChatMessage::from(std::mem::take(results)));
-            }
-        };
+        let mut turn = ToolTurn::default();
         for message in &request.messages {
             if message.role != Role::Tool {
-                flush(&mut results, &mut messages);
+                turn.flush(self.provider, &mut messages);
             }
             match message.role {
-                Role::System => messages.push(ChatMessage::system(message.content.clone())),
-                Role::User => messages.push(ChatMessage::user(message.content.clone())),
-                Role::Assistant => messages.push(assistant(message, &mut names)),
-                Role::Tool => {
-                    let call_id = message.tool_call_id.clone().unwrap_or_default();
-                    results.push(ToolResponse {
-                        fn_name: names.get(call_id.as_str()).map(|n| (*n).to_owned()),
-                        call_id,
-                        content: message.content.clone(),
-                    });
+                Role::System => messages.push(ChatMessage::system(text_fallback(
+                    &message.content,
+                    &message.parts,
+                ))),
+                Role::User if message.parts.is_empty() => {
+                    messages.push(ChatMessage::user(message.content.clone()));
                 }
+                Role::User => {
+                    let mut parts = vec![ContentPart::Text(message.content.clone())];
+                    parts.extend(
+                        message
+                            .parts
+                            .iter()
+                            .filter_map(binary)
+                            .map(ContentPart::Binary),
+                    );
+                    messages.push(ChatMessage::user(MessageContent::from_parts(parts)));
+                }
+                Role::Assistant => messages.push(assistant(message, &mut names)),
+                Role::Tool => turn.add(self.provider, message, &names),
             }
         }
-        flush(&mut results, &mut messages);
+        turn.flush(self.provider, &mut messages);
         let tools: Vec<Tool> = request
             .tools
             .iter()
@@ -335,6 +348,85 @@ impl GenAiModel {
             other => ModelError::Failed {
                 message: other.to_string(),
             },
+        }
+    }
+}
+
+/// A part's image or file as genai's [`Binary`] (`None` for text).
+fn binary(part: &crate::content::ContentPart) -> Option<Binary> {
+    let name = match part {
+        crate::content::ContentPart::File { name, .. } => name.clone(),
+        _ => None,
+    };
+    Some(Binary::from_base64(part.mime_type(), part.data()?, name))
+}
+
+/// The tool results of one turn, as they gather: they go to the model together.
+///
+/// Their images and files go in each provider's form: for Anthropic, inside each
+/// `tool_result` block (image and document blocks beside the text); for Gemini, as
+/// `inline_data` parts in the same user turn as the `functionResponse` parts; for the
+/// Responses API, whose `function_call_output` genai sends as text, as `input_image` /
+/// `input_file` items of a user message right after the outputs.
+#[derive(Default)]
+struct ToolTurn {
+    results: Vec<ContentPart>,
+    attached: Vec<Binary>,
+}
+
+impl ToolTurn {
+    fn add(&mut self, provider: GenAiProvider, message: &Message, names: &HashMap<&str, &str>) {
+        let call_id = message.tool_call_id.clone().unwrap_or_default();
+        let has_attachments = message.parts.iter().any(|p| p.is_attachment());
+        if has_attachments && provider == GenAiProvider::Anthropic {
+            let mut content = vec![json!({"type": "text", "text": message.content})];
+            for part in &message.parts {
+                let source = |data: &str| json!({"type": "base64", "media_type": part.mime_type(), "data": data});
+                match part {
+                    crate::content::ContentPart::Text { text } => {
+                        content.push(json!({"type": "text", "text": text}));
+                    }
+                    crate::content::ContentPart::Image { data, .. } => {
+                        content.push(json!({"type": "image", "source": source(data)}));
+                    }
+                    crate::content::ContentPart::File { data, .. } => {
+                        content.push(json!({"type": "document", "source": source(data)}));
+                    }
+                }
+            }
+            self.results.push(ContentPart::Custom(CustomPart {
+                model_iden: None,
+                data: json!({"type": "tool_result", "tool_use_id": call_id, "content": content}),
+            }));
+            return;
+        }
+        self.results.push(ContentPart::ToolResponse(ToolResponse {
+            fn_name: names.get(call_id.as_str()).map(|n| (*n).to_owned()),
+            call_id,
+            content: message.content.clone(),
+        }));
+        self.attached
+            .extend(message.parts.iter().filter_map(binary));
+    }
+
+    fn flush(&mut self, provider: GenAiProvider, messages: &mut Vec<ChatMessage>) {
+        if self.results.is_empty() {
+            return;
+        }
+        let mut results = std::mem::take(&mut self.results);
+        let attached = std::mem::take(&mut self.attached);
+        if attached.is_empty() {
+            messages.push(ChatMessage::tool(MessageContent::from_parts(results)));
+        } else if provider == GenAiProvider::Gemini {
+            results.extend(attached.into_iter().map(ContentPart::Binary));
+            messages.push(ChatMessage::user(MessageContent::from_parts(results)));
+        } else {
+            messages.push(ChatMessage::tool(MessageContent::from_parts(results)));
+            let mut parts = vec![ContentPart::Text(
+                "The images and files of the tool results above, in order:".to_owned(),
+            )];
+            parts.extend(attached.into_iter().map(ContentPart::Binary));
+            messages.push(ChatMessage::user(MessageContent::from_parts(parts)));
         }
     }
 }

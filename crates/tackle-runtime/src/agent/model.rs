@@ -51,6 +51,7 @@ use tracing::Instrument;
 
 use crate::bounds::dispose;
 use crate::call::{Operation, Runtime};
+use crate::content::ContentPart;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::events::{ModelDelta, ToolEventKind};
@@ -83,6 +84,13 @@ pub struct Message {
     /// For a tool message: the id of the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Images and files that go with the message, after its text: a user's picture, a
+    /// tool's image result (see [`crate::content`]). Each client sends them in its
+    /// provider's form; where a protocol takes no such part in that place (an image in
+    /// an OpenAI chat-completions tool result), the client sends its
+    /// [`unsent`](ContentPart::unsent) text instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<ContentPart>,
 }
 
 impl Message {
@@ -112,12 +120,19 @@ impl Message {
         }
     }
 
+    /// The same message with `parts` (images, files) after its text.
+    pub fn with_parts(mut self, parts: Vec<ContentPart>) -> Message {
+        self.parts = parts;
+        self
+    }
+
     fn plain(role: Role, content: impl Into<String>) -> Message {
         Message {
             role,
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            parts: Vec::new(),
         }
     }
 }

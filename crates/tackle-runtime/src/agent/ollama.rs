@@ -16,6 +16,8 @@
 //!   [`ModelError::Timeout`], a body that is not an answer [`ModelError::Malformed`], a
 //!   failed connection [`ModelError::Transport`]. A tool call whose arguments are not
 //!   JSON is kept raw and listed in [`ChatResponse::unreadable`];
+//! * images of a message ([`Message::parts`]) go in its `images` (base64), in any
+//!   role; files are named in the text as not shown ([`text_fallback`]);
 //! * it does not stream natively: asked to [stream](ChatModel::stream), it sends its
 //!   reply as deltas once it is complete.
 
@@ -30,6 +32,7 @@ use crate::agent::model::{
 };
 use crate::agent::providers::without_dialect;
 use crate::agent::wire::post_json;
+use crate::content::{text_fallback, ContentPart};
 
 /// The default time limit of one completion (local models can be slow to load).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -123,6 +126,21 @@ fn wire_message<'m>(message: &'m Message, names: &mut HashMap<&'m str, &'m str>)
         Role::Tool => "tool",
     };
     let mut out = json!({"role": role, "content": message.content});
+    if !message.parts.is_empty() {
+        // Images go in `images`, as base64; files only as text.
+        let (images, files): (Vec<&ContentPart>, Vec<&ContentPart>) = message
+            .parts
+            .iter()
+            .filter(|p| p.is_attachment())
+            .partition(|p| matches!(p, ContentPart::Image { .. }));
+        if !images.is_empty() {
+            out["images"] = images.iter().filter_map(|p| p.data()).collect();
+        }
+        if !files.is_empty() {
+            let files: Vec<ContentPart> = files.into_iter().cloned().collect();
+            out["content"] = json!(text_fallback(&message.content, &files));
+        }
+    }
     if !message.tool_calls.is_empty() {
         let calls: Vec<Value> = message
             .tool_calls

@@ -29,6 +29,10 @@
 //! that is [`ModelError::StreamBroken`], an event that is not JSON is
 //! [`Malformed`](ModelError::Malformed).
 //!
+//! Images and files ([`Message::parts`]) go as `image_url` and `file` content parts
+//! (as `data:` URLs) in user messages. Chat completions take none in a tool result:
+//! there the text names each part as not shown ([`text_fallback`]).
+//!
 //! [`OpenAiModel::from_env`] reads the endpoint from `TACKLE_OPENAI_BASE_URL`,
 //! `TACKLE_OPENAI_MODEL` and `TACKLE_OPENAI_API_KEY` (or `OPENAI_API_KEY`).
 
@@ -42,6 +46,7 @@ use crate::agent::model::{
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
 use crate::agent::wire::{chain, excerpt, post_json, request_error};
+use crate::content::{text_fallback, ContentPart};
 use crate::events::ModelDelta;
 
 /// The longest server-sent event line a stream may send: 8 MiB.
@@ -459,8 +464,29 @@ fn wire_message(message: &Message) -> Value {
             })
             .collect();
         out.insert("tool_calls".into(), Value::Array(calls));
-    } else {
+    } else if message.parts.is_empty() {
         out.insert("content".into(), json!(message.content));
+    } else if message.role == Role::Tool {
+        // Chat completions take no images or files in a tool result: the text says so.
+        out.insert(
+            "content".into(),
+            json!(text_fallback(&message.content, &message.parts)),
+        );
+    } else {
+        let mut parts = vec![json!({"type": "text", "text": message.content})];
+        for part in &message.parts {
+            parts.push(match part {
+                ContentPart::Text { text } => json!({"type": "text", "text": text}),
+                ContentPart::Image { .. } => {
+                    json!({"type": "image_url", "image_url": {"url": part.data_url()}})
+                }
+                ContentPart::File { name, .. } => json!({"type": "file", "file": {
+                    "filename": name.as_deref().unwrap_or("file"),
+                    "file_data": part.data_url(),
+                }}),
+            });
+        }
+        out.insert("content".into(), Value::Array(parts));
     }
     if let Some(id) = &message.tool_call_id {
         out.insert("tool_call_id".into(), json!(id));

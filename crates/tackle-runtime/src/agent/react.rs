@@ -12,6 +12,11 @@
 //!    denial, an unknown tool) costs one, default 3;
 //! 3. `max_steps` steps were taken (default 10).
 //!
+//! A tool result that holds an image or a file ([`crate::content`]) reaches the model
+//! as its text, naming each part, with the images and files as parts of the tool
+//! message. When the caller's context has an event sink, each step's model reply
+//! streams into it as it is written (see [`crate::agent::model`]).
+//!
 //! Failures are observations, not errors of the run: the model reads what went wrong
 //! and may try again. For invalid arguments there is one optional repair round through
 //! a [`RepairHook`] before the failure counts.
@@ -41,6 +46,7 @@ use crate::agent::providers::drop_nulls;
 use crate::agent::search::{Embedder, ToolIndex};
 use crate::agent::skill::SkillKind;
 use crate::call::Operation;
+use crate::content::{split_output, ContentPart};
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::executor::{Executor, ToolCall};
@@ -677,7 +683,7 @@ impl ReactSkill {
                 .tool_calls
                 .iter()
                 .zip(observations)
-                .map(|(call, content)| Message::tool(&call.id, content))
+                .map(|(call, (content, parts))| Message::tool(&call.id, content).with_parts(parts))
                 .collect();
             request
                 .messages
@@ -695,7 +701,8 @@ impl ReactSkill {
     }
 
     /// Runs one turn's tool calls (the registry's as one batch; `tool_search`
-    /// here); returns each call's observation text, in call order. A call whose
+    /// here); returns each call's observation text, and the images and files of its
+    /// result, in call order. A call whose
     /// arguments could not be read runs nothing: its observation says why, so the model
     /// can send it again.
     async fn act(
@@ -706,7 +713,7 @@ impl ReactSkill {
         ctx: &ToolContext,
         state: &mut ReactState,
         offered: &mut Vec<ToolDefinition>,
-    ) -> Vec<String> {
+    ) -> Vec<(String, Vec<ContentPart>)> {
         let mut outcomes: Vec<Option<Result<Value, ToolError>>> = vec![None; calls.len()];
         let mut keys = Vec::with_capacity(calls.len());
         let mut batch = Vec::new();
@@ -776,10 +783,11 @@ impl ReactSkill {
                 })
             });
             let arguments = repaired[i].take().unwrap_or_else(|| c.arguments.clone());
-            let content = match &result {
-                Ok(Value::String(s)) => s.clone(),
-                Ok(value) => value.to_string(),
-                Err(e) => e.to_string(),
+            let (content, parts) = match &result {
+                Ok(Value::String(s)) => (s.clone(), Vec::new()),
+                // An image or a file goes beside the text, which names it.
+                Ok(value) => split_output(value).unwrap_or_else(|| (value.to_string(), Vec::new())),
+                Err(e) => (e.to_string(), Vec::new()),
             };
             if result.is_err() {
                 state.error_budget = state.error_budget.saturating_sub(1);
@@ -804,7 +812,7 @@ impl ReactSkill {
                 observation: Some(content.clone()),
             });
             state.tool_calls.push(record);
-            texts.push(content);
+            texts.push((content, parts));
         }
         texts
     }

@@ -103,7 +103,10 @@ fn redact_tokens(text: &str) -> Option<String> {
         let at_word_start = i == 0 || !token_char(text[..i].chars().next_back().unwrap_or(' '));
         let token_end = if !at_word_start {
             None
-        } else if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case("bearer ") {
+        } else if rest
+            .get(..7)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+        {
             // `Bearer <token>`: keep the scheme, drop the credential.
             let start = i + 7;
             let end = start
@@ -173,6 +176,24 @@ fn jwt_len(s: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_with_multibyte_characters_is_scanned_without_panicking() {
+        // Byte 7 falls inside `°` (bytes 6..8): no slice may cut it.
+        for text in [
+            "abcdef°x",
+            "12°C in Oslo",
+            "Größe: ünïcödé",
+            "日本語のテキスト",
+            "bearer°",
+        ] {
+            assert_eq!(redact_tokens(text), None, "{text}");
+        }
+        assert_eq!(
+            redact_tokens("«Bearer abcdefghijklmnop» °").as_deref(),
+            Some("«Bearer [REDACTED]» °")
+        );
+    }
 
     #[test]
     fn token_shapes_are_redacted() {

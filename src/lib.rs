@@ -71,9 +71,9 @@ pub use tackle_runtime::{
 
 // The modules, each a concept (see `docs/architecture.md`).
 pub use tackle_runtime::{
-    agent, approval, audit, bounds, call, canonical, capability, chain, content, context, error,
-    events, executor, pipeline, registry, replay, sandbox, sanitize, schema, shape, spec, validate,
-    version,
+    agent, approval, audit, bounds, call, canonical, capability, chain, content, context, durable,
+    error, events, executor, pipeline, registry, replay, sandbox, sanitize, schema, shape, spec,
+    validate, version,
 };
 
 /// The decimal type of `cost_estimate`.

@@ -35,6 +35,8 @@ const LAYERS: &[&[&str]] = &[
     &["executor"],
     // What is built on calls.
     &["chain", "pipeline", "agent"],
+    // Runs that outlive their process.
+    &["durable"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

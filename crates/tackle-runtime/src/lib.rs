@@ -31,6 +31,7 @@ pub mod capability;
 pub mod chain;
 pub mod content;
 pub mod context;
+pub mod durable;
 pub mod error;
 pub mod events;
 pub mod executor;

@@ -54,6 +54,15 @@ use crate::registry::Tool;
 use crate::spec::{ModelHint, PreferredModel};
 use crate::validate::{SchemaValidator, ValidationIssue};
 
+/// What a step observer of [`ReactSkill::run_observed`] tells the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepControl {
+    /// Go on with the next step.
+    Continue,
+    /// Stop at this step boundary.
+    Pause,
+}
+
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
 ///
 /// On the wire: `name`, `arguments`, `result`, `error`, as the seed has them, and
@@ -580,6 +589,20 @@ impl ReactSkill {
 
     /// Runs the loop on `task` with the caller's context.
     pub async fn run(&self, task: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
+        self.run_observed(task, ctx, &mut |_| StepControl::Continue)
+            .await
+    }
+
+    /// Runs the loop on `task`, showing `observe` the state at each step boundary
+    /// (after a step's observations, before the next model call); when it answers
+    /// [`StepControl::Pause`], the run stops there, not done, with `stopped` saying
+    /// so. A durable run checkpoints its state this way (see [`crate::durable`]).
+    pub async fn run_observed(
+        &self,
+        task: &str,
+        ctx: &ToolContext,
+        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
+    ) -> Result<ReactState, AgentError> {
         let mut state = ReactState {
             error_budget: self.error_budget,
             ..ReactState::default()
@@ -606,6 +629,10 @@ impl ReactSkill {
         let mut preferred: Option<usize> = None;
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
+            if step > 0 && observe(&state) == StepControl::Pause {
+                state.stopped = Some(format!("paused after {step} step(s)"));
+                return Ok(state);
+            }
             let (model, operation) = match preferred.and_then(|i| self.preferred.get(i)) {
                 Some((_, model, operation)) => (model.as_ref(), operation),
                 None => (self.model.as_ref(), &self.completion),

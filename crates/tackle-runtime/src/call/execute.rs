@@ -15,6 +15,9 @@
 //!
 //! An operation runs the code its caller handed the door, under the same rules.
 //!
+//! With a journaled cassette (see [`crate::replay::journal`]), the call is handed to
+//! the journal right before it runs; a journal that cannot take it stops the call.
+//!
 //! A call whose sandbox is a process (see [`crate::sandbox`]) runs in the runtime's
 //! sandbox under the same time limit and grace window; when either ends it, dropping
 //! the sandbox's future kills the child, so its `Timeout` is never still running.
@@ -52,6 +55,19 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         return ControlFlow::Break(Err(ToolError::Cancelled {
             key: tool.key().to_owned(),
         }));
+    }
+    if let (Some(cassette), Some(pending)) = (&door.cassette, &call.pending) {
+        // Write-ahead: a journal learns of the call before it runs.
+        let spec = call.spec();
+        let rerun_safe = !spec.side_effects.mutates()
+            || spec.idempotency_key.is_some()
+            || (call.run.is_some() && tool.key().starts_with("llm."));
+        if let Err(why) = cassette.start(pending, rerun_safe) {
+            return ControlFlow::Break(Err(ToolError::Execution {
+                key: tool.key().to_owned(),
+                message: format!("the run's journal could not hold the call: {why}"),
+            }));
+        }
     }
     call.trail.execution = Execution::Live;
     let limit = call

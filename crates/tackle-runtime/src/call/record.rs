@@ -9,6 +9,7 @@ use std::ops::ControlFlow;
 
 use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
+use crate::error::ToolError;
 
 #[inline]
 pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
@@ -18,10 +19,19 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     if call.trail.execution != Execution::Live {
         return ControlFlow::Continue(());
     }
+    let key = call.tool().key();
     if let Some(outcome) = &mut call.outcome {
         super::execute::scrub(outcome, call.ctx);
-        cassette.record(*pending, outcome, call.trail.shaped.is_some());
-        call.trail.execution = Execution::Recorded;
+        match cassette.record(*pending, outcome, call.trail.shaped.is_some()) {
+            Ok(()) => call.trail.execution = Execution::Recorded,
+            // Not in the journal: the outcome is not used.
+            Err(why) => {
+                *outcome = Err(ToolError::Execution {
+                    key: key.to_owned(),
+                    message: format!("the run's journal could not hold the outcome: {why}"),
+                });
+            }
+        }
     }
     ControlFlow::Continue(())
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::diagnose::CassetteWarning;
 use super::file::{self, CassetteError, CassetteFile, Interaction, InteractionKind};
+use super::journal::Journal;
 use super::mode::{CassetteConfig, Mode};
 use super::redact::Redactor;
 use crate::canonical::{self, FnvMap, FnvSet};
@@ -66,6 +67,8 @@ pub(super) struct Inner {
     pub(super) effective: Effective,
     pub(super) strict: bool,
     pub(super) redactor: Redactor,
+    /// Where each call is appended as it happens, for a journaled cassette.
+    pub(super) journal: Option<Arc<dyn Journal>>,
     state: Mutex<State>,
 }
 
@@ -190,21 +193,7 @@ impl Cassette {
             name = file.name;
             state.recorded_tools = file.tools;
             state.recorded_failure = file.failure;
-            state.used = vec![false; file.interactions.len()];
-            for (i, interaction) in file.interactions.iter().enumerate() {
-                let canon = canonical::canonical(&interaction.input);
-                state
-                    .queues
-                    .entry(interaction.key.clone())
-                    .or_default()
-                    .entry(canon)
-                    .or_default()
-                    .push_back(i);
-                if interaction.kind == InteractionKind::Operation {
-                    state.operations.push(i);
-                }
-            }
-            state.recorded = file.interactions;
+            state.index(file.interactions);
         }
         Ok(Cassette {
             inner: Arc::new(Inner {
@@ -214,9 +203,62 @@ impl Cassette {
                 effective,
                 strict: config.strict,
                 redactor: config.redactor,
+                journal: None,
                 state: Mutex::new(state),
             }),
         })
+    }
+
+    /// A cassette over a journal (see [`super::journal`]): it serves the calls of
+    /// `recorded` (what the journal holds, in order) as mode `new` does, and runs the
+    /// rest, handing each to `journal` as it starts and when it finishes. Its calls
+    /// are numbered from `first_call`. Nothing is written at [`finish`](Self::finish):
+    /// the journal is the record ([`export`](Self::export) writes a cassette file).
+    pub fn journaled(
+        name: impl Into<String>,
+        recorded: Vec<Interaction>,
+        first_call: u64,
+        journal: Arc<dyn Journal>,
+        config: CassetteConfig,
+    ) -> Cassette {
+        let name = name.into();
+        let mut state = State {
+            next_call: first_call,
+            ..State::default()
+        };
+        state.index(recorded);
+        Cassette {
+            inner: Arc::new(Inner {
+                path: PathBuf::from(format!("journal:{name}")),
+                name,
+                mode: Mode::New,
+                effective: Effective::New,
+                strict: config.strict,
+                redactor: config.redactor,
+                journal: Some(journal),
+                state: Mutex::new(state),
+            }),
+        }
+    }
+
+    /// Writes what this cassette holds (the recorded interactions it was opened with,
+    /// then what this run recorded) as a cassette file at `path`, marked complete.
+    pub fn export(&self, path: &Path) -> Result<(), CassetteError> {
+        let state = self.state();
+        let mut interactions = state.recorded.clone();
+        interactions.extend(state.fresh.iter().cloned());
+        let mut tools = state.recorded_tools.clone();
+        tools.extend(state.tools.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let file = CassetteFile {
+            format: file::FORMAT.to_owned(),
+            version: file::VERSION,
+            complete: true,
+            failure: None,
+            name: self.inner.name.clone(),
+            tools,
+            interactions,
+        };
+        file::save(path, &file)
     }
 
     /// The cassette of a test: `<manifest_dir>/tests/cassettes/<module path>.<test>.json`.
@@ -307,10 +349,12 @@ impl Cassette {
             recorded: state.fresh.len(),
             warnings: state.warnings.clone(),
         };
-        if matches!(
-            self.inner.effective,
-            Effective::OnceRecording | Effective::New | Effective::Rewrite
-        ) {
+        if self.inner.journal.is_none()
+            && matches!(
+                self.inner.effective,
+                Effective::OnceRecording | Effective::New | Effective::Rewrite
+            )
+        {
             let mut fresh = state.fresh.clone();
             stable_order(&mut fresh);
             let (mut interactions, mut tools) = if self.inner.effective == Effective::New {
@@ -333,6 +377,26 @@ impl Cassette {
             report.written = true;
         }
         Ok(report)
+    }
+}
+
+impl State {
+    /// Takes `interactions` as the recorded ones, indexed by key and input.
+    fn index(&mut self, interactions: Vec<Interaction>) {
+        self.used = vec![false; interactions.len()];
+        for (i, interaction) in interactions.iter().enumerate() {
+            let canon = canonical::canonical(&interaction.input);
+            self.queues
+                .entry(interaction.key.clone())
+                .or_default()
+                .entry(canon)
+                .or_default()
+                .push_back(i);
+            if interaction.kind == InteractionKind::Operation {
+                self.operations.push(i);
+            }
+        }
+        self.recorded = interactions;
     }
 }
 

@@ -27,11 +27,13 @@
 //!
 //! The parts: [`mode`] (modes and configuration), [`cassette`] (one run's recording),
 //! `router` (the table above, for one call), [`diagnose`] (misses and warnings),
-//! [`file`](mod@file) (the file format), [`redact`] (secrets out before hashing and saving).
+//! [`file`](mod@file) (the file format), [`redact`] (secrets out before hashing and saving),
+//! [`journal`] (each call appended as it happens, for durable runs).
 
 pub mod cassette;
 pub mod diagnose;
 pub mod file;
+pub mod journal;
 pub mod mode;
 pub mod redact;
 pub(crate) mod router;
@@ -39,6 +41,7 @@ pub(crate) mod router;
 pub use cassette::{Cassette, FinishReport};
 pub use diagnose::{diff, CassetteWarning};
 pub use file::{load, CassetteError, CassetteFile, Interaction, InteractionKind, Outcome};
+pub use journal::{CallStarted, Journal};
 pub use mode::{CassetteConfig, Mode};
 pub use redact::Redactor;
 

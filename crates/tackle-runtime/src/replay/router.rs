@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::cassette::{redact_error, Cassette, Effective, Queue, State};
 use super::diagnose::{describe, CassetteWarning};
 use super::file::{Interaction, InteractionKind, Outcome};
+use super::journal::CallStarted;
 use crate::canonical;
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
@@ -158,8 +159,29 @@ impl Cassette {
         }))
     }
 
-    /// Records a finished call.
-    pub(crate) fn record(&self, pending: Pending, result: &Result<Value, ToolError>, shaped: bool) {
+    /// Hands a call about to run to the journal, if the cassette has one.
+    pub(crate) fn start(&self, pending: &Pending, rerun_safe: bool) -> Result<(), String> {
+        let Some(journal) = &self.inner.journal else {
+            return Ok(());
+        };
+        journal.started(&CallStarted {
+            call: pending.call,
+            key: pending.key.clone(),
+            kind: pending.kind,
+            policy: pending.policy,
+            input: pending.input.clone(),
+            rerun_safe,
+        })
+    }
+
+    /// Records a finished call; with a journal, it holds the outcome first (an error
+    /// says it could not, and nothing is recorded).
+    pub(crate) fn record(
+        &self,
+        pending: Pending,
+        result: &Result<Value, ToolError>,
+        shaped: bool,
+    ) -> Result<(), String> {
         let redactor = &self.inner.redactor;
         let outcome = if pending.tombstone {
             Outcome::Tombstone
@@ -169,7 +191,7 @@ impl Cassette {
                 Err(error) => Outcome::Error(redact_error(redactor, error)),
             }
         };
-        self.state().fresh.push(Interaction {
+        let interaction = Interaction {
             call: pending.call,
             key: pending.key,
             kind: pending.kind,
@@ -177,7 +199,12 @@ impl Cassette {
             input: pending.input,
             outcome,
             shaped: shaped && !pending.tombstone,
-        });
+        };
+        if let Some(journal) = &self.inner.journal {
+            journal.finished(&interaction)?;
+        }
+        self.state().fresh.push(interaction);
+        Ok(())
     }
 }
 

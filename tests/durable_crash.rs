@@ -1,0 +1,351 @@
+//! Durable runs survive SIGKILL: a child process runs a multi-step agent with write
+//! tools against a scripted model, journaled in a SQLite store, and is killed at a
+//! random point, 20 times. Each time the run is resumed (by new child processes, with
+//! an operator resolving calls of unknown outcome from the ledger) to the same final
+//! answer as an uninterrupted run; every write happens exactly once in the ledger
+//! (a file outside the process); and the store passes SQLite's integrity check.
+//!
+//! The ledger is the outside world. `ledger.post` carries an idempotency key
+//! (`request_id`), as a payment API does: the ledger ignores a repeat, so a post in
+//! flight at the crash is safely sent again. `mail.notify` has none: one in flight at
+//! the crash stops the resume with `UnknownOutcome`, and the operator (this test)
+//! looks at the ledger and resolves it as done or to be retried.
+//!
+//! Run with `--nocapture` for the kill points; the seed is printed, and
+//! `TACKLE_CRASH_SEED` replays one.
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ToolCallRequest};
+use tackle::agent::react::ReactSkill;
+use tackle::durable::{DurableError, DurableRun, JournalEntry, Resolution, RunStatus, RunStore};
+use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle_sqlite::SqliteStore;
+
+const CHILD: &str = "TACKLE_DURABLE_CHILD";
+const RUN: &str = "payout-7";
+const TASK: &str = "Pay r1, r2 and r3, and tell Ada and Bob.";
+const KILLS: usize = 20;
+
+/// The ledger file of this run (the outside world), from the environment.
+fn ledger() -> PathBuf {
+    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
+}
+
+fn ledger_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn append_line(line: &str) {
+    append_to(&ledger(), line);
+}
+
+fn append_to(path: &Path, line: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("ledger");
+    file.write_all(format!("{line}\n").as_bytes())
+        .expect("write");
+    file.sync_all().expect("sync");
+}
+
+/// Posts an amount to the ledger; a repeated request id is ignored.
+#[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
+fn post(request_id: String, amount: i64) -> String {
+    // Every execution is counted, beside the ledger's (deduplicated) effects.
+    append_to(&ledger().with_file_name("executions.txt"), &request_id);
+    std::thread::sleep(Duration::from_millis(15));
+    let line = format!("post {request_id} {amount}");
+    if !ledger_lines(&ledger()).contains(&line) {
+        append_line(&line);
+    }
+    std::thread::sleep(Duration::from_millis(15));
+    format!("posted {request_id}")
+}
+
+/// Sends a notification (no idempotency key: a repeat would be sent twice).
+#[tool(namespace = "mail", side_effects = external)]
+fn notify(to: String) -> String {
+    std::thread::sleep(Duration::from_millis(15));
+    append_line(&format!("notify {to}"));
+    std::thread::sleep(Duration::from_millis(15));
+    format!("notified {to}")
+}
+
+fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// The model: its answer depends only on how many turns it has had, so a resumed
+/// run, fed the journal's answers, asks the same things.
+fn model(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model::ModelError> {
+    let turn = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    Ok(match turn {
+        0 => ChatResponse::calls(
+            "Posting r1 and r2.",
+            vec![
+                call(
+                    "c1",
+                    "ledger_post",
+                    json!({"request_id": "r1", "amount": 100}),
+                ),
+                call(
+                    "c2",
+                    "ledger_post",
+                    json!({"request_id": "r2", "amount": 250}),
+                ),
+            ],
+        ),
+        1 => ChatResponse::calls(
+            "Telling Ada.",
+            vec![call("c3", "mail_notify", json!({"to": "ada"}))],
+        ),
+        2 => ChatResponse::calls(
+            "Posting r3.",
+            vec![call(
+                "c4",
+                "ledger_post",
+                json!({"request_id": "r3", "amount": 75}),
+            )],
+        ),
+        3 => ChatResponse::calls(
+            "Telling Bob.",
+            vec![call("c5", "mail_notify", json!({"to": "bob"}))],
+        ),
+        _ => ChatResponse::text("Posted r1, r2 and r3; told Ada and Bob."),
+    })
+}
+
+/// The child: open (start or resume) the run and drive it to its end. Exit 0 when the
+/// run is done, 3 when calls of unknown outcome wait for an operator.
+fn child() -> ExitCode {
+    let store =
+        SqliteStore::open(std::env::var_os("TACKLE_STORE").unwrap_or_default()).expect("store");
+    let store: Arc<dyn RunStore> = Arc::new(store);
+    let run = match DurableRun::open(store, RUN, TASK) {
+        Ok(run) => run,
+        Err(DurableError::UnknownOutcome { .. }) => return ExitCode::from(3),
+        Err(DurableError::Ended { .. }) => return ExitCode::SUCCESS,
+        Err(e) => panic!("{e}"),
+    };
+    let runtime = Runtime::from_inventory()
+        .expect("registry")
+        .with_cassette(run.cassette());
+    let skill = ReactSkill::new(
+        Arc::new(FunctionModel::new("ledger-bot", model)),
+        Arc::new(Executor::new(Arc::new(runtime))),
+        &["ledger.post", "mail.notify"],
+    )
+    .expect("skill");
+    let ctx = ToolContext::new().with_grant("llm:*");
+    harness::tokio()
+        .block_on(run.drive(&skill, &ctx, None))
+        .expect("the run");
+    ExitCode::SUCCESS
+}
+
+fn spawn(dir: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().expect("this test"))
+        .env(CHILD, "1")
+        .env("TACKLE_STORE", dir.join("runs.db"))
+        .env("TACKLE_LEDGER", dir.join("ledger.txt"))
+        .spawn()
+        .expect("spawn the child")
+}
+
+/// Resumes the run in `dir` to its end: children until one finishes, resolving calls
+/// of unknown outcome from the ledger in between, as an operator would.
+fn resume_to_the_end(dir: &Path) {
+    let ledger = dir.join("ledger.txt");
+    for _ in 0..5 {
+        let status = spawn(dir).wait().expect("wait");
+        match status.code() {
+            Some(0) => return,
+            Some(3) => {
+                let store = SqliteStore::open(dir.join("runs.db")).expect("store");
+                let record = store.load(RUN).expect("load").expect("the run");
+                let RunStatus::UnknownOutcome { calls } = &record.status else {
+                    panic!("exit 3 without unknown calls: {:?}", record.status)
+                };
+                for call in calls {
+                    let to = call.input["to"].as_str().expect("a notify call");
+                    let sent = ledger_lines(&ledger).contains(&format!("notify {to}"));
+                    let resolution = if sent {
+                        Resolution::Succeeded {
+                            output: json!(format!("notified {to}")),
+                        }
+                    } else {
+                        Resolution::Retry
+                    };
+                    DurableRun::resolve(&store, RUN, call, resolution).expect("resolve");
+                }
+            }
+            other => panic!("the child ended with {other:?}"),
+        }
+    }
+    panic!("the run did not end within 5 resumes");
+}
+
+/// The run's answer and the ledger, once done.
+fn outcome(dir: &Path) -> (String, Vec<String>) {
+    let store = SqliteStore::open(dir.join("runs.db")).expect("store");
+    store.check().expect("the store is sound");
+    let record = store.load(RUN).expect("load").expect("the run");
+    assert_eq!(record.status, RunStatus::Done, "{record:?}");
+    let answer = record
+        .state
+        .and_then(|s| s.final_answer)
+        .expect("an answer");
+    let mut lines = ledger_lines(&dir.join("ledger.txt"));
+    lines.sort();
+    (answer, lines)
+}
+
+/// A small xorshift generator: kill points without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn killed_runs_resume_to_the_same_answer_with_every_write_once() {
+    let root = std::env::temp_dir().join(format!("tackle-durable-crash-{}", std::process::id()));
+    let fresh = |name: &str| {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir
+    };
+    // The uninterrupted run: its answer, ledger and duration.
+    let baseline = fresh("baseline");
+    let started = Instant::now();
+    assert!(spawn(&baseline).wait().expect("wait").success());
+    let took = started.elapsed();
+    let (answer, ledger) = outcome(&baseline);
+    assert_eq!(
+        ledger,
+        [
+            "notify ada",
+            "notify bob",
+            "post r1 100",
+            "post r2 250",
+            "post r3 75"
+        ]
+    );
+    let seed = std::env::var("TACKLE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        });
+    println!("baseline run: {} ms; seed {seed}", took.as_millis());
+    let mut rng = Rng(seed);
+    let window = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    let mut unknown = 0;
+    for kill in 0..KILLS {
+        let dir = fresh(&format!("kill-{kill}"));
+        let mut child = spawn(&dir);
+        let at = Duration::from_micros(rng.below(window));
+        std::thread::sleep(at);
+        child.kill().expect("SIGKILL");
+        child.wait().expect("wait");
+        let journal_before = SqliteStore::open(dir.join("runs.db"))
+            .and_then(|s| s.journal(RUN))
+            .unwrap_or_default();
+        // Posts in flight at the kill: started, with no outcome in the journal.
+        let finished: Vec<u64> = journal_before
+            .iter()
+            .filter_map(|e| match e {
+                JournalEntry::Finished { interaction, .. } => Some(interaction.call),
+                _ => None,
+            })
+            .collect();
+        let in_flight: Vec<String> = journal_before
+            .iter()
+            .filter_map(|e| match e {
+                JournalEntry::Started { call, .. }
+                    if call.key.starts_with("ledger.post") && !finished.contains(&call.call) =>
+                {
+                    call.input["request_id"].as_str().map(str::to_owned)
+                }
+                _ => None,
+            })
+            .collect();
+        resume_to_the_end(&dir);
+        // A post ran once, or twice when the kill caught it in flight (sent again with
+        // its idempotency key); a post the journal held as done never ran again.
+        let executions = ledger_lines(&dir.join("executions.txt"));
+        for id in ["r1", "r2", "r3"] {
+            let runs = executions.iter().filter(|l| *l == id).count();
+            let allowed = if in_flight.iter().any(|f| f == id) {
+                2
+            } else {
+                1
+            };
+            assert!(
+                (1..=allowed).contains(&runs),
+                "kill {kill}: post {id} ran {runs} time(s); in flight: {in_flight:?} (seed {seed})"
+            );
+        }
+        let store = SqliteStore::open(dir.join("runs.db")).expect("store");
+        let resolved = store
+            .journal(RUN)
+            .expect("journal")
+            .iter()
+            .filter(|e| matches!(e, JournalEntry::Resolved { .. }))
+            .count();
+        unknown += resolved;
+        println!(
+            "kill {kill}: at {} ms, {} journal entries, posts in flight {in_flight:?}; {resolved} call(s) resolved by the operator",
+            at.as_millis(),
+            journal_before.len()
+        );
+        assert_eq!(
+            outcome(&dir),
+            (answer.clone(), ledger.clone()),
+            "kill {kill} (seed {seed})"
+        );
+    }
+    println!("{KILLS} kills, {unknown} call(s) of unknown outcome resolved");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        return child();
+    }
+    harness::run(&[(
+        "killed_runs_resume_to_the_same_answer_with_every_write_once",
+        killed_runs_resume_to_the_same_answer_with_every_write_once,
+    )])
+}

@@ -270,16 +270,19 @@ async fn images_go_in_each_providers_form() {
                     .rposition(|i| i["type"] == "function_call_output")
                     .unwrap();
                 assert_eq!(input[at]["call_id"], "c2");
-                // The image follows the outputs, as an input_image of a user message.
-                let after = &input[at + 1];
-                assert_eq!(after["role"], "user", "{body}");
-                let image = after["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|c| c["type"] == "input_image")
-                    .unwrap();
-                assert_eq!(image["image_url"], format!("data:image/png;base64,{data}"));
+                // The image is a part of the function_call_output.
+                let output = input[at]["output"].as_array().unwrap();
+                assert_eq!(output[0]["type"], "input_text", "{body}");
+                assert_eq!(output[1]["type"], "input_image");
+                assert_eq!(
+                    output[1]["image_url"],
+                    format!("data:image/png;base64,{data}")
+                );
+                assert_eq!(
+                    input[at - 1]["output"],
+                    "clear",
+                    "a result without parts is text"
+                );
             }
         }
     }
@@ -554,4 +557,31 @@ async fn an_answer_schema_is_sent_natively() {
     let ollama = OllamaModel::new(server.base.trim_end_matches("/v1"), "m-1").unwrap();
     ollama.complete(&asking).await.unwrap();
     assert_eq!(server.seen()[0].body["format"], answer_schema);
+}
+
+#[tokio::test]
+async fn a_responses_call_cut_off_by_the_token_limit_spoils_only_itself() {
+    let server = FakeEndpoint::start(vec![Reply::Json(
+        200,
+        json!({
+            "id": "r", "object": "response", "status": "incomplete", "model": "m-1",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather_tomorrow",
+                 "arguments": "{\"city\":\"Oslo\",\"days\":null}", "status": "completed"},
+                {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "weather_tomorrow",
+                 "arguments": "{\"city\":\"Ber", "status": "incomplete"}
+            ]
+        }),
+    )])
+    .await;
+    let answer = model(GenAiProvider::OpenAiResponses, &server)
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(answer.tool_calls.len(), 2);
+    assert_eq!(answer.tool_calls[0].arguments, json!({"city": "Oslo"}));
+    assert_eq!(answer.unreadable.len(), 1);
+    assert_eq!(answer.unreadable[0].index, 1);
+    assert_eq!(answer.tool_calls[1].arguments, json!("{\"city\":\"Ber"));
 }

@@ -24,8 +24,13 @@
 //! user message as image or document blocks (Anthropic), `inline_data` (Gemini),
 //! `input_image` / `input_file` (Responses). In tool results: Anthropic gets them
 //! inside the `tool_result` block, Gemini as `inline_data` parts of the same user turn
-//! as its `functionResponse`s, and the Responses API (whose `function_call_output`
-//! goes as text) in a user message right after the outputs.
+//! as its `functionResponse`s, and the Responses API as `input_image` / `input_file`
+//! parts of the `function_call_output`.
+//!
+//! Anthropic and Gemini go through genai's adapters. The Responses API is spoken by
+//! tackle itself (same [`GenAiModel`]): genai 0.7 refuses a whole Responses reply when
+//! one call's arguments are not JSON, where tackle keeps the other calls and answers
+//! that one with a repair turn.
 //!
 //! These models do not stream natively: asked to [stream](ChatModel::stream), they send
 //! their reply as deltas once it is complete.
@@ -120,6 +125,9 @@ pub struct GenAiModel {
     timeout: Duration,
     max_tokens: u32,
     client: Client,
+    /// The Responses API is spoken here, not through genai (see `responses`).
+    #[cfg(feature = "openai-responses")]
+    http: reqwest::Client,
 }
 
 impl std::fmt::Debug for GenAiModel {
@@ -160,6 +168,8 @@ impl GenAiModel {
             timeout: DEFAULT_TIMEOUT,
             max_tokens: DEFAULT_MAX_TOKENS,
             client,
+            #[cfg(feature = "openai-responses")]
+            http: reqwest::Client::new(),
         })
     }
 
@@ -187,6 +197,25 @@ impl GenAiModel {
     }
 
     async fn ask(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        #[cfg(feature = "openai-responses")]
+        if self.provider == GenAiProvider::OpenAiResponses {
+            let body = super::responses::body(&self.model, self.max_tokens, request);
+            let mut answer = super::responses::send(
+                &self.http,
+                &self.base_url,
+                &self.api_key,
+                self.timeout,
+                &body,
+            )
+            .await?;
+            // Strict tools: the model sends null for each optional field it leaves out.
+            for call in &mut answer.tool_calls {
+                if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
+                    drop_nulls(&mut call.arguments, &tool.parameters);
+                }
+            }
+            return Ok(answer);
+        }
         let outgoing = self.to_genai(request);
         let mut options = ChatOptions::default()
             .with_max_tokens(self.max_tokens)
@@ -254,7 +283,7 @@ impl GenAiModel {
         let mut turn = ToolTurn::default();
         for message in &request.messages {
             if message.role != Role::Tool {
-                turn.flush(self.provider, &mut messages);
+                turn.flush(&mut messages);
             }
             match message.role {
                 Role::System => messages.push(ChatMessage::system(text_fallback(
@@ -279,7 +308,7 @@ impl GenAiModel {
                 Role::Tool => turn.add(self.provider, message, &names),
             }
         }
-        turn.flush(self.provider, &mut messages);
+        turn.flush(&mut messages);
         let tools: Vec<Tool> = request
             .tools
             .iter()
@@ -365,9 +394,7 @@ fn binary(part: &crate::content::ContentPart) -> Option<Binary> {
 ///
 /// Their images and files go in each provider's form: for Anthropic, inside each
 /// `tool_result` block (image and document blocks beside the text); for Gemini, as
-/// `inline_data` parts in the same user turn as the `functionResponse` parts; for the
-/// Responses API, whose `function_call_output` genai sends as text, as `input_image` /
-/// `input_file` items of a user message right after the outputs.
+/// `inline_data` parts in the same user turn as the `functionResponse` parts.
 #[derive(Default)]
 struct ToolTurn {
     results: Vec<ContentPart>,
@@ -409,7 +436,7 @@ impl ToolTurn {
             .extend(message.parts.iter().filter_map(binary));
     }
 
-    fn flush(&mut self, provider: GenAiProvider, messages: &mut Vec<ChatMessage>) {
+    fn flush(&mut self, messages: &mut Vec<ChatMessage>) {
         if self.results.is_empty() {
             return;
         }
@@ -417,16 +444,10 @@ impl ToolTurn {
         let attached = std::mem::take(&mut self.attached);
         if attached.is_empty() {
             messages.push(ChatMessage::tool(MessageContent::from_parts(results)));
-        } else if provider == GenAiProvider::Gemini {
+        } else {
+            // Gemini: the images in the user turn of the responses.
             results.extend(attached.into_iter().map(ContentPart::Binary));
             messages.push(ChatMessage::user(MessageContent::from_parts(results)));
-        } else {
-            messages.push(ChatMessage::tool(MessageContent::from_parts(results)));
-            let mut parts = vec![ContentPart::Text(
-                "The images and files of the tool results above, in order:".to_owned(),
-            )];
-            parts.extend(attached.into_iter().map(ContentPart::Binary));
-            messages.push(ChatMessage::user(MessageContent::from_parts(parts)));
         }
     }
 }

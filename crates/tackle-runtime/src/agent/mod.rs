@@ -29,6 +29,8 @@ pub mod ollama;
 pub mod openai;
 pub mod providers;
 pub mod react;
+#[cfg(feature = "openai-responses")]
+mod responses;
 pub mod salience;
 pub mod search;
 pub mod skill;

@@ -1,12 +1,12 @@
 //! What the HTTP model clients share: how an error body and a failed request become a
 //! [`ModelError`].
 
-#[cfg(any(feature = "openai", feature = "ollama"))]
+#[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 use std::time::Duration;
 
 use serde_json::Value;
 
-#[cfg(any(feature = "openai", feature = "ollama"))]
+#[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 use crate::agent::model::ModelError;
 
 /// How much of an error body a [`ModelError::Status`](crate::agent::model::ModelError::Status) keeps.
@@ -30,6 +30,7 @@ pub(crate) fn excerpt(bytes: &[u8]) -> String {
 }
 
 /// An error and its sources, in one line.
+#[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -45,7 +46,7 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 /// when given) and returns the answer's body: an error status is
 /// [`ModelError::Status`] with the [`excerpt`] of its body, a failed request is
 /// [`request_error`]'s.
-#[cfg(any(feature = "openai", feature = "ollama"))]
+#[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 pub(crate) async fn post_json(
     http: &reqwest::Client,
     url: &str,
@@ -81,7 +82,7 @@ pub(crate) async fn post_json(
 
 /// A failed request as a [`ModelError`]: `Timeout` past `timeout`, `Malformed` for a
 /// body that could not be read, `Transport` otherwise.
-#[cfg(any(feature = "openai", feature = "ollama"))]
+#[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 pub(crate) fn request_error(error: &reqwest::Error, timeout: Duration) -> ModelError {
     if error.is_timeout() {
         ModelError::Timeout {

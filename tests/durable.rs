@@ -11,8 +11,8 @@ use serde_json::json;
 use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ToolCallRequest};
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::durable::{
-    DurableError, DurableRun, JournalEntry, MemoryStore, Resolution, RunRecord, RunStatus,
-    RunStore, StoreError,
+    Decision, DurableError, DurableRun, JournalEntry, MemoryStore, Resolution, RunRecord,
+    RunStatus, RunStore, StoreError,
 };
 use tackle::replay::{Cassette, CassetteConfig, Mode};
 use tackle::{tool, Executor, Runtime, ToolContext};
@@ -293,4 +293,170 @@ async fn a_journal_that_cannot_take_a_call_stops_it_before_it_runs() {
         store.load("r-3").unwrap().unwrap().status,
         RunStatus::Failed { .. }
     ));
+}
+
+static REFUNDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static LOOKUPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Refunds an order (every call needs approval).
+#[tool(namespace = "bank", side_effects = external, needs_approval)]
+fn refund(order: String, cents: u64) -> String {
+    REFUNDS.lock().unwrap().push(format!("{order}:{cents}"));
+    format!("refunded {cents} on {order}")
+}
+
+/// Finds an order's customer.
+#[tool(namespace = "bank", side_effects = read)]
+fn customer(order: String) -> String {
+    LOOKUPS.fetch_add(1, Ordering::SeqCst);
+    format!("{order}: ada")
+}
+
+/// Asks for two refunds and a look-up in one step, then reports what came back.
+fn refunder(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model::ModelError> {
+    let results: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    if !results.is_empty() {
+        return Ok(ChatResponse::text(results.join(" | ")));
+    }
+    let call = |id: &str, name: &str, arguments: serde_json::Value| ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    };
+    Ok(ChatResponse::calls(
+        "Refunding both.",
+        vec![
+            call("l", "bank_customer", json!({"order": "o-1"})),
+            call("a", "bank_refund", json!({"order": "o-1", "cents": 1000})),
+            call("b", "bank_refund", json!({"order": "o-2", "cents": 99900})),
+        ],
+    ))
+}
+
+fn approving_skill(run: &DurableRun) -> ReactSkill {
+    let runtime = Runtime::from_inventory()
+        .unwrap()
+        .with_cassette(run.cassette())
+        .with_approver(run.approver());
+    ReactSkill::new(
+        Arc::new(FunctionModel::new("refunder", refunder)),
+        Arc::new(Executor::new(Arc::new(runtime))),
+        &["bank.refund", "bank.customer"],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() {
+    let _one = SERIAL.lock().await;
+    REFUNDS.lock().unwrap().clear();
+    LOOKUPS.store(0, Ordering::SeqCst);
+    let dir = temp("approvals");
+    let db = dir.join("runs.db");
+
+    // Process A: the step asks for two approvals; neither refund runs.
+    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
+    let run = DurableRun::start(store.clone(), "refunds", "Refund o-1 and o-2.").unwrap();
+    let stopped = run
+        .drive(&approving_skill(&run), &ctx(), None)
+        .await
+        .unwrap();
+    assert!(!stopped.done);
+    let record = store.load("refunds").unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::AwaitingApproval);
+    assert_eq!(
+        record.pending.len(),
+        2,
+        "both approvals of the parallel step"
+    );
+    assert!(REFUNDS.lock().unwrap().is_empty());
+    assert_eq!(LOOKUPS.load(Ordering::SeqCst), 1);
+    match DurableRun::resume(store.clone(), "refunds") {
+        Err(DurableError::AwaitingApproval { pending, .. }) => assert_eq!(pending.len(), 2),
+        other => panic!("a run waiting for decisions does not resume: {other:?}"),
+    }
+    drop((run, store));
+
+    // Process B: an operator decides, request by request.
+    let store = SqliteStore::open(&db).unwrap();
+    let pending = DurableRun::pending_approvals(&store, "refunds").unwrap();
+    let small = pending
+        .iter()
+        .find(|p| p.arguments.contains("1000"))
+        .unwrap()
+        .clone();
+    let large = pending
+        .iter()
+        .find(|p| p.arguments.contains("99900"))
+        .unwrap()
+        .clone();
+    assert_eq!(small.key, "bank.refund@1");
+    assert_eq!(small.arguments, r#"{"cents":1000,"order":"o-1"}"#);
+    // A decision names its request exactly: other arguments are no request.
+    let mut forged = small.clone();
+    forged.arguments = r#"{"cents":99900,"order":"o-1"}"#.into();
+    assert!(matches!(
+        DurableRun::decide(&store, "refunds", &forged, Decision::Approve),
+        Err(DurableError::NoSuchApproval { .. })
+    ));
+    DurableRun::decide(&store, "refunds", &small, Decision::Approve).unwrap();
+    assert_eq!(
+        store.load("refunds").unwrap().unwrap().status,
+        RunStatus::AwaitingApproval,
+        "one request still waits"
+    );
+    DurableRun::decide(
+        &store,
+        "refunds",
+        &large,
+        Decision::Reject {
+            reason: "too large for an automatic refund".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        store.load("refunds").unwrap().unwrap().status,
+        RunStatus::Paused
+    );
+    drop(store);
+
+    // Process C: resumed, the approved refund runs, the rejected one is an observation.
+    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
+    let run = DurableRun::resume(store.clone(), "refunds").unwrap();
+    let end = run
+        .drive(&approving_skill(&run), &ctx(), None)
+        .await
+        .unwrap();
+    assert!(end.done);
+    assert_eq!(*REFUNDS.lock().unwrap(), ["o-1:1000"]);
+    assert_eq!(
+        LOOKUPS.load(Ordering::SeqCst),
+        1,
+        "the look-up came from the journal"
+    );
+    let answer = end.final_answer.unwrap();
+    assert!(answer.contains("refunded 1000 on o-1"), "{answer}");
+    assert!(
+        answer.contains("too large for an automatic refund"),
+        "{answer}"
+    );
+    let rejected = end
+        .tool_calls
+        .iter()
+        .find(|c| c.arguments["cents"] == 99900)
+        .unwrap();
+    assert_eq!(
+        rejected.error_kind,
+        Some(tackle::ToolErrorKind::ApprovalDenied)
+    );
+    assert_eq!(
+        store.load("refunds").unwrap().unwrap().status,
+        RunStatus::Done
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

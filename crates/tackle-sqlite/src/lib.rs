@@ -9,19 +9,12 @@
 //! writes, waiting up to five seconds for a lock.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use tackle_runtime::durable::{RunRecord, RunStatus, RunStore};
+//! use tackle_runtime::durable::{RunRecord, RunStore};
 //! use tackle_sqlite::SqliteStore;
 //!
 //! let path = std::env::temp_dir().join(format!("tackle-sqlite-doc-{}.db", std::process::id()));
 //! let store = SqliteStore::open(&path)?;
-//! store.create(&RunRecord {
-//!     run_id: "run-1".into(),
-//!     task: "Say hello.".into(),
-//!     status: RunStatus::Running,
-//!     state: None,
-//!     attempts: 1,
-//! })?;
+//! store.create(&RunRecord::new("run-1", "Say hello."))?;
 //! drop(store);
 //! let again = SqliteStore::open(&path)?;
 //! assert_eq!(again.load("run-1")?.unwrap().task, "Say hello.");

@@ -22,6 +22,16 @@
 //! [`resolve`](DurableRun::resolve)s each call with what happened (its output, its
 //! error) or asks for it to run again, and resumes.
 //!
+//! **Approvals across processes.** Give the run's runtime the run's approver
+//! ([`DurableRun::approver`]). A call that needs approval and has no decision yet does
+//! not run: its request ([`PendingApproval`]: key, canonical arguments, binding) is
+//! kept in the run's record, every pending call of a parallel step alike, and the run
+//! stops at the end of the step with status [`RunStatus::AwaitingApproval`]. Any
+//! process lists them ([`DurableRun::pending_approvals`]) and records a decision per
+//! request ([`DurableRun::decide`]); a decision is bound to its request's key and exact
+//! arguments, and applies to no other call. Resumed, the run replays to that step, an
+//! approved call runs, and a rejected one becomes a failed observation with the reason.
+//!
 //! The store is a trait: [`MemoryStore`] keeps runs in memory (tests); the
 //! `tackle-sqlite` crate has the embedded default, one SQLite file. A run's journal
 //! exports as an ordinary cassette ([`DurableRun::export`]).
@@ -57,6 +67,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl};
+use crate::approval::{ApprovalFuture, ApprovalRequest, Approver};
+use crate::canonical::canonical;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::replay::{
@@ -122,6 +134,74 @@ pub struct RunRecord {
     pub state: Option<ReactState>,
     /// How many times the run was started: 1, plus one per resume.
     pub attempts: u32,
+    /// Calls waiting for a decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingApproval>,
+    /// Decisions made, each bound to one request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<ApprovalRecord>,
+}
+
+/// A call waiting for approval, as any process reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The tool's key.
+    pub key: String,
+    /// The validated arguments, as canonical JSON: what a decision is bound to.
+    pub arguments: String,
+    /// The binding's hash (hex), for logs and for naming the request.
+    pub binding: String,
+}
+
+impl PendingApproval {
+    fn of(request: &ApprovalRequest) -> PendingApproval {
+        PendingApproval {
+            key: request.key.clone(),
+            arguments: canonical(&request.input),
+            binding: request.binding.to_string(),
+        }
+    }
+
+    fn binds(&self, request: &ApprovalRequest) -> bool {
+        self.key == request.key && self.arguments == canonical(&request.input)
+    }
+}
+
+/// A decision on one [`PendingApproval`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call.
+    Approve,
+    /// Do not run it; the model reads the reason.
+    Reject {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A decision and the request it was made for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    /// The request.
+    pub request: PendingApproval,
+    /// The decision.
+    pub decision: Decision,
+}
+
+impl RunRecord {
+    /// A new run's record: running, first attempt, nothing pending.
+    pub fn new(run_id: impl Into<String>, task: impl Into<String>) -> RunRecord {
+        RunRecord {
+            run_id: run_id.into(),
+            task: task.into(),
+            status: RunStatus::Running,
+            state: None,
+            attempts: 1,
+            pending: Vec::new(),
+            decisions: Vec::new(),
+        }
+    }
 }
 
 /// Where a run stands.
@@ -134,6 +214,8 @@ pub enum RunStatus {
     Paused,
     /// Ended: answered, or stopped by its error budget or step limit (the state says).
     Done,
+    /// A step asked for approvals that no one has given yet; the record lists them.
+    AwaitingApproval,
     /// Ended with an error.
     Failed {
         /// The error.
@@ -238,6 +320,14 @@ pub enum DurableError {
         /// The calls.
         calls: Vec<InFlight>,
     },
+    /// The run waits for decisions on these requests ([`DurableRun::decide`]).
+    #[error("the run `{run_id}` waits for {} approval(s)", pending.len())]
+    AwaitingApproval {
+        /// The id.
+        run_id: String,
+        /// The requests.
+        pending: Vec<PendingApproval>,
+    },
     /// The resolved call is not in flight in this run.
     #[error("the run `{run_id}` has no call {call} of attempt {attempt} in flight")]
     NotInFlight {
@@ -247,6 +337,16 @@ pub enum DurableError {
         attempt: u32,
         /// The call's number.
         call: u64,
+    },
+    /// No such approval is pending in this run.
+    #[error("the run `{run_id}` has no pending approval of `{key}` with {arguments}")]
+    NoSuchApproval {
+        /// The id.
+        run_id: String,
+        /// The tool's key.
+        key: String,
+        /// The arguments.
+        arguments: String,
     },
     /// The agent failed (the run's status is then `failed`).
     #[error(transparent)]
@@ -374,8 +474,43 @@ impl Journal for StoreJournal {
 /// uses) and [`drive`](Self::drive). See the [module docs](self).
 pub struct DurableRun {
     store: Arc<dyn RunStore>,
-    record: Mutex<RunRecord>,
+    record: Arc<Mutex<RunRecord>>,
     cassette: Cassette,
+}
+
+/// The approver of a durable run: decisions from the run's record, and every request
+/// without one kept there as pending.
+struct RunApprover {
+    store: Arc<dyn RunStore>,
+    record: Arc<Mutex<RunRecord>>,
+}
+
+impl Approver for RunApprover {
+    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        let decided = record
+            .decisions
+            .iter()
+            .find(|d| d.request.binds(request))
+            .map(|d| d.decision.clone());
+        let answer = match decided {
+            Some(Decision::Approve) => request.approve(),
+            Some(Decision::Reject { reason }) => request.deny(reason),
+            None => {
+                if !record.pending.iter().any(|p| p.binds(request)) {
+                    record.pending.push(PendingApproval::of(request));
+                }
+                match self.store.save(&record) {
+                    Ok(()) => request.deny(format!(
+                        "awaiting approval (request {}): the run stops after this step",
+                        request.binding
+                    )),
+                    Err(e) => request.deny(format!("the approval request could not be kept: {e}")),
+                }
+            }
+        };
+        Box::pin(std::future::ready(answer))
+    }
 }
 
 impl std::fmt::Debug for DurableRun {
@@ -396,13 +531,7 @@ impl DurableRun {
         run_id: &str,
         task: &str,
     ) -> Result<DurableRun, DurableError> {
-        let record = RunRecord {
-            run_id: run_id.to_owned(),
-            task: task.to_owned(),
-            status: RunStatus::Running,
-            state: None,
-            attempts: 1,
-        };
+        let record = RunRecord::new(run_id, task);
         store.create(&record)?;
         Ok(DurableRun::new_attempt(store, record, Vec::new(), 0))
     }
@@ -430,6 +559,15 @@ impl DurableRun {
             return Err(DurableError::UnknownOutcome {
                 run_id: run_id.to_owned(),
                 calls: replayed.unknown,
+            });
+        }
+        if !record.pending.is_empty() {
+            // Not every request has its decision: resuming now would stop again.
+            record.status = RunStatus::AwaitingApproval;
+            store.save(&record)?;
+            return Err(DurableError::AwaitingApproval {
+                run_id: run_id.to_owned(),
+                pending: record.pending,
             });
         }
         record.attempts = record.attempts.saturating_add(1);
@@ -524,7 +662,7 @@ impl DurableRun {
         );
         DurableRun {
             store,
-            record: Mutex::new(record),
+            record: Arc::new(Mutex::new(record)),
             cassette,
         }
     }
@@ -546,6 +684,58 @@ impl DurableRun {
     /// This attempt's number: 1 for a new run, one more per resume.
     pub fn attempt(&self) -> u32 {
         self.record().attempts
+    }
+
+    /// The approver of this run: give it to the runtime of the run's agent
+    /// ([`Runtime::with_approver`](crate::Runtime::with_approver)). A call with a
+    /// decision gets it; one without is kept pending and does not run (see the
+    /// [module docs](self)).
+    pub fn approver(&self) -> impl Approver + 'static {
+        RunApprover {
+            store: Arc::clone(&self.store),
+            record: Arc::clone(&self.record),
+        }
+    }
+
+    /// The approvals the run `run_id` waits for.
+    pub fn pending_approvals(
+        store: &dyn RunStore,
+        run_id: &str,
+    ) -> Result<Vec<PendingApproval>, DurableError> {
+        let record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
+            run_id: run_id.to_owned(),
+        })?;
+        Ok(record.pending)
+    }
+
+    /// Records `decision` on the pending request `request` of the run `run_id`. The
+    /// decision is bound to the request's key and exact arguments. Once every pending
+    /// request has one, the run can be resumed.
+    pub fn decide(
+        store: &dyn RunStore,
+        run_id: &str,
+        request: &PendingApproval,
+        decision: Decision,
+    ) -> Result<(), DurableError> {
+        let mut record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
+            run_id: run_id.to_owned(),
+        })?;
+        let at = record
+            .pending
+            .iter()
+            .position(|p| p.key == request.key && p.arguments == request.arguments)
+            .ok_or_else(|| DurableError::NoSuchApproval {
+                run_id: run_id.to_owned(),
+                key: request.key.clone(),
+                arguments: request.arguments.clone(),
+            })?;
+        let request = record.pending.remove(at);
+        record.decisions.push(ApprovalRecord { request, decision });
+        if record.pending.is_empty() && record.status == RunStatus::AwaitingApproval {
+            record.status = RunStatus::Paused;
+        }
+        store.save(&record)?;
+        Ok(())
     }
 
     /// The cassette of this attempt: attach it to the runtime of the run's agent
@@ -574,6 +764,10 @@ impl DurableRun {
                 failed_checkpoint = Some(e);
                 return StepControl::Pause;
             }
+            if !record.pending.is_empty() {
+                // A call of the last step waits for a decision.
+                return StepControl::Pause;
+            }
             match pause_after {
                 Some(n) if state.step_index >= n => StepControl::Pause,
                 _ => StepControl::Continue,
@@ -592,7 +786,9 @@ impl DurableRun {
                         .stopped
                         .as_deref()
                         .is_some_and(|s| s.starts_with("paused"));
-                record.status = if paused {
+                record.status = if !record.pending.is_empty() {
+                    RunStatus::AwaitingApproval
+                } else if paused {
                     RunStatus::Paused
                 } else {
                     RunStatus::Done

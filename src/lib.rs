@@ -97,6 +97,8 @@ mod guides {
     struct Architecture;
     #[doc = include_str!("../docs/cassettes.md")]
     struct Cassettes;
+    #[doc = include_str!("../docs/durable.md")]
+    struct Durable;
     #[doc = include_str!("../docs/executor.md")]
     struct Executor;
     #[doc = include_str!("../docs/macro.md")]

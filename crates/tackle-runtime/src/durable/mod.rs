@@ -756,9 +756,17 @@ impl DurableRun {
         pause_after: Option<usize>,
     ) -> Result<ReactState, DurableError> {
         let task = self.task();
+        // Steps up to the last checkpoint replay from the journal: saved already.
+        let saved = self.record().state.as_ref().map_or(0, |s| s.step_index);
         let mut failed_checkpoint: Option<StoreError> = None;
         let mut observe = |state: &ReactState| {
             let mut record = self.record();
+            if state.step_index <= saved && record.pending.is_empty() {
+                return match pause_after {
+                    Some(n) if state.step_index >= n => StepControl::Pause,
+                    _ => StepControl::Continue,
+                };
+            }
             record.state = Some(state.clone());
             if let Err(e) = self.store.save(&record) {
                 failed_checkpoint = Some(e);

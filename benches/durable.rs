@@ -1,0 +1,167 @@
+//! Durable runs: what the journal costs per call, and how long a resume takes.
+//!
+//! * `durable/door_call`: one door call of a pure tool with no cassette (the in-run
+//!   baseline), with a journaled cassette over a [`MemoryStore`], and over the SQLite
+//!   store (two entries per call, each committed to disk before the call goes on).
+//! * `durable/resume`: resuming a run whose journal holds 1,000 ReAct steps (4,000
+//!   entries, in SQLite) and replaying it to where it stopped: open the store, read
+//!   the journal, replay every step through the door.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use serde_json::json;
+use tackle::agent::model::{
+    ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
+};
+use tackle::agent::react::ReactSkill;
+use tackle::durable::{DurableRun, MemoryStore, RunStore};
+use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle_sqlite::SqliteStore;
+
+/// Add two integers.
+#[tool(namespace = "bench", side_effects = none)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+const STEPS: usize = 1000;
+
+/// One `bench_add` call per step, for `STEPS` steps, then the answer.
+fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let step = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    Ok(if step < STEPS {
+        ChatResponse::calls(
+            "",
+            vec![ToolCallRequest {
+                id: format!("c{step}"),
+                name: "bench_add".into(),
+                arguments: json!({"a": step, "b": 1}),
+            }],
+        )
+    } else {
+        ChatResponse::text("done")
+    })
+}
+
+fn skill(run: &DurableRun) -> ReactSkill {
+    let runtime = Runtime::from_inventory()
+        .expect("registry")
+        .with_cassette(run.cassette());
+    ReactSkill::new(
+        Arc::new(FunctionModel::new("bench", model)),
+        Arc::new(Executor::new(Arc::new(runtime))),
+        &["bench.add"],
+    )
+    .expect("skill")
+    .with_max_steps(STEPS + 1)
+    .with_error_budget(u32::MAX)
+}
+
+fn durable(c: &mut Criterion) {
+    let tokio_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let dir = std::env::temp_dir().join(format!("tackle-bench-durable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let input = json!({"a": 2, "b": 3});
+
+    let mut group = c.benchmark_group("durable/door_call");
+    let plain = Runtime::from_inventory().expect("registry");
+    group.bench_function("no cassette (baseline)", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                black_box(
+                    plain
+                        .call("bench.add", input.clone(), &ctx)
+                        .await
+                        .expect("call"),
+                )
+            })
+        })
+    });
+    let memory: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run = DurableRun::start(memory, "m", "bench").expect("run");
+    let journaled = Runtime::from_inventory()
+        .expect("registry")
+        .with_cassette(run.cassette());
+    group.bench_function("journaled, memory store", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                black_box(
+                    journaled
+                        .call("bench.add", input.clone(), &ctx)
+                        .await
+                        .expect("call"),
+                )
+            })
+        })
+    });
+    let sqlite: Arc<dyn RunStore> =
+        Arc::new(SqliteStore::open(dir.join("calls.db")).expect("store"));
+    let run = DurableRun::start(sqlite, "s", "bench").expect("run");
+    let journaled = Runtime::from_inventory()
+        .expect("registry")
+        .with_cassette(run.cassette());
+    group.bench_function("journaled, SQLite store", |b| {
+        b.iter(|| {
+            tokio_rt.block_on(async {
+                black_box(
+                    journaled
+                        .call("bench.add", input.clone(), &ctx)
+                        .await
+                        .expect("call"),
+                )
+            })
+        })
+    });
+    group.finish();
+
+    // A run paused after STEPS steps, in SQLite: the template each resume starts from.
+    let template = dir.join("template.db");
+    {
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&template).expect("store"));
+        let run = DurableRun::start(store.clone(), "long", "count").expect("run");
+        let state = tokio_rt
+            .block_on(run.drive(&skill(&run), &ctx, Some(STEPS)))
+            .expect("the long run");
+        assert_eq!(state.step_index, STEPS);
+        assert_eq!(store.journal("long").expect("journal").len(), 4 * STEPS);
+    }
+    let mut group = c.benchmark_group("durable/resume");
+    group.sample_size(10);
+    let mut copies = 0;
+    group.bench_function("resume a 1,000-step journal and replay it", |b| {
+        b.iter_batched(
+            || {
+                copies += 1;
+                let path = dir.join(format!("copy-{copies}.db"));
+                std::fs::copy(&template, &path).expect("copy");
+                path
+            },
+            |path| {
+                let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&path).expect("store"));
+                let run = DurableRun::resume(store, "long").expect("resume");
+                let state = tokio_rt
+                    .block_on(run.drive(&skill(&run), &ctx, Some(STEPS)))
+                    .expect("replay");
+                assert_eq!(state.step_index, STEPS);
+                drop(run);
+                let _ = std::fs::remove_file(&path);
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, durable);
+criterion_main!(benches);

@@ -242,16 +242,17 @@ pub struct InFlight {
     pub input: Value,
 }
 
-/// One entry of a run's journal.
+/// One entry of a run's journal. Stored externally tagged
+/// (`{"started": {"attempt": 1, "call": {...}}}`): read without buffering, as entries
+/// hold whole conversations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "entry", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum JournalEntry {
     /// A call was about to run.
     Started {
         /// The attempt.
         attempt: u32,
         /// The call.
-        #[serde(flatten)]
         call: CallStarted,
     },
     /// A call finished.

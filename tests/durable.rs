@@ -460,3 +460,49 @@ async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() 
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A shipment's outcome, as the shipping skill answers it.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, tackle::SkillState)]
+struct Shipment {
+    order: String,
+    shipped: bool,
+}
+
+#[tokio::test]
+async fn a_skill_runs_durably_and_its_answer_is_read_as_its_state() {
+    use tackle::agent::skill::{Skill, SkillKind};
+    let _one = SERIAL.lock().await;
+    let skill = Skill::builder::<Shipment>("shipper", "1.0.0", SkillKind::Agent)
+        .with_description("Ships an order.")
+        .with_tools(&["shop.ship"])
+        .build()
+        .unwrap();
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run = DurableRun::start(store.clone(), "skill-run", "Ship o-7.").unwrap();
+    let executor = Arc::new(Executor::new(Arc::new(
+        Runtime::from_inventory()
+            .unwrap()
+            .with_cassette(run.cassette()),
+    )));
+    let model = Arc::new(tackle::agent::model::ScriptedModel::new([
+        ChatResponse::calls(
+            "",
+            vec![ToolCallRequest {
+                id: "s".into(),
+                name: "shop_ship".into(),
+                arguments: json!({"order": "o-7"}),
+            }],
+        ),
+        ChatResponse::text(r#"{"order": "o-7", "shipped": true}"#),
+    ]));
+    let done = run
+        .drive_skill::<Shipment>(&skill, model, executor, &ctx())
+        .await
+        .unwrap();
+    assert_eq!(done.state.order, "o-7");
+    assert!(done.state.shipped);
+    assert_eq!(done.run.tool_calls.len(), 1);
+    let record = store.load("skill-run").unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::Done);
+    assert_eq!(record.state.unwrap().step_index, 2);
+}

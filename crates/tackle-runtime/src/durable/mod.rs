@@ -66,11 +66,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::model::ChatModel;
 use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl};
+use crate::agent::skill::{Skill, SkillError, SkillRun, SkillState};
 use crate::approval::{ApprovalFuture, ApprovalRequest, Approver};
 use crate::canonical::canonical;
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::executor::Executor;
 use crate::replay::{
     CallStarted, Cassette, CassetteConfig, CassetteError, Interaction, Journal, Outcome,
 };
@@ -352,6 +355,16 @@ pub enum DurableError {
     /// The agent failed (the run's status is then `failed`).
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// The skill could not run, or its answer is not its state.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+    /// The skill runs a workflow subgraph, not an agent: there is no ReAct loop to
+    /// make durable.
+    #[error("the skill `{site_id}` runs a workflow, not an agent")]
+    NotAnAgent {
+        /// The skill.
+        site_id: String,
+    },
     /// The cassette could not be exported.
     #[error(transparent)]
     Export(#[from] CassetteError),
@@ -815,6 +828,27 @@ impl DurableRun {
         self.store.save(&record)?;
         *self.record() = record;
         result
+    }
+
+    /// Runs the agent skill `skill` as this run, with `model` over `executor` (whose
+    /// runtime has this run's [cassette](Self::cassette)): as [`drive`](Self::drive)
+    /// to the end, then reads the answer as the skill's state `S`, as
+    /// [`Skill::run`] does.
+    pub async fn drive_skill<S: SkillState>(
+        &self,
+        skill: &Skill,
+        model: Arc<dyn ChatModel>,
+        executor: Arc<Executor>,
+        ctx: &ToolContext,
+    ) -> Result<SkillRun<S>, DurableError> {
+        if !skill.runs_as_agent() {
+            return Err(DurableError::NotAnAgent {
+                site_id: skill.site_id(),
+            });
+        }
+        let react = skill.react(model, executor, ctx)?;
+        let state = self.drive(&react, ctx, None).await?;
+        Ok(skill.answer(state)?)
     }
 
     /// Writes the run's calls so far (the journal's outcomes, then this attempt's) as

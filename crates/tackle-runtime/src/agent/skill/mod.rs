@@ -589,17 +589,7 @@ impl Skill {
             let inputs = serde_json::json!({ "task": task });
             return self.run_workflow(executor.runtime(), inputs, ctx).await;
         }
-        let missing = self.missing_capabilities(ctx);
-        if !missing.is_empty() {
-            return Err(SkillError::Denied { site_id, missing });
-        }
-        let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
-        let react = ReactSkill::new(model, executor, &keys)
-            .map_err(|error| SkillError::Agent {
-                site_id: site_id.clone(),
-                error,
-            })?
-            .with_system_prompt(self.prompt());
+        let react = self.react(model, executor, ctx)?;
         let ctx = &*self.events_scope(ctx);
         let run = react
             .run(task, ctx)
@@ -608,6 +598,37 @@ impl Skill {
                 site_id: site_id.clone(),
                 error,
             })?;
+        self.answer(run)
+    }
+
+    /// Whether the skill runs as an agent (a ReAct loop), not as a workflow subgraph.
+    pub(crate) fn runs_as_agent(&self) -> bool {
+        self.graph.is_none() || self.kind == SkillKind::Agent
+    }
+
+    /// The ReAct loop this skill runs for an agent: its tools and prompt, with
+    /// `model` over `executor`, once `ctx` holds what the skill requires.
+    pub(crate) fn react(
+        &self,
+        model: Arc<dyn ChatModel>,
+        executor: Arc<Executor>,
+        ctx: &ToolContext,
+    ) -> Result<ReactSkill, SkillError> {
+        let site_id = self.site_id();
+        let missing = self.missing_capabilities(ctx);
+        if !missing.is_empty() {
+            return Err(SkillError::Denied { site_id, missing });
+        }
+        let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
+        Ok(ReactSkill::new(model, executor, &keys)
+            .map_err(|error| SkillError::Agent { site_id, error })?
+            .with_system_prompt(self.prompt()))
+    }
+
+    /// Reads a finished ReAct run's answer as the state `S`.
+    pub(crate) fn answer<S: SkillState>(&self, run: ReactState) -> Result<SkillRun<S>, SkillError> {
+        self.check_state::<S>()?;
+        let site_id = self.site_id();
         let Some(answer) = run.final_answer.as_deref() else {
             let reason = run.stopped.clone().unwrap_or_else(|| "no answer".into());
             return Err(SkillError::NoAnswer {

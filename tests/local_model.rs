@@ -130,6 +130,21 @@ fn the_agent_example_runs_live_against_a_real_local_model_and_the_recording_repl
         .filter(|i| i["key"].as_str().is_some_and(|k| k.starts_with("llm.")))
         .count();
     assert!(model_calls >= 1, "the real model was called:\n{live}");
+    // Greedy sampling makes the model's first move the same every run: it looks a city
+    // up, and the tool answers.
+    let tool_calls_ok = cassette["interactions"]
+        .as_array()
+        .expect("interactions")
+        .iter()
+        .filter(|i| {
+            i["key"].as_str().is_some_and(|k| !k.starts_with("llm."))
+                && i["outcome"].get("ok").is_some()
+        })
+        .count();
+    assert!(
+        tool_calls_ok >= 1,
+        "the real model called a tool that answered:\n{live}"
+    );
 
     // Offline: the server is gone, and the recording plays to the same transcript.
     let (replay_ok, replayed) = example("http://127.0.0.1:9/v1", &["--replay", recorded]);

@@ -807,25 +807,12 @@ async fn a_tools_image_goes_as_image_content_and_an_import_keeps_it() {
     assert_eq!(wire["content"][2]["resource"]["uri"], "sales.pdf");
     client.cancel().await.ok();
 
-    // Imported back, the tool's value holds the image and the file again. The
-    // structured content says the same, so serve a runtime whose tool has none: a
-    // dynamic tool without an output schema.
-    let mut served = tackle::Registry::default();
-    let mut spec = tackle::ToolSpec::new(
-        "demo",
-        "chart",
-        "1",
-        tackle::SideEffects::Read,
-        "A chart of this week's sales.",
-    );
-    spec.output_schema = Value::Bool(true);
-    served
-        .register(tackle::DynamicTool::new(spec, |_, _| async {
-            serde_json::to_value(chart())
-        }))
-        .unwrap();
+    // A tool whose output is content parts declares no output schema: its result is
+    // its content.
+    assert!(wire.get("structuredContent").is_none(), "{wire}");
+    // Imported back (tackle to tackle), the tool's value holds the image and the file.
     let server = McpServer::new(
-        Arc::new(Runtime::new(served)),
+        Arc::new(Runtime::from_inventory().unwrap()),
         Identity::new("charts", "1"),
         ToolContext::new(),
     )

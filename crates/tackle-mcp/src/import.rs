@@ -16,8 +16,8 @@
 //!
 //! A call's value is the result's `structuredContent`; without one, its text (or the
 //! JSON object or array the text holds, as many servers return JSON as text). A result
-//! whose content holds images, audio or binary resources keeps them: its value is then
-//! the list of its blocks as [`ContentPart`]s (`{"type": "image", "mimeType", "data"}`,
+//! whose content holds images, audio or binary resources keeps them, structured
+//! content or not: its value is then the list of its blocks as [`ContentPart`]s (`{"type": "image", "mimeType", "data"}`,
 //! files for audio and blobs, text for the rest; see `tackle::content`).
 //!
 //! Calls then go through the door like any other: capabilities, validation, approval,
@@ -496,10 +496,15 @@ fn handler(
             if result.is_error == Some(true) {
                 return Err(failed(text.join("\n")));
             }
+            // Images and files win over structured content, which cannot hold them
+            // as such (a tackle server sends both: parts as content, and the same
+            // parts as JSON under `result`).
+            if let Some(parts) = with_attachments(&result.content) {
+                return Ok(parts);
+            }
             Ok(match result.structured_content {
                 Some(structured) => structured,
-                None => with_attachments(&result.content)
-                    .unwrap_or_else(|| unstructured(text.join("\n"))),
+                None => unstructured(text.join("\n")),
             })
         })
     })

@@ -16,7 +16,9 @@
 //!   served with the output schema `{"type": "object", "properties": {"result": ...}}`
 //!   and the structured content `{"result": ...}`. An output that holds images or files
 //!   (a `tackle::content::ContentPart`, or a list of them) goes as its blocks: text,
-//!   `image` content, and files as binary `resource` content.
+//!   `image` content, and files as binary `resource` content; a tool whose output
+//!   type is content parts declares no output schema (structured content cannot hold
+//!   an image as such).
 //! * When the client sends a progress token, the tool's progress reports become
 //!   `notifications/progress`; a `notifications/cancelled` cancels the call through the
 //!   context's cancellation token (the door stops a tool that ignores it after the grace
@@ -157,7 +159,22 @@ fn is_object_schema(schema: &Value) -> bool {
 
 /// Whether the tool declares an output schema (`true` and `{}` declare nothing).
 fn declares_output(schema: &Value) -> bool {
-    !(schema == &Value::Bool(true) || schema.as_object().is_some_and(|o| o.is_empty()))
+    !(schema == &Value::Bool(true)
+        || schema.as_object().is_some_and(|o| o.is_empty())
+        || is_content_schema(schema))
+}
+
+/// Whether a tool's output is content parts (a `ContentPart` or a list of them): such
+/// an output goes as MCP content (text, images, resources) and declares no output
+/// schema, since structured content cannot carry images as such.
+fn is_content_schema(schema: &Value) -> bool {
+    let named = |s: &Value| s.get("title").and_then(Value::as_str) == Some("ContentPart");
+    let reference =
+        |s: &Value| s.get("$ref").and_then(Value::as_str) == Some("#/$defs/ContentPart");
+    named(schema)
+        || schema
+            .get("items")
+            .is_some_and(|items| named(items) || reference(items))
 }
 
 /// The MCP output schema of a tool: its own when it describes objects; wrapped in

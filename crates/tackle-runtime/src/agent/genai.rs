@@ -93,6 +93,15 @@ impl GenAiProvider {
         }
     }
 
+    /// Whether this build has the provider's cargo feature.
+    fn built(self) -> bool {
+        match self {
+            GenAiProvider::Anthropic => cfg!(feature = "anthropic"),
+            GenAiProvider::Gemini => cfg!(feature = "gemini"),
+            GenAiProvider::OpenAiResponses => cfg!(feature = "openai-responses"),
+        }
+    }
+
     fn adapter(self) -> AdapterKind {
         match self {
             GenAiProvider::Anthropic => AdapterKind::Anthropic,
@@ -143,13 +152,22 @@ impl std::fmt::Debug for GenAiModel {
 
 impl GenAiModel {
     /// `model` of `provider` at `base_url` (e.g. `http://127.0.0.1:8080/v1/`, or
-    /// [`GenAiProvider::default_base_url`]), with `api_key`.
+    /// [`GenAiProvider::default_base_url`]), with `api_key`. Fails when this build
+    /// lacks the provider's cargo feature.
     pub fn new(
         provider: GenAiProvider,
         base_url: &str,
         api_key: &str,
         model: &str,
     ) -> Result<GenAiModel, ModelError> {
+        if !provider.built() {
+            return Err(ModelError::Failed {
+                message: format!(
+                    "this build has no `{}` cargo feature: enable it to use this provider",
+                    provider.as_str()
+                ),
+            });
+        }
         let mut base_url = base_url.trim().to_owned();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(ModelError::Transport {
@@ -467,7 +485,12 @@ fn assistant<'m>(message: &'m Message, names: &mut HashMap<&'m str, &'m str>) ->
         parts.push(ContentPart::ToolCall(ToolCall {
             call_id: call.id.clone(),
             fn_name: call.name.clone(),
-            fn_arguments: call.arguments.clone(),
+            // Anthropic and Gemini want an object: unreadable arguments (kept raw) go
+            // back empty; the tool's result says why the call did not run.
+            fn_arguments: match &call.arguments {
+                Value::String(_) => Value::Object(serde_json::Map::new()),
+                other => other.clone(),
+            },
             thought_signatures: None,
         }));
     }

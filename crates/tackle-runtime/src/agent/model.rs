@@ -22,7 +22,8 @@
 //! **Tracing, by the OpenTelemetry GenAI conventions.** Each [`complete`] runs in a
 //! `tracing` span named `chat` whose `otel.name` is `chat {model}` (the conventional
 //! span name, for `tracing-opentelemetry`), with `gen_ai.operation.name = "chat"`,
-//! `gen_ai.provider.name`, `gen_ai.request.model`, and, once the model answered,
+//! `gen_ai.provider.name` (the conventions' well-known value: `gcp.gemini` for Gemini,
+//! `openai` for the Responses API), `gen_ai.request.model`, and, once the model answered,
 //! `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (when the provider
 //! reports [`Usage`]) or `error.type`. The door's own `tool.call` span is inside it.
 //!
@@ -447,7 +448,7 @@ pub async fn complete(
         "chat",
         otel.name = tracing::field::Empty,
         gen_ai.operation.name = "chat",
-        gen_ai.provider.name = model.provider(),
+        gen_ai.provider.name = otel_provider(model.provider()),
         gen_ai.request.model = model.model(),
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
@@ -472,6 +473,17 @@ pub async fn complete(
         }
     }
     result
+}
+
+/// The provider as the GenAI conventions name it: their well-known values where
+/// tackle's name differs (`gemini` is `gcp.gemini`, the Responses API is `openai`),
+/// else tackle's.
+fn otel_provider(provider: &str) -> &str {
+    match provider {
+        "gemini" => "gcp.gemini",
+        "openai-responses" => "openai",
+        other => other,
+    }
 }
 
 /// [`complete`], without its span.

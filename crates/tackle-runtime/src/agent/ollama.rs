@@ -147,7 +147,13 @@ fn wire_message<'m>(message: &'m Message, names: &mut HashMap<&'m str, &'m str>)
             .iter()
             .map(|c| {
                 names.insert(c.id.as_str(), c.name.as_str());
-                json!({"function": {"name": c.name, "arguments": c.arguments}})
+                // Ollama wants an object: unreadable arguments (kept raw) go back empty;
+                // the tool's result says why the call did not run.
+                let arguments = match &c.arguments {
+                    Value::String(_) => json!({}),
+                    other => other.clone(),
+                };
+                json!({"function": {"name": c.name, "arguments": arguments}})
             })
             .collect();
         out["tool_calls"] = Value::Array(calls);

@@ -288,6 +288,11 @@ impl OpenAiModel {
                 break;
             }
         }
+        // The body may end without a newline after its last event.
+        if !reader.ended && !reader.line.is_empty() {
+            let line = std::mem::take(&mut reader.line);
+            reader.event(&line, sink)?;
+        }
         if !reader.ended {
             return Err(ModelError::StreamBroken {
                 message: "the stream closed before the reply ended (no `[DONE]`, no \

@@ -2,7 +2,9 @@
 //! `ReactSkill`, with its `ReactState`, `ReactStep` and `ToolCallRecord`).
 //!
 //! [`ReactSkill::run`] gives the model the task and the tools; each step the model
-//! either answers (text and no tool calls: the run is done) or asks for tool calls,
+//! either answers (a reply without tool calls that the run takes as an answer, see
+//! [`TextAnswers`] and [`ReactSkill::with_answer_schema`]: the run is done) or asks for
+//! tool calls,
 //! which run as one batch through the [`Executor`] (so in parallel where safe, and
 //! every call through the door). Each result comes back to the model as an
 //! observation. The run ends, checked in this order, when:
@@ -459,7 +461,8 @@ impl ReactSkill {
     /// error budget, and the model is told what was wrong and asked again (a repair
     /// turn). The answer's value is [`ReactState::final_value`].
     ///
-    /// Without an answer schema, any reply without tool calls is the answer.
+    /// Without an answer schema, a reply without tool calls is the answer as the
+    /// [`TextAnswers`] policy says (by default, one that says something).
     pub fn with_answer_schema(mut self, schema: Value) -> Result<ReactSkill, AgentError> {
         let validator =
             SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;

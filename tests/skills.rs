@@ -259,25 +259,42 @@ async fn without_bubbling_the_callers_sink_hears_nothing() {
 }
 
 #[tokio::test]
-async fn an_answer_that_is_not_the_state_is_an_error_with_the_run() {
+async fn an_answer_that_is_not_the_state_is_a_repair_turn_and_then_an_error_with_the_run() {
     let rt = runtime();
     let skill = trip_planner_quiet().unwrap();
-    let model = ScriptedModel::new([ChatResponse::text(
-        "{\"destination\": \"Bergen\", \"km\": -1}",
-    )]);
-    match skill
+    let bad = || ChatResponse::text("{\"destination\": \"Bergen\", \"km\": -1}");
+    let good = ChatResponse::text(r#"{"destination": "Bergen", "km": 463, "stops": {}}"#);
+    let ctx = ToolContext::new().with_grant("llm:*");
+    // The state's schema is the run's answer schema: a reply that does not fit is a
+    // repair turn, and the model's next answer stands.
+    let model = Arc::new(ScriptedModel::new([bad(), good]));
+    let done = skill
         .run::<TripPlan>(
-            Arc::new(model),
-            Arc::new(Executor::new(rt)),
+            model.clone(),
+            Arc::new(Executor::new(rt.clone())),
             "?",
-            &ToolContext::new().with_grant("llm:*"),
+            &ctx,
         )
         .await
+        .unwrap();
+    assert_eq!(done.state.km, 463);
+    let repair = done.run.trajectory[0].observation.clone().unwrap();
+    assert!(repair.contains("/km"), "{repair}");
+    assert!(repair.contains("stops"), "{repair}");
+    assert_eq!(
+        model.requests()[0].response_schema.as_ref(),
+        Some(&skill.to_spec().state_schema),
+        "sent to the model as the answer schema"
+    );
+    // Only bad answers: the error budget ends the run, which the error keeps.
+    let model = ScriptedModel::new([bad(), bad(), bad()]);
+    match skill
+        .run::<TripPlan>(Arc::new(model), Arc::new(Executor::new(rt)), "?", &ctx)
+        .await
     {
-        Err(SkillError::BadAnswer { problems, run, .. }) => {
-            assert!(problems.contains("/km"), "{problems}");
-            assert!(problems.contains("stops"), "{problems}");
-            assert!(run.done);
+        Err(SkillError::NoAnswer { reason, run, .. }) => {
+            assert_eq!(reason, "the error budget is spent");
+            assert_eq!(run.trajectory.len(), 3);
         }
         other => panic!("{other:?}"),
     }

@@ -620,9 +620,12 @@ impl Skill {
             return Err(SkillError::Denied { site_id, missing });
         }
         let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
-        Ok(ReactSkill::new(model, executor, &keys)
-            .map_err(|error| SkillError::Agent { site_id, error })?
-            .with_system_prompt(self.prompt()))
+        // The state's schema is the answer's: sent natively to models that enforce
+        // it, and a reply that does not fit is a repair turn, not the run's end.
+        ReactSkill::new(model, executor, &keys)
+            .and_then(|react| react.with_answer_schema(self.state_schema.clone()))
+            .map(|react| react.with_system_prompt(self.prompt()))
+            .map_err(|error| SkillError::Agent { site_id, error })
     }
 
     /// Reads a finished ReAct run's answer as the state `S`.

@@ -585,3 +585,36 @@ async fn a_responses_call_cut_off_by_the_token_limit_spoils_only_itself() {
     assert_eq!(answer.unreadable[0].index, 1);
     assert_eq!(answer.tool_calls[1].arguments, json!("{\"city\":\"Ber"));
 }
+
+#[tokio::test]
+async fn anthropic_gets_text_for_parts_it_does_not_take() {
+    let server = FakeEndpoint::start(vec![Reply::Json(
+        200,
+        text_answer(GenAiProvider::Anthropic),
+    )])
+    .await;
+    let bmp = ContentPart::image("image/bmp", b"BM");
+    let wav = ContentPart::file("audio/wav", b"RIFF", None);
+    let png = ContentPart::image("image/png", b"\x89PNG");
+    let mut request = with_results();
+    let last = request.messages.len() - 1;
+    request.messages[last] = Message::tool(
+        "c2",
+        format!("rain\n{}\n{}", bmp.placeholder(), png.placeholder()),
+    )
+    .with_parts(vec![bmp.clone(), png.clone()]);
+    request.messages[1] = Message::user("Listen.").with_parts(vec![wav.clone()]);
+    model(GenAiProvider::Anthropic, &server)
+        .complete(&request)
+        .await
+        .unwrap();
+    let body = server.seen()[0].body.clone();
+    let user = &body["messages"][0]["content"];
+    assert_eq!(user, &json!(format!("Listen.\n{}", wav.unsent())), "{body}");
+    let result = &body["messages"][2]["content"][1]["content"];
+    let blocks = result.as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "the text and the PNG: {body}");
+    assert!(blocks[0]["text"].as_str().unwrap().contains(&bmp.unsent()));
+    assert_eq!(blocks[1]["type"], "image");
+    assert_eq!(blocks[1]["source"]["media_type"], "image/png");
+}

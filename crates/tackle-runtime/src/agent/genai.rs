@@ -93,6 +93,33 @@ impl GenAiProvider {
         }
     }
 
+    /// The parts of a message this provider takes as images and documents, and those
+    /// it does not (sent as text, see [`text_fallback`]): Anthropic takes JPEG, PNG,
+    /// GIF and WebP images and PDF documents; Gemini takes any media type inline.
+    fn split_parts(
+        self,
+        parts: &[crate::content::ContentPart],
+    ) -> (
+        Vec<&crate::content::ContentPart>,
+        Vec<crate::content::ContentPart>,
+    ) {
+        let takes = |part: &crate::content::ContentPart| match (self, part) {
+            (_, crate::content::ContentPart::Text { .. }) => true,
+            (GenAiProvider::Anthropic, crate::content::ContentPart::Image { mime_type, .. }) => {
+                matches!(
+                    mime_type.as_str(),
+                    "image/jpeg" | "image/png" | "image/gif" | "image/webp"
+                )
+            }
+            (GenAiProvider::Anthropic, crate::content::ContentPart::File { mime_type, .. }) => {
+                mime_type == "application/pdf"
+            }
+            _ => true,
+        };
+        let (taken, unsent): (Vec<_>, Vec<_>) = parts.iter().partition(|p| takes(p));
+        (taken, unsent.into_iter().cloned().collect())
+    }
+
     /// Whether this build has the provider's cargo feature.
     fn built(self) -> bool {
         match self {
@@ -312,12 +339,13 @@ impl GenAiModel {
                     messages.push(ChatMessage::user(message.content.clone()));
                 }
                 Role::User => {
-                    let mut parts = vec![ContentPart::Text(message.content.clone())];
+                    let (taken, unsent) = self.provider.split_parts(&message.parts);
+                    let mut parts =
+                        vec![ContentPart::Text(text_fallback(&message.content, &unsent))];
                     parts.extend(
-                        message
-                            .parts
+                        taken
                             .iter()
-                            .filter_map(binary)
+                            .filter_map(|p| binary(p))
                             .map(ContentPart::Binary),
                     );
                     messages.push(ChatMessage::user(MessageContent::from_parts(parts)));
@@ -424,8 +452,10 @@ impl ToolTurn {
         let call_id = message.tool_call_id.clone().unwrap_or_default();
         let has_attachments = message.parts.iter().any(|p| p.is_attachment());
         if has_attachments && provider == GenAiProvider::Anthropic {
-            let mut content = vec![json!({"type": "text", "text": message.content})];
-            for part in &message.parts {
+            let (taken, unsent) = provider.split_parts(&message.parts);
+            let text = text_fallback(&message.content, &unsent);
+            let mut content = vec![json!({"type": "text", "text": text})];
+            for part in taken {
                 let source = |data: &str| json!({"type": "base64", "media_type": part.mime_type(), "data": data});
                 match part {
                     crate::content::ContentPart::Text { text } => {

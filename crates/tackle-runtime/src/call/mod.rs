@@ -563,15 +563,9 @@ impl Runtime {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
     {
-        let run: OperationRun<'a> = Box::new(move |_| Box::pin(run()));
-        let mut call = self.start(
-            operation.key(),
-            Some((operation.tool(), run)),
-            Input::Lazy(Box::new(input)),
-            ctx,
-        );
-        let start = self.audit.is_some().then(Instant::now);
-        self.pass(&mut call, start).await
+        self.perform_identified(operation, input, ctx, move |_| run())
+            .await
+            .0
     }
 
     /// [`Runtime::perform`], where `run` gets the call's id (as events and audit

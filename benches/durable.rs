@@ -74,54 +74,37 @@ fn durable(c: &mut Criterion) {
     let input = json!({"a": 2, "b": 3});
 
     let mut group = c.benchmark_group("durable/door_call");
-    let plain = Runtime::from_inventory().expect("registry");
-    group.bench_function("no cassette (baseline)", |b| {
-        b.iter(|| {
-            tokio_rt.block_on(async {
-                black_box(
-                    plain
-                        .call("bench.add", input.clone(), &ctx)
-                        .await
-                        .expect("call"),
-                )
-            })
-        })
-    });
     let memory: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
-    let run = DurableRun::start(memory, "m", "bench").expect("run");
-    let journaled = Runtime::from_inventory()
-        .expect("registry")
-        .with_cassette(run.cassette());
-    group.bench_function("journaled, memory store", |b| {
-        b.iter(|| {
-            tokio_rt.block_on(async {
-                black_box(
-                    journaled
-                        .call("bench.add", input.clone(), &ctx)
-                        .await
-                        .expect("call"),
-                )
-            })
-        })
-    });
     let sqlite: Arc<dyn RunStore> =
         Arc::new(SqliteStore::open(dir.join("calls.db")).expect("store"));
-    let run = DurableRun::start(sqlite, "s", "bench").expect("run");
-    let journaled = Runtime::from_inventory()
-        .expect("registry")
-        .with_cassette(run.cassette());
-    group.bench_function("journaled, SQLite store", |b| {
-        b.iter(|| {
-            tokio_rt.block_on(async {
-                black_box(
-                    journaled
-                        .call("bench.add", input.clone(), &ctx)
-                        .await
-                        .expect("call"),
-                )
+    let journaled = |store: Arc<dyn RunStore>, id: &str| {
+        let run = DurableRun::start(store, id, "bench").expect("run");
+        Runtime::from_inventory()
+            .expect("registry")
+            .with_cassette(run.cassette())
+    };
+    let runtimes = [
+        (
+            "no cassette (baseline)",
+            Runtime::from_inventory().expect("registry"),
+        ),
+        ("journaled, memory store", journaled(memory, "m")),
+        ("journaled, SQLite store", journaled(sqlite, "s")),
+    ];
+    for (name, runtime) in &runtimes {
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                tokio_rt.block_on(async {
+                    black_box(
+                        runtime
+                            .call("bench.add", input.clone(), &ctx)
+                            .await
+                            .expect("call"),
+                    )
+                })
             })
-        })
-    });
+        });
+    }
     group.finish();
 
     // A run paused after STEPS steps, in SQLite: the template each resume starts from.

@@ -163,6 +163,14 @@ fn is_default<T: Default + PartialEq>(t: &T) -> bool {
 }
 
 impl ToolSpec {
+    /// Whether a call of this tool may run a second time when nobody knows if the
+    /// first ran: it changes nothing (side effects `none` or `read`), or its input
+    /// carries an idempotency key, which the service it calls uses to ignore a repeat.
+    /// A durable run re-runs only such a call after a crash.
+    pub fn rerun_safe(&self) -> bool {
+        !self.side_effects.mutates() || self.idempotency_key.is_some()
+    }
+
     /// A spec with the required fields, an empty input object, any output, and the
     /// replay policy derived from `side_effects`. Set the other public fields as needed.
     ///

@@ -34,6 +34,7 @@
 //! a `NotFound` observation, and nothing runs.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
@@ -41,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::{
-    complete, completion, ChatModel, ChatRequest, Message, ModelError, Pricing, ToolCallRequest,
-    ToolDefinition, UnreadableCall, Usage,
+    complete, completion, ChatModel, ChatRequest, ChatResponse, Message, ModelError, Pricing,
+    ToolCallRequest, ToolDefinition, UnreadableCall, Usage,
 };
 use crate::agent::providers::drop_nulls;
 use crate::agent::search::{Embedder, ToolIndex};
@@ -63,6 +64,60 @@ pub enum StepControl {
     Continue,
     /// Stop at this step boundary.
     Pause,
+}
+
+/// Where a run's effects go: its model calls and its tool calls.
+///
+/// [`ReactSkill::run_observed`] sends them through the door of the skill's executor,
+/// in this process, with the caller's context. A run driven elsewhere implements this
+/// trait: `tackle-temporal` makes each call an activity that a worker runs through its
+/// own door, while the loop itself, which only decides, runs as a workflow. Given the
+/// same outcomes, the loop takes the same steps: it keeps no clock, no randomness and
+/// no state besides what it is given.
+pub trait StepEffects {
+    /// Asks a model for step `step`'s reply to `request`: the run's model when `model`
+    /// is `None`, else the `model`-th model given with [`ReactSkill::with_model_for`]
+    /// (see [`ReactSkill::ask_model`]).
+    fn complete(
+        &self,
+        step: usize,
+        model: Option<usize>,
+        request: &ChatRequest,
+    ) -> impl Future<Output = Result<ChatResponse, ModelError>>;
+
+    /// Runs step `step`'s tool calls through the door, one outcome per call, in call
+    /// order (see [`ReactSkill::run_calls`]).
+    fn execute(
+        &self,
+        step: usize,
+        calls: Vec<ToolCall>,
+    ) -> impl Future<Output = Vec<Result<Value, ToolError>>>;
+}
+
+/// The effects of a run in this process: through the skill's executor, with the
+/// caller's context.
+struct LocalEffects<'a> {
+    skill: &'a ReactSkill,
+    ctx: &'a ToolContext,
+}
+
+impl StepEffects for LocalEffects<'_> {
+    fn complete(
+        &self,
+        _step: usize,
+        model: Option<usize>,
+        request: &ChatRequest,
+    ) -> impl Future<Output = Result<ChatResponse, ModelError>> {
+        self.skill.ask_model(model, request, self.ctx)
+    }
+
+    fn execute(
+        &self,
+        _step: usize,
+        calls: Vec<ToolCall>,
+    ) -> impl Future<Output = Vec<Result<Value, ToolError>>> {
+        self.skill.run_calls(calls, self.ctx)
+    }
 }
 
 /// One tool call of a run and how it ended (seed 004's `ToolCallRecord`).
@@ -606,6 +661,63 @@ impl ReactSkill {
         ctx: &ToolContext,
         observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
     ) -> Result<ReactState, AgentError> {
+        let effects = LocalEffects { skill: self, ctx };
+        self.run_with(task, &effects, observe).await
+    }
+
+    /// Asks a model through the door of the skill's executor: the run's model when
+    /// `model` is `None`, else the `model`-th model given with
+    /// [`with_model_for`](Self::with_model_for) (`None` past the last). The effect of
+    /// a run's model call ([`StepEffects::complete`]).
+    pub async fn ask_model(
+        &self,
+        model: Option<usize>,
+        request: &ChatRequest,
+        ctx: &ToolContext,
+    ) -> Result<ChatResponse, ModelError> {
+        let (model, operation) = self.model_at(model);
+        complete(self.executor.runtime(), operation, model, request, ctx).await
+    }
+
+    /// Runs tool calls as one batch through the skill's executor (in parallel where
+    /// safe, every call through the door), one outcome per call, in call order. The
+    /// effect of a run's tool calls ([`StepEffects::execute`]).
+    pub async fn run_calls(
+        &self,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+    ) -> Vec<Result<Value, ToolError>> {
+        self.executor
+            .execute_batch(calls, ctx)
+            .await
+            .into_iter()
+            .map(|outcome| outcome.report.result)
+            .collect()
+    }
+
+    /// The executor whose registry the skill's tools come from.
+    pub fn executor(&self) -> &Arc<Executor> {
+        &self.executor
+    }
+
+    /// The model `model` names (see [`ask_model`](Self::ask_model)), with its
+    /// completion operation.
+    fn model_at(&self, model: Option<usize>) -> (&dyn ChatModel, &Operation) {
+        match model.and_then(|i| self.preferred.get(i)) {
+            Some((_, model, operation)) => (model.as_ref(), operation),
+            None => (self.model.as_ref(), &self.completion),
+        }
+    }
+
+    /// Runs the loop on `task` with its model and tool calls going to `effects`,
+    /// showing `observe` each step boundary as [`run_observed`](Self::run_observed)
+    /// does. For a loop driven by an engine that runs the effects elsewhere.
+    pub async fn run_with<E: StepEffects>(
+        &self,
+        task: &str,
+        effects: &E,
+        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
+    ) -> Result<ReactState, AgentError> {
         let mut state = ReactState {
             error_budget: self.error_budget,
             ..ReactState::default()
@@ -628,7 +740,6 @@ impl ReactSkill {
                 ));
             }
         }
-        let runtime = self.executor.runtime();
         let mut preferred: Option<usize> = None;
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
@@ -636,11 +747,9 @@ impl ReactSkill {
                 state.stopped = Some(format!("paused after {step} step(s)"));
                 return Ok(state);
             }
-            let (model, operation) = match preferred.and_then(|i| self.preferred.get(i)) {
-                Some((_, model, operation)) => (model.as_ref(), operation),
-                None => (self.model.as_ref(), &self.completion),
-            };
-            let response = complete(runtime, operation, model, &request, ctx)
+            let (model, _) = self.model_at(preferred);
+            let response = effects
+                .complete(step, preferred, &request)
                 .await
                 .map_err(|error| AgentError::Model { step, error })?;
             if let Some(usage) = response.usage {
@@ -704,7 +813,7 @@ impl ReactSkill {
                     step,
                     &response.text,
                     (&response.tool_calls, &response.unreadable),
-                    ctx,
+                    effects,
                     &mut state,
                     &mut request.tools,
                 )
@@ -735,12 +844,12 @@ impl ReactSkill {
     /// result, in call order. A call whose
     /// arguments could not be read runs nothing: its observation says why, so the model
     /// can send it again.
-    async fn act(
+    async fn act<E: StepEffects>(
         &self,
         step: usize,
         thought: &str,
         (calls, unreadable): (&[ToolCallRequest], &[UnreadableCall]),
-        ctx: &ToolContext,
+        effects: &E,
         state: &mut ReactState,
         offered: &mut Vec<ToolDefinition>,
     ) -> Vec<(String, Vec<ContentPart>)> {
@@ -788,16 +897,24 @@ impl ReactSkill {
             keys.push(key);
         }
         let (indices, to_run): (Vec<usize>, Vec<ToolCall>) = batch.into_iter().unzip();
-        let ran = self.executor.execute_batch(to_run.clone(), ctx).await;
+        let ran = effects.execute(step, to_run.clone()).await;
         // Arguments that a repair round replaced, by call.
         let mut repaired: Vec<Option<Value>> = vec![None; calls.len()];
-        for ((i, call), outcome) in indices.into_iter().zip(to_run).zip(ran) {
-            let mut result = outcome.report.result;
+        for ((i, call), mut result) in indices.into_iter().zip(to_run).zip(ran) {
             if let (Err(e), Some(hook)) = (&result, &self.repair) {
                 if e.kind() == ToolErrorKind::InvalidInput {
                     if let Some(fixed) = hook.repair(&calls[i], e) {
                         let retry = ToolCall::new(call.id, call.key, fixed.clone());
-                        result = self.executor.execute(retry, ctx).await.report.result;
+                        result = effects
+                            .execute(step, vec![retry])
+                            .await
+                            .pop()
+                            .unwrap_or_else(|| {
+                                Err(ToolError::Aborted {
+                                    key: keys[i].clone(),
+                                    grace_ms: 0,
+                                })
+                            });
                         repaired[i] = Some(fixed);
                     }
                 }

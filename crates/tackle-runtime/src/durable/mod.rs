@@ -157,7 +157,8 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    fn of(request: &ApprovalRequest) -> PendingApproval {
+    /// The pending form of `request`.
+    pub fn of(request: &ApprovalRequest) -> PendingApproval {
         PendingApproval {
             key: request.key.clone(),
             arguments: canonical(&request.input),
@@ -165,7 +166,9 @@ impl PendingApproval {
         }
     }
 
-    fn binds(&self, request: &ApprovalRequest) -> bool {
+    /// Whether this is the request of `request`'s call: the same key and the same
+    /// canonical arguments.
+    pub fn binds(&self, request: &ApprovalRequest) -> bool {
         self.key == request.key && self.arguments == canonical(&request.input)
     }
 }

@@ -1,0 +1,837 @@
+//! tackle's agent runs on Temporal, for when one machine is not enough.
+//!
+//! A run of a [`ReactSkill`] splits in two. The loop, which only decides (what to ask
+//! the model, which calls to make, when the run is done), is a Temporal workflow,
+//! [`AgentWorkflow`]: given the same model replies and call outcomes it takes the
+//! same steps, so Temporal can replay it on any worker from its history. Every
+//! effect, each model call and each tool call, is an activity ([`DoorActivities`])
+//! that a worker runs through its own door: capability checks, validation, approval,
+//! time limits and audit happen in the worker that holds the registry, exactly as in
+//! one process. The door stays the only way a tool runs.
+//!
+//! - **Scale-out.** One cluster, N workers on a task queue. Any worker runs any step;
+//!   a worker that dies mid-run loses only the activity it was running, which
+//!   Temporal gives to another worker after its heartbeat times out.
+//! - **Effects at least once, writes exactly once.** Temporal retries an activity
+//!   whose worker died. A call is run again only when that is safe
+//!   ([`ToolSpec::rerun_safe`](tackle_runtime::ToolSpec::rerun_safe): it changes
+//!   nothing, or its input carries an idempotency key). Otherwise its outcome is
+//!   unknown: the run waits, [`AgentWorkflow::unknown_outcomes`] lists the call, and an
+//!   operator sends [`AgentWorkflow::resolve`] with what became of it.
+//! - **Approvals are signals.** A call that needs approval waits in the workflow
+//!   (the query [`AgentWorkflow::pending_approvals`]) until the signal
+//!   [`AgentWorkflow::decide`] brings a decision bound to its exact key and
+//!   arguments; then the door runs it or the model reads the rejection. The worker's
+//!   runtime must use [`SignalApprover`].
+//! - **Cancellation is Temporal's.** Cancelling the workflow stops the run: it ends
+//!   cancelled, and the activity in flight is told to stop.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use tackle::agent::model::{ChatResponse, FunctionModel};
+//! use tackle::agent::react::ReactSkill;
+//! use tackle::{Executor, Runtime, ToolContext};
+//! use tackle_temporal::{AgentWorker, Agents, SignalApprover};
+//!
+//! # async fn worker() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Runtime::from_inventory()?.with_approver(SignalApprover);
+//! let executor = Arc::new(Executor::new(Arc::new(runtime)));
+//! let model = Arc::new(FunctionModel::new("bot", |_| Ok(ChatResponse::text("done"))));
+//! let skill = ReactSkill::new(model, executor, &[])?;
+//! let agents = Agents::new().with("clerk", skill, ToolContext::new().with_grant("llm:*"));
+//! AgentWorker::new("http://127.0.0.1:7233", "default", "agents", agents)
+//!     .run()
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_runtime::agent::model::{ChatRequest, ChatResponse, ModelError};
+use tackle_runtime::agent::react::{ReactSkill, ReactState, StepControl, StepEffects};
+use tackle_runtime::approval::ApprovalFuture;
+use tackle_runtime::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
+use tackle_runtime::{
+    ApprovalRequest, Approver, CancellationToken, ToolCall, ToolContext, ToolError,
+};
+use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::{
+    ActivityOptions, ApplicationFailure, SyncWorkflowContext, Worker, WorkerOptions,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+};
+
+/// The SDK's client crate, at the version this crate speaks.
+pub use temporalio_client as client;
+/// The SDK's worker crate, at the version this crate speaks.
+pub use temporalio_sdk as sdk;
+
+/// What went wrong connecting to Temporal or running a worker.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemporalError {
+    /// The address is not a URL.
+    #[error("`{address}` is not a Temporal address: {message}")]
+    Address {
+        /// The address given.
+        address: String,
+        /// Why not.
+        message: String,
+    },
+    /// The frontend could not be reached, or refused the client.
+    #[error("could not connect to Temporal at {address}: {message}")]
+    Connect {
+        /// The address.
+        address: String,
+        /// What failed.
+        message: String,
+    },
+    /// The worker could not be built or stopped with an error.
+    #[error("the worker failed: {0}")]
+    Worker(String),
+}
+
+/// An agent a worker can run: a skill, and the context its calls run with there
+/// (its grants, secrets and resources: the worker's, not the caller's).
+#[derive(Clone)]
+pub struct Agent {
+    skill: Arc<ReactSkill>,
+    context: ToolContext,
+}
+
+impl Agent {
+    /// The skill.
+    pub fn skill(&self) -> &ReactSkill {
+        &self.skill
+    }
+}
+
+/// The agents a worker runs, by name. Every worker of a task queue must have the same
+/// agents, built the same way: a workflow replayed on another worker must take the
+/// same steps.
+#[derive(Clone, Default)]
+pub struct Agents {
+    agents: HashMap<String, Agent>,
+}
+
+impl std::fmt::Debug for Agents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.agents.keys().collect();
+        names.sort();
+        f.debug_struct("Agents").field("names", &names).finish()
+    }
+}
+
+impl Agents {
+    /// No agents.
+    pub fn new() -> Agents {
+        Agents::default()
+    }
+
+    /// Adds `skill` under `name`, its calls running with `context` (replacing an agent
+    /// of that name).
+    pub fn with(
+        mut self,
+        name: impl Into<String>,
+        skill: ReactSkill,
+        context: ToolContext,
+    ) -> Agents {
+        self.agents.insert(
+            name.into(),
+            Agent {
+                skill: Arc::new(skill),
+                context,
+            },
+        );
+        self
+    }
+
+    /// The agent named `name`.
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.agents.get(name)
+    }
+}
+
+/// How a run's activities are timed and retried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActivityLimits {
+    /// The longest one model or tool call may take, in milliseconds (default 300,000).
+    pub call_timeout_ms: u64,
+    /// How long a worker may go silent while running a call before Temporal gives
+    /// the call to another worker, in milliseconds (default 10,000). Workers
+    /// heartbeat at a third of it.
+    pub heartbeat_timeout_ms: u64,
+    /// How often a model call is tried before the run fails (default 3).
+    pub model_attempts: u32,
+}
+
+impl Default for ActivityLimits {
+    fn default() -> ActivityLimits {
+        ActivityLimits {
+            call_timeout_ms: 300_000,
+            heartbeat_timeout_ms: 10_000,
+            model_attempts: 3,
+        }
+    }
+}
+
+impl ActivityLimits {
+    fn options(&self, attempts: u32) -> ActivityOptions {
+        ActivityOptions::with_start_to_close_timeout(Duration::from_millis(self.call_timeout_ms))
+            .heartbeat_timeout(Duration::from_millis(self.heartbeat_timeout_ms.max(1)))
+            .retry_policy(
+                RetryPolicy::builder()
+                    .initial_interval(Duration::from_millis(200))
+                    .backoff_coefficient(2.0)
+                    .maximum_interval(Duration::from_secs(10))
+                    .maximum_attempts(attempts)
+                    .build(),
+            )
+            .build()
+    }
+}
+
+/// What starts a run: the agent (by its name in the workers' [`Agents`]), the task,
+/// and the activities' limits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentInput {
+    /// The agent's name.
+    pub agent: String,
+    /// The task.
+    pub task: String,
+    /// How the run's activities are timed and retried.
+    #[serde(default)]
+    pub limits: ActivityLimits,
+}
+
+impl AgentInput {
+    /// A run of `agent` on `task`, with default limits.
+    pub fn new(agent: impl Into<String>, task: impl Into<String>) -> AgentInput {
+        AgentInput {
+            agent: agent.into(),
+            task: task.into(),
+            limits: ActivityLimits::default(),
+        }
+    }
+}
+
+/// A call whose outcome nobody knows: its worker died while it ran, and running it
+/// again is not safe. The run waits for [`AgentWorkflow::resolve`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnknownCall {
+    /// The call's name in the run: `<step>/<model's call id>`.
+    pub call: String,
+    /// The tool's key.
+    pub key: String,
+    /// Its arguments.
+    pub arguments: Value,
+}
+
+/// What an operator says became of an [`UnknownCall`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resolve {
+    /// The call ([`UnknownCall::call`]).
+    pub call: String,
+    /// What became of it.
+    pub resolution: Resolution,
+}
+
+/// An agent run as a Temporal workflow. See the [crate docs](crate).
+///
+/// Start it with [`AgentWorkflow::run`] and an [`AgentInput`]; its result is the
+/// run's [`ReactState`]. Signals: [`decide`](AgentWorkflow::decide),
+/// [`resolve`](AgentWorkflow::resolve). Queries:
+/// [`pending_approvals`](AgentWorkflow::pending_approvals),
+/// [`unknown_outcomes`](AgentWorkflow::unknown_outcomes).
+#[workflow]
+#[derive(Default)]
+pub struct AgentWorkflow {
+    agents: Agents,
+    pending: Vec<PendingApproval>,
+    decisions: Vec<ApprovalRecord>,
+    unknown: Vec<UnknownCall>,
+    resolutions: Vec<Resolve>,
+}
+
+#[workflow_methods]
+impl AgentWorkflow {
+    /// Runs the agent's loop on the task; each model and tool call is an activity.
+    #[run(name = "tackle.agent")]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: AgentInput,
+    ) -> WorkflowResult<ReactState> {
+        let Some(agent) = ctx.state(|s| s.agents.get(&input.agent).cloned()) else {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "no agent `{}` on this worker",
+                input.agent
+            ))
+            .into());
+        };
+        let ctx: &WorkflowContext<Self> = ctx;
+        let effects = WorkflowEffects {
+            ctx,
+            agent: &agent,
+            input: &input,
+        };
+        let mut go_on = |_: &ReactState| StepControl::Continue;
+        let run = agent.skill.run_with(&input.task, &effects, &mut go_on);
+        let cancelled = ctx.cancelled();
+        futures::pin_mut!(run, cancelled);
+        match futures::future::select(cancelled, run).await {
+            futures::future::Either::Left(_) => Err(WorkflowTermination::cancelled()),
+            futures::future::Either::Right((Ok(state), _)) => Ok(state),
+            futures::future::Either::Right((Err(error), _)) => {
+                if ctx.cancellation_token().is_cancelled() {
+                    return Err(WorkflowTermination::cancelled());
+                }
+                Err(ApplicationFailure::non_retryable(error.to_string()).into())
+            }
+        }
+    }
+
+    /// Decides a pending approval. A decision counts only for a request that is
+    /// pending, with the same key and canonical arguments; any other is ignored.
+    #[signal(name = "tackle.decide")]
+    pub fn decide(&mut self, _ctx: &mut SyncWorkflowContext<Self>, record: ApprovalRecord) {
+        let pending = self.pending.contains(&record.request);
+        let decided = self.decisions.iter().any(|d| d.request == record.request);
+        if pending && !decided {
+            self.decisions.push(record);
+        }
+    }
+
+    /// Says what became of a call of unknown outcome. Ignored for a call that is not
+    /// waiting.
+    #[signal(name = "tackle.resolve")]
+    pub fn resolve(&mut self, _ctx: &mut SyncWorkflowContext<Self>, resolve: Resolve) {
+        let waiting = self.unknown.iter().any(|u| u.call == resolve.call);
+        let resolved = self.resolutions.iter().any(|r| r.call == resolve.call);
+        if waiting && !resolved {
+            self.resolutions.push(resolve);
+        }
+    }
+
+    /// The calls waiting for a decision.
+    #[query(name = "tackle.pending_approvals")]
+    pub fn pending_approvals(&self, _ctx: &WorkflowContextView) -> Vec<PendingApproval> {
+        self.pending
+            .iter()
+            .filter(|p| !self.decisions.iter().any(|d| d.request == **p))
+            .cloned()
+            .collect()
+    }
+
+    /// The calls of unknown outcome waiting for an operator.
+    #[query(name = "tackle.unknown_outcomes")]
+    pub fn unknown_outcomes(&self, _ctx: &WorkflowContextView) -> Vec<UnknownCall> {
+        self.unknown
+            .iter()
+            .filter(|u| !self.resolutions.iter().any(|r| r.call == u.call))
+            .cloned()
+            .collect()
+    }
+}
+
+impl AgentWorkflow {
+    /// The workflow of a worker that runs `agents`.
+    fn new(agents: Agents) -> AgentWorkflow {
+        AgentWorkflow {
+            agents,
+            pending: Vec::new(),
+            decisions: Vec::new(),
+            unknown: Vec::new(),
+            resolutions: Vec::new(),
+        }
+    }
+}
+
+/// A model call, as an activity's input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelCall {
+    /// The agent's name.
+    pub agent: String,
+    /// Which model ([`ReactSkill::ask_model`]).
+    pub model: Option<usize>,
+    /// The request.
+    pub request: ChatRequest,
+}
+
+/// A tool call, as an activity's input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DoorCall {
+    /// The agent's name.
+    pub agent: String,
+    /// The model's id for the call.
+    pub id: String,
+    /// The tool's key.
+    pub key: String,
+    /// The arguments.
+    pub input: Value,
+    /// The decisions on the call's approval requests.
+    #[serde(default)]
+    pub decisions: Vec<ApprovalRecord>,
+}
+
+/// How a tool call's activity ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DoorOutcome {
+    /// The door ran the call, or refused it: its result.
+    Done {
+        /// The call's result.
+        result: Result<Value, ToolError>,
+    },
+    /// The call needs decisions it does not have; nothing ran.
+    AwaitingApproval {
+        /// The requests.
+        requests: Vec<PendingApproval>,
+    },
+    /// An earlier attempt of this call may have run, and running it again is not safe.
+    UnknownOutcome {
+        /// This attempt's number.
+        attempt: u32,
+    },
+}
+
+/// The effects of a run as a workflow: each an activity.
+struct WorkflowEffects<'a> {
+    ctx: &'a WorkflowContext<AgentWorkflow>,
+    agent: &'a Agent,
+    input: &'a AgentInput,
+}
+
+impl StepEffects for WorkflowEffects<'_> {
+    async fn complete(
+        &self,
+        _step: usize,
+        model: Option<usize>,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, ModelError> {
+        let call = ModelCall {
+            agent: self.input.agent.clone(),
+            model,
+            request: request.clone(),
+        };
+        let options = self.input.limits.options(self.input.limits.model_attempts);
+        self.ctx
+            .execute_activity(DoorActivities::model, call, options)
+            .await
+            .map_err(|e| ModelError::Failed {
+                message: format!("the model's activity failed: {}", failure_text(&e)),
+            })
+    }
+
+    async fn execute(&self, step: usize, calls: Vec<ToolCall>) -> Vec<Result<Value, ToolError>> {
+        let registry = self.agent.skill.executor().runtime().registry();
+        let read_only = calls.iter().all(|c| {
+            registry
+                .resolve(&c.key)
+                .is_ok_and(|tool| !tool.spec().side_effects.mutates())
+        });
+        if read_only {
+            // Nothing changes: the calls run at once, on whichever workers take them.
+            let runs = calls.into_iter().map(|c| self.call(step, c));
+            futures::future::join_all(runs).await
+        } else {
+            // Writes run one after another, in the model's order.
+            let mut outcomes = Vec::with_capacity(calls.len());
+            for call in calls {
+                outcomes.push(self.call(step, call).await);
+            }
+            outcomes
+        }
+    }
+}
+
+impl WorkflowEffects<'_> {
+    /// One tool call: an activity, again after approvals or an operator's say.
+    async fn call(&self, step: usize, call: ToolCall) -> Result<Value, ToolError> {
+        let name = format!("{step}/{}", call.id);
+        let mut decisions: Vec<ApprovalRecord> = Vec::new();
+        loop {
+            let input = DoorCall {
+                agent: self.input.agent.clone(),
+                id: call.id.clone(),
+                key: call.key.clone(),
+                input: call.input.clone(),
+                decisions: decisions.clone(),
+            };
+            // Nothing retries a call but Temporal, after its worker went silent; the
+            // activity itself says when running it again is not safe.
+            let options = self.input.limits.options(0);
+            let outcome = self
+                .ctx
+                .execute_activity(DoorActivities::call, input, options)
+                .await;
+            match outcome {
+                Err(e) => {
+                    return Err(ToolError::Execution {
+                        key: call.key.clone(),
+                        message: format!("the call's activity failed: {}", failure_text(&e)),
+                    })
+                }
+                Ok(DoorOutcome::Done { result }) => return result,
+                Ok(DoorOutcome::AwaitingApproval { requests }) => {
+                    self.ctx.state_mut(|s| {
+                        for request in &requests {
+                            if !s.pending.contains(request) {
+                                s.pending.push(request.clone());
+                            }
+                        }
+                    });
+                    let decided = |s: &AgentWorkflow| {
+                        requests
+                            .iter()
+                            .all(|r| s.decisions.iter().any(|d| d.request == *r))
+                    };
+                    if self.ctx.wait_condition(decided).await.is_err() {
+                        return Err(ToolError::Cancelled {
+                            key: call.key.clone(),
+                        });
+                    }
+                    decisions = self.ctx.state(|s| {
+                        s.decisions
+                            .iter()
+                            .filter(|d| requests.contains(&d.request))
+                            .cloned()
+                            .collect()
+                    });
+                }
+                Ok(DoorOutcome::UnknownOutcome { .. }) => {
+                    self.ctx.state_mut(|s| {
+                        if !s.unknown.iter().any(|u| u.call == name) {
+                            s.unknown.push(UnknownCall {
+                                call: name.clone(),
+                                key: call.key.clone(),
+                                arguments: call.input.clone(),
+                            });
+                        }
+                    });
+                    let resolved = |s: &AgentWorkflow| s.resolutions.iter().any(|r| r.call == name);
+                    if self.ctx.wait_condition(resolved).await.is_err() {
+                        return Err(ToolError::Cancelled {
+                            key: call.key.clone(),
+                        });
+                    }
+                    let resolution = self.ctx.state_mut(|s| {
+                        s.unknown.retain(|u| u.call != name);
+                        let at = s.resolutions.iter().position(|r| r.call == name);
+                        at.map(|at| s.resolutions.remove(at).resolution)
+                    });
+                    match resolution {
+                        Some(Resolution::Succeeded { output }) => return Ok(output),
+                        Some(Resolution::Failed { error }) => {
+                            return Err(ToolError::Execution {
+                                key: call.key.clone(),
+                                message: error,
+                            })
+                        }
+                        // Run it again: a new activity, whose first attempt runs.
+                        Some(Resolution::Retry) | None => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The text of an activity's failure, with its cause.
+fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
+    match error.failure() {
+        Some(failure) => match &failure.cause {
+            Some(cause) if !cause.message.is_empty() => {
+                format!("{}: {}", failure.message, cause.message)
+            }
+            _ => failure.message.clone(),
+        },
+        None => error.to_string(),
+    }
+}
+
+/// The activities of a worker: model calls and tool calls, through the door of the
+/// agents' runtimes.
+pub struct DoorActivities {
+    agents: Agents,
+}
+
+#[activities]
+impl DoorActivities {
+    /// Asks the agent's model, through the door.
+    #[activity(name = "tackle.model")]
+    pub async fn model(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        call: ModelCall,
+    ) -> Result<ChatResponse, ActivityError> {
+        let agent = self.agent(&call.agent)?;
+        let (context, _watch) = with_activity_cancellation(&agent.context, &ctx);
+        let reply = heartbeating(
+            &ctx,
+            agent.skill.ask_model(call.model, &call.request, &context),
+        )
+        .await;
+        reply.map_err(|error| {
+            let transient = matches!(
+                error,
+                ModelError::Timeout { .. }
+                    | ModelError::Transport { .. }
+                    | ModelError::StreamBroken { .. }
+            ) || matches!(error, ModelError::Status { status, .. } if status == 429 || status >= 500);
+            let failure = if transient {
+                ApplicationFailure::new(error.to_string())
+            } else {
+                ApplicationFailure::non_retryable(error.to_string())
+            };
+            ActivityError::application(failure)
+        })
+    }
+
+    /// Runs one tool call through the door. An attempt after the first, of a call
+    /// that is not safe to run again, runs nothing: its outcome is unknown.
+    #[activity(name = "tackle.call")]
+    pub async fn call(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        call: DoorCall,
+    ) -> Result<DoorOutcome, ActivityError> {
+        let agent = self.agent(&call.agent)?;
+        let executor = agent.skill.executor();
+        let attempt = ctx.info().attempt;
+        if attempt > 1 {
+            let safe = executor
+                .runtime()
+                .registry()
+                .resolve(&call.key)
+                .map_or(true, |tool| tool.spec().rerun_safe());
+            if !safe {
+                return Ok(DoorOutcome::UnknownOutcome { attempt });
+            }
+        }
+        let approvals = Arc::new(ActivityApprovals {
+            decisions: call.decisions,
+            pending: Mutex::new(Vec::new()),
+        });
+        let (context, _watch) = with_activity_cancellation(&agent.context, &ctx);
+        let run = executor.execute(ToolCall::new(call.id, call.key, call.input), &context);
+        let outcome = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), run)).await;
+        let requests = std::mem::take(
+            &mut *approvals
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if requests.is_empty() {
+            Ok(DoorOutcome::Done {
+                result: outcome.report.result,
+            })
+        } else {
+            Ok(DoorOutcome::AwaitingApproval { requests })
+        }
+    }
+}
+
+impl DoorActivities {
+    fn agent(&self, name: &str) -> Result<Agent, ActivityError> {
+        self.agents.get(name).cloned().ok_or_else(|| {
+            ActivityError::application(ApplicationFailure::non_retryable(format!(
+                "no agent `{name}` on this worker"
+            )))
+        })
+    }
+}
+
+/// `context`, cancelled when the activity is, for as long as the guard lives.
+fn with_activity_cancellation(
+    context: &ToolContext,
+    ctx: &ActivityContext,
+) -> (ToolContext, CancelWatch) {
+    let token = context
+        .cancellation()
+        .map_or_else(CancellationToken::new, CancellationToken::child_token);
+    let activity = ctx.clone();
+    let cancel = token.clone();
+    let watch = tokio::spawn(async move {
+        activity.cancelled().await;
+        cancel.cancel();
+    });
+    (context.clone().with_cancellation(token), CancelWatch(watch))
+}
+
+/// Stops watching an activity's cancellation when dropped.
+struct CancelWatch(tokio::task::JoinHandle<()>);
+
+impl Drop for CancelWatch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs `work`, heartbeating at a third of the activity's heartbeat timeout.
+async fn heartbeating<F: Future>(ctx: &ActivityContext, work: F) -> F::Output {
+    let every = ctx
+        .info()
+        .heartbeat_timeout
+        .map_or(Duration::from_secs(3), |t| t / 3)
+        .max(Duration::from_millis(50));
+    let beat = async {
+        loop {
+            tokio::time::sleep(every).await;
+            // A heartbeat that fails to send is retried at the next beat.
+            let _ = ctx.record_heartbeat(()).await;
+        }
+    };
+    futures::pin_mut!(work, beat);
+    match futures::future::select(work, beat).await {
+        futures::future::Either::Left((output, _)) => output,
+        futures::future::Either::Right((never, _)) => never,
+    }
+}
+
+tokio::task_local! {
+    static APPROVALS: Arc<ActivityApprovals>;
+}
+
+/// The decisions a tool call's activity brought, and the requests it found none for.
+struct ActivityApprovals {
+    decisions: Vec<ApprovalRecord>,
+    pending: Mutex<Vec<PendingApproval>>,
+}
+
+/// The approver of a worker's runtime: it answers from the decisions the workflow's
+/// signals brought to the running activity, each bound to its call's key and exact
+/// arguments. A request without a decision is refused for now and goes back to the
+/// workflow, which waits for [`AgentWorkflow::decide`]. Outside an activity of an
+/// [`AgentWorkflow`] it refuses every request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SignalApprover;
+
+impl Approver for SignalApprover {
+    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        let answer = APPROVALS.try_with(|approvals| {
+            let decided = approvals
+                .decisions
+                .iter()
+                .find(|d| d.request.binds(request))
+                .map(|d| d.decision.clone());
+            match decided {
+                Some(Decision::Approve) => request.approve(),
+                Some(Decision::Reject { reason }) => request.deny(reason),
+                None => {
+                    let mut pending = approvals
+                        .pending
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    pending.push(PendingApproval::of(request));
+                    request.deny("awaiting approval: the workflow waits for a decision")
+                }
+            }
+        });
+        let answer = answer.unwrap_or_else(|_| {
+            request.deny("no decision: this approver answers only in an agent workflow's activity")
+        });
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Connects a client to the Temporal frontend at `address`
+/// (`http://127.0.0.1:7233`) in `namespace`.
+pub async fn connect(address: &str, namespace: &str) -> Result<Client, TemporalError> {
+    let url = Url::from_str(address).map_err(|e| TemporalError::Address {
+        address: address.to_owned(),
+        message: e.to_string(),
+    })?;
+    let connection = Connection::connect(ConnectionOptions::new(url).build())
+        .await
+        .map_err(|e| TemporalError::Connect {
+            address: address.to_owned(),
+            message: e.to_string(),
+        })?;
+    Client::new(connection, ClientOptions::new(namespace).build()).map_err(|e| {
+        TemporalError::Connect {
+            address: address.to_owned(),
+            message: e.to_string(),
+        }
+    })
+}
+
+/// A worker that runs [`AgentWorkflow`]s and their [`DoorActivities`] for some
+/// [`Agents`] on a task queue.
+#[derive(Debug)]
+pub struct AgentWorker {
+    address: String,
+    namespace: String,
+    task_queue: String,
+    agents: Agents,
+    sticky_timeout: Duration,
+}
+
+impl AgentWorker {
+    /// A worker for `agents` on `task_queue`, in `namespace` of the frontend at
+    /// `address`.
+    pub fn new(
+        address: impl Into<String>,
+        namespace: impl Into<String>,
+        task_queue: impl Into<String>,
+        agents: Agents,
+    ) -> AgentWorker {
+        AgentWorker {
+            address: address.into(),
+            namespace: namespace.into(),
+            task_queue: task_queue.into(),
+            agents,
+            sticky_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// How long a run's next step waits for the worker that ran its last one before
+    /// any worker may take it (default 10 s): how soon a run moves on when a worker
+    /// dies between steps.
+    pub fn with_sticky_timeout(mut self, timeout: Duration) -> AgentWorker {
+        self.sticky_timeout = timeout;
+        self
+    }
+
+    /// Connects and runs until the worker stops. The future is not `Send`: drive it
+    /// on the task that called it (as `#[tokio::main]` does), not with `tokio::spawn`.
+    pub async fn run(self) -> Result<(), TemporalError> {
+        let client = connect(&self.address, &self.namespace).await?;
+        let runtime = temporalio_sdk::Runtime::from_current_tokio(Default::default())
+            .map_err(|e| TemporalError::Worker(e.to_string()))?;
+        let agents = self.agents.clone();
+        let options = WorkerOptions::new(self.task_queue.clone())
+            .register_workflow_with_factory::<AgentWorkflow, _>(move || {
+                AgentWorkflow::new(agents.clone())
+            })
+            .map_err(|e| TemporalError::Worker(e.to_string()))?
+            .register_activities(DoorActivities {
+                agents: self.agents,
+            })
+            .sticky_queue_schedule_to_start_timeout(self.sticky_timeout)
+            .build();
+        let mut worker = Worker::new(&runtime, client, options)
+            .map_err(|e| TemporalError::Worker(e.to_string()))?;
+        worker
+            .run()
+            .await
+            .map_err(|e| TemporalError::Worker(e.to_string()))
+    }
+}
+
+/// The guide `docs/temporal.md`, compiled as doctests: every `rust` block in it is
+/// checked by `cargo test`.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../../../docs/temporal.md")]
+    struct Temporal;
+}

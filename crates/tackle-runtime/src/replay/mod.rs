@@ -12,6 +12,12 @@
 //! | fail-loud | `ReplayGap` before any lookup, never executed | file missing: execute, record a tombstone | execute, tombstone | execute, tombstone | execute |
 //! | recorded-result | hit: recorded; miss: execute with a warning (an error when strict) | as replay | miss: execute + append | execute + record | execute |
 //!
+//! Mode `review` routes as `rewrite`, but [`Cassette::finish`] writes the recording
+//! beside the cassette as a pending file ([`file::pending_path`]) for a person to
+//! accept or reject, and leaves the cassette as it was. A replay with
+//! `TACKLE_CASSETTE_USAGE=1` writes which recorded calls it used
+//! ([`file::Usage`]), for pruning the rest.
+//!
 //! Identical calls form a FIFO consumed in recorded order; a call never replays
 //! something recorded in the same run. Tool calls match by key in any order (parallel
 //! calls finish in any order); operations must come in their recorded order, and one

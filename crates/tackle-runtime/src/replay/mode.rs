@@ -23,21 +23,27 @@ pub enum Mode {
     Rewrite,
     /// No cassette: execute everything, write nothing.
     Live,
+    /// Execute everything, as `rewrite`, but write the fresh recording beside the
+    /// cassette as a pending file ([`pending_path`](super::file::pending_path)), for
+    /// a person to accept or reject (`cargo tackle review`). The cassette itself is
+    /// not touched; a recording identical to it writes nothing.
+    Review,
 }
 
 impl Mode {
     /// Every mode, by name.
-    pub const ALL: [(&'static str, Mode); 5] = [
+    pub const ALL: [(&'static str, Mode); 6] = [
         ("replay", Mode::Replay),
         ("once", Mode::Once),
         ("new", Mode::New),
         ("rewrite", Mode::Rewrite),
         ("live", Mode::Live),
+        ("review", Mode::Review),
     ];
 
     /// Whether this mode may write a cassette.
     pub fn writes(self) -> bool {
-        matches!(self, Mode::Once | Mode::New | Mode::Rewrite)
+        matches!(self, Mode::Once | Mode::New | Mode::Rewrite | Mode::Review)
     }
 
     /// The mode in force: `TACKLE_CASSETTE` overrides `configured`; under `CI`, a
@@ -147,7 +153,7 @@ mod tests {
         assert_eq!("Rewrite".parse::<Mode>().unwrap(), Mode::Rewrite);
         let err = "record".parse::<Mode>().unwrap_err().to_string();
         assert!(
-            err.contains("`record`") && err.contains("replay, once, new, rewrite, live"),
+            err.contains("`record`") && err.contains("replay, once, new, rewrite, live, review"),
             "{err}"
         );
 

@@ -79,6 +79,11 @@ pub use tackle_runtime::{
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;
 
+/// Your program's tools from a terminal (feature `cli`): `src/bin/tools.rs` is
+/// `fn main() { tackle::cli::main() }`. See `docs/cli.md`.
+#[cfg(feature = "cli")]
+pub use tackle_cli::tools as cli;
+
 /// Paths used by `#[tool]`'s expansion (the runtime's macro ABI). Not a public API.
 #[doc(hidden)]
 pub mod __private {
@@ -97,6 +102,8 @@ mod guides {
     struct Architecture;
     #[doc = include_str!("../docs/cassettes.md")]
     struct Cassettes;
+    #[doc = include_str!("../docs/cli.md")]
+    struct Cli;
     #[doc = include_str!("../docs/durable.md")]
     struct Durable;
     #[doc = include_str!("../docs/executor.md")]

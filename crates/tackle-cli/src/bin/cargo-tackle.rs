@@ -1,0 +1,5 @@
+//! `cargo tackle`: cassettes from a terminal (see `tackle_cli::cassettes`).
+
+fn main() {
+    tackle_cli::cassettes::main()
+}

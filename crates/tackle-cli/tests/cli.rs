@@ -1,0 +1,533 @@
+//! The CLIs end to end, by running the binaries and reading their output, files and
+//! exit codes.
+//!
+//! - The tools CLI: this test binary, run again in tool mode, is a user's program
+//!   whose `main` is `tackle_cli::tools::main()` over the tools below.
+//! - `cargo tackle`: the crate's `cargo-tackle` binary.
+//!
+//! The review check records a cassette, changes a tool, re-records into a pending
+//! file, diffs, rejects, re-records, accepts, and replays the accepted recording.
+
+#[path = "../../../tests/support/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Output, Stdio};
+
+use serde_json::{json, Value};
+use tackle::tool;
+
+const CHILD: &str = "TACKLE_CLI_CHILD";
+
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        tackle_cli::tools::main()
+    }
+    harness::run(&[
+        ("tools_from_a_terminal", tools_from_a_terminal),
+        ("serve_over_stdio", serve_over_stdio),
+        ("approval_asks_at_a_terminal", approval_asks_at_a_terminal),
+        ("record_change_review_accept", record_change_review_accept),
+        ("cassette_commands", cassette_commands),
+    ])
+}
+
+/// Today's weather in a city (the reading changes when `WEATHER_V2` is set).
+#[tool(namespace = "demo", side_effects = read, tags = ["weather"])]
+fn weather(city: String) -> Value {
+    if std::env::var_os("WEATHER_V2").is_some() {
+        json!({"city": city, "celsius": 14, "wind": "NW"})
+    } else {
+        json!({"city": city, "celsius": 12})
+    }
+}
+
+/// Writes a note (needs the `notes:write` capability).
+#[tool(namespace = "demo", side_effects = write, requires_capability = "notes:write")]
+fn note(text: String) -> String {
+    format!("noted: {text}")
+}
+
+/// Wires money (every call needs approval).
+#[tool(namespace = "demo", side_effects = external, needs_approval)]
+fn wire(cents: i64) -> String {
+    format!("wired {cents}")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tackle-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+/// Runs the tools CLI with `args`; `env` adds variables (CI is unset unless given).
+fn tools(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(std::env::current_exe().expect("this test"));
+    command
+        .env(CHILD, "1")
+        .env_remove("CI")
+        .env_remove("TACKLE_CASSETTE");
+    command.env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run")
+}
+
+/// Runs `cargo-tackle tackle ARGS` (as cargo does for `cargo tackle ARGS`), with
+/// `stdin` as its standard input.
+fn cargo_tackle(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-tackle"))
+        .arg("tackle")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cargo-tackle");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("answers");
+    child.wait_with_output().expect("output")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(out), stderr(out)))
+}
+
+fn tools_from_a_terminal() {
+    // list, with tags and as JSON
+    let out = tools(&["list", "--json"], &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let keys: Vec<String> = json_of(&out)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|t| t["key"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(keys, ["demo.note@1", "demo.weather@1", "demo.wire@1"]);
+    let out = tools(&["list", "--tag", "weather"], &[]);
+    let text = stdout(&out);
+    assert!(text.starts_with("demo.weather@1"), "{text}");
+    assert!(text.contains("Today's weather in a city"), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+
+    // show, in a provider's form
+    let out = tools(&["show", "demo.weather", "--form", "openai"], &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let definition = json_of(&out);
+    assert_eq!(definition["function"]["name"], "demo_weather");
+    assert_eq!(definition["function"]["strict"], true);
+    let spec = json_of(&tools(&["show", "weather"], &[]));
+    assert_eq!(spec["namespace"], "demo");
+    let out = tools(&["show", "demo.weather", "--form", "cobol"], &[]);
+    assert_eq!(code(&out), 2, "an unknown form is a usage error");
+
+    // search
+    let out = tools(&["search", "money transfer wire", "--json"], &[]);
+    assert_eq!(json_of(&out)[0]["key"], "demo.wire@1");
+
+    // call through the door
+    let out = tools(&["call", "demo.weather", r#"{"city":"Oslo"}"#], &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_of(&out), json!({"city": "Oslo", "celsius": 12}));
+    // an unknown key: exit 3, naming it
+    let out = tools(&["call", "demo.wether", "{}"], &[]);
+    assert_eq!(code(&out), 3);
+    assert!(stderr(&out).contains("demo.wether"), "{}", stderr(&out));
+    // arguments that are not JSON: exit 2, naming the tool
+    let out = tools(&["call", "demo.weather", "{city: Oslo}"], &[]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("the arguments of `demo.weather`: not JSON"));
+    // arguments that break the schema: exit 2
+    let out = tools(&["call", "demo.weather", r#"{"town":"Oslo"}"#], &[]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    // deny by default: exit 4 until granted
+    let out = tools(&["call", "demo.note", r#"{"text":"hi"}"#], &[]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(stderr(&out).contains("notes:write"), "{}", stderr(&out));
+    let out = tools(
+        &[
+            "call",
+            "demo.note",
+            r#"{"text":"hi"}"#,
+            "--grant",
+            "notes:write",
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_of(&out), json!("noted: hi"));
+    // needs approval, and no terminal to ask: refused
+    let out = tools(&["call", "demo.wire", r#"{"cents":100}"#], &[]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no terminal to ask"),
+        "{}",
+        stderr(&out)
+    );
+
+    // a pipeline document
+    let dir = temp("pipeline");
+    let doc = dir.join("brief.yaml");
+    std::fs::write(
+        &doc,
+        "name: brief\nnodes:\n  - id: look\n    kind: tool\n    tool: demo.weather@1\n    inputs:\n      city: \"{{state.city}}\"\n    out: reading\n",
+    )
+    .expect("doc");
+    let out = tools(
+        &[
+            "pipeline",
+            "run",
+            doc.to_str().expect("path"),
+            "--input",
+            r#"{"city":"Rome"}"#,
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_of(&out)["reading"]["city"], "Rome");
+    std::fs::write(&doc, "name: [unclosed\n").expect("doc");
+    let out = tools(&["pipeline", "run", doc.to_str().expect("path")], &[]);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(stderr(&out).contains("brief.yaml"), "{}", stderr(&out));
+
+    // completions, help
+    let out = tools(&["completions", "bash"], &[]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("complete -F"), "{}", stdout(&out));
+    let out = tools(&["--help"], &[]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("pipeline"));
+    let out = tools(&["frobnicate"], &[]);
+    assert_eq!(code(&out), 2);
+}
+
+/// A call that needs approval, run in a pseudo-terminal (`script`, from util-linux)
+/// so that the CLI asks; the answer is typed into it.
+fn approval_asks_at_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("SKIPPED: no `script` to make a pseudo-terminal");
+        return;
+    }
+    let exe = std::env::current_exe().expect("this test");
+    for (answer, expected) in [("y", 0), ("n", 4)] {
+        let command = format!("{} call demo.wire '{{\"cents\":100}}'", exe.display());
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env(CHILD, "1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("script");
+        let mut stdin = child.stdin.take().expect("stdin");
+        // Answer once the question is on the terminal.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        writeln!(stdin, "{answer}").expect("answer");
+        let out = child.wait_with_output().expect("output");
+        let text = stdout(&out);
+        assert!(
+            text.contains(
+                "`demo.wire@1` needs approval to run with {\"cents\":100}. Run it? [y/N]"
+            ),
+            "{text}"
+        );
+        assert_eq!(code(&out), expected, "answer {answer}: {text}");
+        if expected == 0 {
+            assert!(text.contains("\"wired 100\""), "{text}");
+        } else {
+            assert!(text.contains("not approved at the terminal"), "{text}");
+        }
+    }
+}
+
+fn serve_over_stdio() {
+    let mut child = Command::new(std::env::current_exe().expect("this test"))
+        .env(CHILD, "1")
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut input = child.stdin.take().expect("stdin");
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    for message in messages {
+        writeln!(input, "{message}").expect("send");
+    }
+    // Wait for the answers before closing: the server stops at end of input.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stdout, &mut line).expect("read");
+        assert!(read > 0, "the server stopped early");
+        answers.push(serde_json::from_str::<Value>(&line).expect("JSON-RPC"));
+    }
+    drop(input);
+    let status = child.wait().expect("exit");
+    assert!(status.success(), "{status:?}");
+    let names: Vec<&str> = answers[1]["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["demo.note", "demo.weather", "demo.wire"]);
+}
+
+fn record_change_review_accept() {
+    let dir = temp("review");
+    let cassette = dir.join("weather.json");
+    let pending = dir.join("weather.pending.json");
+    let path = cassette.to_str().expect("path");
+    let call = [
+        "call",
+        "demo.weather",
+        r#"{"city":"Oslo"}"#,
+        "--cassette",
+        path,
+    ];
+
+    // Record once.
+    let out = tools(&call, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let recorded = std::fs::read_to_string(&cassette).expect("recorded");
+    // Replayed: the same answer, nothing rewritten, even with the tool changed.
+    let out = tools(&call, &[("WEATHER_V2", "1")]);
+    assert_eq!(json_of(&out)["celsius"], 12, "served from the cassette");
+
+    // Change the tool and re-record in review mode: a pending file, the cassette
+    // untouched.
+    let out = tools(&call, &[("WEATHER_V2", "1"), ("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_of(&out)["celsius"], 14);
+    assert_eq!(std::fs::read_to_string(&cassette).expect("kept"), recorded);
+    assert!(pending.exists(), "a pending recording");
+    // CI never writes pending files.
+    std::fs::remove_file(&pending).expect("rm");
+    let out = tools(
+        &call,
+        &[
+            ("WEATHER_V2", "1"),
+            ("TACKLE_CASSETTE", "review"),
+            ("CI", "true"),
+        ],
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(stderr(&out).contains("CI"), "{}", stderr(&out));
+    assert!(!pending.exists());
+    let out = tools(&call, &[("WEATHER_V2", "1"), ("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0);
+
+    // The semantic diff, by JSON pointer; exit 1 because they differ.
+    let out = cargo_tackle(
+        &["cassette", "diff", path, pending.to_str().expect("path")],
+        "",
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("~ #0 demo.weather@1"), "{text}");
+    assert!(text.contains("/outcome/ok/celsius: 12 -> 14"), "{text}");
+    assert!(text.contains("+ /outcome/ok/wind: \"NW\""), "{text}");
+
+    // Review, reject: the pending file goes, the cassette stays.
+    let out = cargo_tackle(&["review", dir.to_str().expect("dir")], "r\n");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("/outcome/ok/celsius: 12 -> 14"));
+    assert!(stdout(&out).contains("rejected"));
+    assert!(!pending.exists());
+    assert_eq!(std::fs::read_to_string(&cassette).expect("kept"), recorded);
+
+    // Re-record; skipping leaves it pending (exit 1); then accept interactively.
+    let out = tools(&call, &[("WEATHER_V2", "1"), ("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0);
+    let fresh = std::fs::read_to_string(&pending).expect("pending");
+    let out = cargo_tackle(&["review", dir.to_str().expect("dir")], "s\n");
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(stdout(&out).contains("1 left pending"));
+    assert!(pending.exists());
+    let out = cargo_tackle(&["review", dir.to_str().expect("dir")], "what\na\n");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("`what`: answer a, r, s or q"));
+    assert!(!pending.exists());
+    assert_eq!(std::fs::read_to_string(&cassette).expect("accepted"), fresh);
+    // The accepted recording replays, with the tool as it was.
+    let out = tools(&call, &[]);
+    assert_eq!(
+        json_of(&out)["celsius"],
+        14,
+        "served from the accepted cassette"
+    );
+
+    // Non-interactive: accept and reject by name; nothing pending is fine.
+    let out = tools(&call, &[("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0);
+    assert!(pending.exists(), "back to 12: a change to review");
+    let out = cargo_tackle(&["reject", path], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!pending.exists());
+    let out = cargo_tackle(&["reject", path], "");
+    assert_eq!(code(&out), 3, "nothing pending for a named cassette");
+    assert!(stderr(&out).contains("weather.json"), "{}", stderr(&out));
+    let out = tools(&call, &[("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0);
+    let out = cargo_tackle(&["accept", dir.to_str().expect("dir")], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("accepted"));
+    assert_eq!(json_of(&tools(&call, &[]))["celsius"], 12);
+    // Re-recording what the cassette holds leaves nothing to review.
+    let out = tools(&call, &[("TACKLE_CASSETTE", "review")]);
+    assert_eq!(code(&out), 0);
+    assert!(!pending.exists(), "identical: no pending file");
+    let out = cargo_tackle(&["review", dir.to_str().expect("dir")], "");
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("nothing pending"));
+}
+
+fn write(path: &Path, value: &Value) {
+    std::fs::write(path, serde_json::to_vec_pretty(value).expect("json")).expect("write");
+}
+
+fn cassette_commands() {
+    let dir = temp("cassettes");
+    let cassette = dir.join("two.json");
+    let path = cassette.to_str().expect("path");
+    // Two calls recorded into one cassette (mode `new` appends).
+    for city in ["Oslo", "Rome"] {
+        let arguments = format!(r#"{{"city":"{city}"}}"#);
+        let out = tools(
+            &["call", "demo.weather", &arguments, "--cassette", path],
+            &[("TACKLE_CASSETTE", "new")],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+
+    // show: a timeline.
+    let out = cargo_tackle(&["cassette", "show", path], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("2 interaction(s)"), "{text}");
+    assert!(text.contains("#0   tool  demo.weather@1"), "{text}");
+    assert!(text.contains(r#"in:  {"city":"Rome"}"#), "{text}");
+    assert!(
+        text.contains(r#"ok: {"city":"Rome","celsius":12}"#),
+        "{text}"
+    );
+
+    // verify: fine; then with a token-shaped secret, named by pointer.
+    let out = cargo_tackle(&["cassette", "verify", path], "");
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let mut leaked: Value =
+        serde_json::from_str(&std::fs::read_to_string(&cassette).expect("read")).expect("json");
+    leaked["interactions"][1]["outcome"]["ok"]["note"] =
+        json!("key sk-abcdefghijklmnopqrstuvwx leaked");
+    let leaky = dir.join("leaky.json");
+    write(&leaky, &leaked);
+    let out = cargo_tackle(&["cassette", "verify", dir.to_str().expect("dir")], "");
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains(&format!("ok {path}")), "{text}");
+    assert!(
+        text.contains(
+            "`demo.weather@1` (call #0): a token-shaped secret at /interactions/1/outcome/ok/note"
+        ),
+        "{text}"
+    );
+    std::fs::remove_file(&leaky).expect("rm");
+
+    // A corrupt cassette and a missing one: named, non-zero.
+    let corrupt = dir.join("corrupt.json");
+    std::fs::write(
+        &corrupt,
+        "{\"format\": \"tackle-cassette\", \"version\": 1,",
+    )
+    .expect("w");
+    let out = cargo_tackle(&["cassette", "show", corrupt.to_str().expect("path")], "");
+    assert_eq!(code(&out), 5);
+    assert!(stderr(&out).contains("corrupt.json"), "{}", stderr(&out));
+    let out = cargo_tackle(&["cassette", "verify", corrupt.to_str().expect("path")], "");
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).contains("corrupt.json"));
+    std::fs::remove_file(&corrupt).expect("rm");
+    let out = cargo_tackle(&["cassette", "show", "nowhere.json"], "");
+    assert_eq!(code(&out), 3);
+    assert!(stderr(&out).contains("nowhere.json"));
+
+    // prune: a replay that uses one call of two, with its usage recorded.
+    let out = cargo_tackle(&["cassette", "prune", path], "");
+    assert_eq!(code(&out), 3, "no usage yet: {}", stderr(&out));
+    assert!(stderr(&out).contains("TACKLE_CASSETTE_USAGE=1"));
+    let out = tools(
+        &[
+            "call",
+            "demo.weather",
+            r#"{"city":"Rome"}"#,
+            "--cassette",
+            path,
+        ],
+        &[
+            ("TACKLE_CASSETTE", "replay"),
+            ("TACKLE_CASSETTE_USAGE", "1"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = cargo_tackle(&["cassette", "prune", path, "--dry-run"], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains(r#"would drop #0 demo.weather@1 {"city":"Oslo"}"#));
+    let out = cargo_tackle(&["cassette", "prune", path], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let pruned: Value =
+        serde_json::from_str(&std::fs::read_to_string(&cassette).expect("read")).expect("json");
+    let interactions = pruned["interactions"].as_array().expect("list");
+    assert_eq!(interactions.len(), 1);
+    assert_eq!(interactions[0]["input"]["city"], "Rome");
+    assert!(
+        !dir.join("two.usage.json").exists(),
+        "the usage record is spent"
+    );
+    // The pruned cassette still replays what the replay used.
+    let out = tools(
+        &[
+            "call",
+            "demo.weather",
+            r#"{"city":"Rome"}"#,
+            "--cassette",
+            path,
+        ],
+        &[("TACKLE_CASSETTE", "replay")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

@@ -205,29 +205,54 @@ pub enum CassetteError {
 }
 
 /// Where review mode ([`Mode::Review`](super::Mode::Review)) writes a fresh recording
-/// of the cassette at `path`: beside it, `<stem>.pending.json` (`x.json` gives
-/// `x.pending.json`).
+/// of the cassette at `path`: beside it, `x.json` gives `x.pending.json` (and a name
+/// without an extension, `x`, gives `x.pending`).
 pub fn pending_path(path: &Path) -> PathBuf {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let extension = path
-        .extension()
-        .map_or_else(|| "json".to_owned(), |e| e.to_string_lossy().into_owned());
-    path.with_file_name(format!("{stem}.pending.{extension}"))
+    match path.extension() {
+        Some(extension) => {
+            path.with_file_name(format!("{stem}.pending.{}", extension.to_string_lossy()))
+        }
+        None => path.with_file_name(format!("{stem}.pending")),
+    }
 }
 
 /// The cassette a pending file ([`pending_path`]) is a fresh recording of, when
 /// `path` names a pending file.
 pub fn committed_path(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_str()?;
-    let (stem, extension) = name.rsplit_once('.')?;
-    let stem = stem.strip_suffix(".pending")?;
-    if stem.is_empty() {
-        return None;
+    if let Some(stem) = name.strip_suffix(".pending").filter(|s| !s.is_empty()) {
+        return Some(path.with_file_name(stem));
     }
+    let (stem, extension) = name.rsplit_once('.')?;
+    let stem = stem.strip_suffix(".pending").filter(|s| !s.is_empty())?;
     Some(path.with_file_name(format!("{stem}.{extension}")))
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::*;
+
+    #[test]
+    fn pending_and_committed_paths_are_inverse() {
+        for name in ["x.json", "dir/a.b.json", "x", "weird.pending.json.json"] {
+            let path = Path::new(name);
+            assert_eq!(
+                committed_path(&pending_path(path)).as_deref(),
+                Some(path),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            pending_path(Path::new("t/x.json")),
+            Path::new("t/x.pending.json")
+        );
+        assert_eq!(committed_path(Path::new("x.json")), None);
+        assert_eq!(committed_path(Path::new(".pending.json")), None);
+    }
 }
 
 /// Which recorded calls of a cassette a replay used: written beside the cassette

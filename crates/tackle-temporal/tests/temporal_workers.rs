@@ -143,11 +143,7 @@ fn payout_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         .find(|m| m.role == Role::User)
         .map(|m| m.content.clone())
         .unwrap_or_default();
-    let turn = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .count();
+    let turn = turn_of(request);
     let post = |id: &str, n: &str, amount: i64| {
         call(
             id,
@@ -167,25 +163,32 @@ fn payout_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
             )],
         ),
         3 => ChatResponse::calls("Posting r3.", vec![post("c4", "r3", 75)]),
-        _ => {
-            let results: Vec<String> = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Tool)
-                .map(|m| m.content.clone())
-                .collect();
-            ChatResponse::text(results.join("; "))
-        }
+        _ => ChatResponse::text(tool_results(request).join("; ")),
     })
+}
+
+/// How many replies the model has given in `request`'s conversation.
+fn turn_of(request: &ChatRequest) -> usize {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
+}
+
+/// The tools' results in `request`'s conversation, in order.
+fn tool_results(request: &ChatRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.clone())
+        .collect()
 }
 
 /// The refund model: two refunds in one step, then an answer made of the outcomes.
 fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    let turn = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .count();
+    let turn = turn_of(request);
     Ok(match turn {
         0 => ChatResponse::calls(
             "Refunding both orders.",
@@ -194,15 +197,7 @@ fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
                 call("r2", "bank_refund", json!({"order": "B-2", "cents": 9900})),
             ],
         ),
-        _ => {
-            let results: Vec<String> = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Tool)
-                .map(|m| m.content.clone())
-                .collect();
-            ChatResponse::text(results.join(" | "))
-        }
+        _ => ChatResponse::text(tool_results(request).join(" | ")),
     })
 }
 

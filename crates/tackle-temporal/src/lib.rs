@@ -623,8 +623,11 @@ impl DoorActivities {
             pending: Mutex::new(Vec::new()),
         });
         let (context, _watch) = with_activity_cancellation(&agent.context, &ctx);
-        let run = executor.execute(ToolCall::new(call.id, call.key, call.input), &context);
-        let outcome = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), run)).await;
+        // Straight through the runtime's door, with this activity's context: its
+        // cancellation reaches the call, and no worker-wide run memory (the
+        // executor's) answers a call with another run's outcome.
+        let run = executor.runtime().call(&call.key, call.input, &context);
+        let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), run)).await;
         let requests = std::mem::take(
             &mut *approvals
                 .pending
@@ -632,9 +635,7 @@ impl DoorActivities {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         if requests.is_empty() {
-            Ok(DoorOutcome::Done {
-                result: outcome.report.result,
-            })
+            Ok(DoorOutcome::Done { result })
         } else {
             Ok(DoorOutcome::AwaitingApproval { requests })
         }

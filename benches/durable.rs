@@ -17,7 +17,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::ReactSkill;
 use tackle::durable::{DurableRun, MemoryStore, RunStore};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
 /// Add two integers.
@@ -49,13 +49,10 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     })
 }
 
-fn skill(run: &DurableRun) -> ReactSkill {
-    let runtime = Runtime::from_inventory()
-        .expect("registry")
-        .with_cassette(run.cassette());
+fn skill(runtime: &Runtime) -> ReactSkill {
     ReactSkill::new(
         Arc::new(FunctionModel::new("bench", model)),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["bench.add"],
     )
     .expect("skill")
@@ -77,27 +74,23 @@ fn durable(c: &mut Criterion) {
     let memory: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
     let sqlite: Arc<dyn RunStore> =
         Arc::new(SqliteStore::open(dir.join("calls.db")).expect("store"));
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
     let journaled = |store: Arc<dyn RunStore>, id: &str| {
-        let run = DurableRun::start(store, id, "bench").expect("run");
-        Runtime::from_inventory()
-            .expect("registry")
-            .with_cassette(run.cassette())
+        DurableRun::start(store, id, "bench")
+            .expect("run")
+            .run(&runtime)
     };
-    let runtimes = [
-        (
-            "no cassette (baseline)",
-            Runtime::from_inventory().expect("registry"),
-        ),
+    let runs = [
+        ("no cassette (baseline)", Run::new(&runtime)),
         ("journaled, memory store", journaled(memory, "m")),
         ("journaled, SQLite store", journaled(sqlite, "s")),
     ];
-    for (name, runtime) in &runtimes {
+    for (name, run) in &runs {
         group.bench_function(*name, |b| {
             b.iter(|| {
                 tokio_rt.block_on(async {
                     black_box(
-                        runtime
-                            .call("bench.add", input.clone(), &ctx)
+                        run.call("bench.add", input.clone(), &ctx)
                             .await
                             .expect("call"),
                     )
@@ -113,7 +106,7 @@ fn durable(c: &mut Criterion) {
         let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&template).expect("store"));
         let run = DurableRun::start(store.clone(), "long", "count").expect("run");
         let state = tokio_rt
-            .block_on(run.drive(&skill(&run), &ctx, Some(STEPS)))
+            .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(STEPS)))
             .expect("the long run");
         assert_eq!(state.step_index, STEPS);
         assert_eq!(store.journal("long").expect("journal").len(), 4 * STEPS);
@@ -133,7 +126,7 @@ fn durable(c: &mut Criterion) {
                 let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&path).expect("store"));
                 let run = DurableRun::resume(store, "long").expect("resume");
                 let state = tokio_rt
-                    .block_on(run.drive(&skill(&run), &ctx, Some(STEPS)))
+                    .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(STEPS)))
                     .expect("replay");
                 assert_eq!(state.step_index, STEPS);
                 drop(run);

@@ -1,7 +1,7 @@
-//! The executor's cost.
+//! The executor's cost (a run's batches).
 //!
 //! * `executor/overhead`: a batch of 10,000 calls of a no-op tool through
-//!   `Executor::execute_batch`, against the in-run baseline of the same 10,000 calls
+//!   `Run::execute_batch`, against the in-run baseline of the same 10,000 calls
 //!   made one after another through the door (`Runtime::call`). The difference per
 //!   call is the executor's overhead (target: within 1 µs).
 //! * `executor/sleepers`: 1,000 calls that each sleep 10 ms at `max_parallel = 100`,
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::{json, Value};
-use tackle::{tool, Executor, Runtime, ToolCall, ToolContext};
+use tackle::{tool, Run, Runtime, ToolCall, ToolContext};
 use tokio::sync::Semaphore;
 
 /// Do nothing.
@@ -60,7 +60,7 @@ fn overhead(c: &mut Criterion) {
     let tokio_rt = tokio_runtime();
     let rt = Arc::new(Runtime::from_inventory().expect("registry"));
     let ctx = ToolContext::new();
-    let executor = Executor::new(Arc::clone(&rt));
+    let run = Run::new(&rt);
     let mut group = c.benchmark_group("executor/overhead");
     group.sample_size(20);
     group.bench_function("door, 10k calls one by one (baseline)", |b| {
@@ -79,7 +79,7 @@ fn overhead(c: &mut Criterion) {
     group.bench_function("executor, one batch of 10k calls", |b| {
         b.iter_batched(
             || batch("bench.noop@1", BATCH),
-            |calls| black_box(tokio_rt.block_on(executor.execute_batch(calls, &ctx))),
+            |calls| black_box(tokio_rt.block_on(run.execute_batch(calls, &ctx))),
             BatchSize::PerIteration,
         )
     });
@@ -120,8 +120,8 @@ fn sleepers(c: &mut Criterion) {
         b.iter_batched(
             || batch("bench.nap@1", 1_000),
             |calls| {
-                let executor = Executor::new(Arc::clone(&rt)).with_max_parallel(100);
-                black_box(tokio_rt.block_on(executor.execute_batch(calls, &ctx)))
+                let run = Run::new(&rt).with_max_parallel(100);
+                black_box(tokio_rt.block_on(run.execute_batch(calls, &ctx)))
             },
             BatchSize::PerIteration,
         )
@@ -132,8 +132,8 @@ fn sleepers(c: &mut Criterion) {
             b.iter_batched(
                 || batch("bench.nap_blocking@1", 1_000),
                 |calls| {
-                    let executor = Executor::new(Arc::clone(&rt)).with_max_parallel(100);
-                    black_box(tokio_rt.block_on(executor.execute_batch(calls, &ctx)))
+                    let run = Run::new(&rt).with_max_parallel(100);
+                    black_box(tokio_rt.block_on(run.execute_batch(calls, &ctx)))
                 },
                 BatchSize::PerIteration,
             )

@@ -20,7 +20,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::ReactSkill;
 use tackle::events::{event_queue, ModelDelta};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 /// Add two integers.
 #[tool(namespace = "bench", side_effects = none)]
@@ -96,10 +96,9 @@ fn react(c: &mut Criterion) {
         .build()
         .expect("tokio");
     let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
-    let executor = Arc::new(Executor::new(runtime.clone()));
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("bench", model)),
-        executor,
+        runtime.registry(),
         &["bench.add"],
     )
     .expect("skill");
@@ -134,32 +133,32 @@ fn react(c: &mut Criterion) {
     });
     group.bench_function("ReactSkill::run", |b| {
         b.iter(|| {
-            tokio_rt
-                .block_on(async { black_box(skill.run("add 2 and 3", &ctx).await.expect("run")) })
+            tokio_rt.block_on(async {
+                // Each iteration is one run.
+                let run = Run::new(&runtime);
+                black_box(skill.run(&run, "add 2 and 3", &ctx).await.expect("run"))
+            })
         })
     });
     group.finish();
 
-    let streaming = ReactSkill::new(
-        Arc::new(Streaming),
-        Arc::new(Executor::new(runtime.clone())),
-        &["bench.add"],
-    )
-    .expect("skill");
+    let streaming =
+        ReactSkill::new(Arc::new(Streaming), runtime.registry(), &["bench.add"]).expect("skill");
     let mut group = c.benchmark_group("react/streamed_step");
     group.bench_function("two steps, not streamed (baseline)", |b| {
         b.iter(|| {
             tokio_rt.block_on(async {
-                black_box(streaming.run("add 2 and 3", &ctx).await.expect("run"))
+                let run = Run::new(&runtime);
+                black_box(streaming.run(&run, "add 2 and 3", &ctx).await.expect("run"))
             })
         })
     });
     let (sink, mut events) = event_queue(1024);
-    let listening = ctx.clone().with_events(sink);
     group.bench_function("two steps, streamed to an event sink", |b| {
         b.iter(|| {
             tokio_rt.block_on(async {
-                let state = streaming.run("add 2 and 3", &listening).await.expect("run");
+                let run = Run::new(&runtime).with_events(sink.clone());
+                let state = streaming.run(&run, "add 2 and 3", &ctx).await.expect("run");
                 black_box(events.drain());
                 black_box(state)
             })

@@ -7,7 +7,7 @@
 //!
 //! Replay consumes each recording once, so the call loops are timed in chunks (one
 //! cassette of 100, or of 1,000, recorded calls), the cassette reopened untimed
-//! between chunks. The runtime is
+//! between chunks (a new run of the same runtime per chunk). The runtime is
 //! warm (spec built, validators compiled) in every variant.
 
 #[path = "support/mod.rs"]
@@ -15,6 +15,7 @@ mod support;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -24,7 +25,7 @@ use tackle::replay::file::{
     save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
 };
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, ReplayPolicy, Runtime, ToolContext};
+use tackle::{Cassette, CassetteConfig, ReplayPolicy, Run, Runtime, ToolContext};
 
 fn open(path: &Path, mode: Mode) -> Cassette {
     Cassette::open(
@@ -73,22 +74,21 @@ fn replay(c: &mut Criterion) {
     // recording once, so a long measurement reopens it (untimed) every `size` calls.
     // Two sizes: 100 calls (a typical test's cassette) and 1,000.
     let inputs: Vec<Value> = (0..1_000u64).map(|i| json!({"a": i, "b": 3})).collect();
-    let live = Runtime::from_inventory().expect("registry");
-    let mut rt = Runtime::from_inventory().expect("registry");
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
+    let live = Run::new(&runtime);
     ready(live.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
-    ready(rt.call("math.add@1", inputs[0].clone(), &ctx)).expect("warm-up");
 
     // Times `iters` calls in chunks of `size`; `prepare` runs untimed before each chunk.
-    let timed = |iters: u64, size: u64, prepare: &mut dyn FnMut(&mut Runtime), rt: &mut Runtime| {
+    let timed = |iters: u64, size: u64, prepare: &mut dyn FnMut(&mut Run), run: &mut Run| {
         let mut total = Duration::ZERO;
         let mut done = 0;
         while done < iters {
-            prepare(rt);
+            prepare(run);
             let n = (iters - done).min(size);
             let batch: Vec<Value> = inputs[..n as usize].to_vec();
             let start = Instant::now();
             for input in batch {
-                black_box(ready(rt.call(black_box("math.add@1"), input, &ctx)).expect("ok"));
+                black_box(ready(run.call(black_box("math.add@1"), input, &ctx)).expect("ok"));
             }
             total += start.elapsed();
             done += n;
@@ -97,7 +97,8 @@ fn replay(c: &mut Criterion) {
     };
 
     let mut group = c.benchmark_group("replay");
-    let mut live_rt = live;
+    let mut live_run = live;
+    let mut run = Run::new(&runtime);
     for size in [100u64, 1_000] {
         let chunk = dir.join(format!("chunk{size}.json"));
         let recorded = inputs[..size as usize]
@@ -106,7 +107,7 @@ fn replay(c: &mut Criterion) {
             .map(|(i, input)| interaction(i as u64, input.clone(), json!(i as u64 + 3)));
         save(&chunk, &file_with(recorded.collect())).expect("saved");
         group.bench_function(format!("live_door_baseline/{size}"), |b| {
-            b.iter_custom(|iters| timed(iters, size, &mut |_| {}, &mut live_rt))
+            b.iter_custom(|iters| timed(iters, size, &mut |_| {}, &mut live_run))
         });
         for (name, mode) in [
             ("replayed_call", Mode::Replay),
@@ -117,8 +118,10 @@ fn replay(c: &mut Criterion) {
                     timed(
                         iters,
                         size,
-                        &mut |rt| drop(rt.set_cassette(Some(open(&chunk, mode)))),
-                        &mut rt,
+                        &mut |run| {
+                            *run = Run::new(&runtime).with_cassette(open(&chunk, mode));
+                        },
+                        &mut run,
                     )
                 })
             });

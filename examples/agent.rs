@@ -34,7 +34,7 @@ use tackle::agent::model::{
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::replay::{load, InteractionKind, Mode};
-use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
 
 /// A place on Earth.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
@@ -346,7 +346,7 @@ fn print_state(state: &ReactState) {
         state.tool_calls.len(),
         state.error_budget
     );
-    match (&state.final_answer, &state.stopped) {
+    match (&state.final_answer, &state.stop_reason) {
         (Some(answer), _) => println!("\nAnswer: {answer}"),
         (None, Some(why)) => println!("\nNo answer: {why}"),
         (None, None) => println!("\nNo answer."),
@@ -415,10 +415,14 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
     };
     println!("task: {}", args.task);
 
-    let mut runtime = Runtime::from_inventory().map_err(|e| e.to_string())?;
-    runtime.set_cassette(cassette.clone());
-    let executor = Arc::new(Executor::new(Arc::new(runtime)));
-    let skill = ReactSkill::new(model, executor, TOOLS)
+    let runtime = Arc::new(Runtime::from_inventory().map_err(|e| e.to_string())?);
+    // The run owns the recording: every model and tool call of it goes through the
+    // cassette, when there is one.
+    let run = match &cassette {
+        Some(cassette) => Run::new(&runtime).with_cassette(cassette.clone()),
+        None => Run::new(&runtime),
+    };
+    let skill = ReactSkill::new(model, runtime.registry(), TOOLS)
         .map_err(|e| e.to_string())?
         .with_system_prompt(
             "You answer questions about places with the tools you are given. \
@@ -427,7 +431,7 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
     // Deny by default: this caller may call models (`llm:<provider>`); the example's
     // tools require nothing.
     let ctx = ToolContext::new().with_grant("llm:*");
-    let state = match skill.run(&args.task, &ctx).await {
+    let state = match skill.run(&run, &args.task, &ctx).await {
         Ok(state) => state,
         Err(e) => {
             // Nothing is lost: a failed run's recording is written up to the failure.

@@ -23,7 +23,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::ReactSkill;
 use tackle::durable::{DurableRun, JournalEntry, RunStore};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
 const CHILD: &str = "TACKLE_DURABLE_EXAMPLE_CHILD";
@@ -82,14 +82,20 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 async fn drive(store: Arc<dyn RunStore>) -> Result<String, Box<dyn std::error::Error>> {
     let run = DurableRun::open(store, RUN, TASK)?;
     println!("attempt {} of run `{RUN}`", run.attempt());
-    let runtime = Runtime::from_inventory()?.with_cassette(run.cassette());
+    // The durable run makes its own run over the runtime: the journal is its cassette.
+    let runtime = Arc::new(Runtime::from_inventory()?);
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("stock-bot", model)),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["stock.order"],
     )?;
     let state = run
-        .drive(&skill, &ToolContext::new().with_grant("llm:*"), None)
+        .drive(
+            &runtime,
+            &skill,
+            &ToolContext::new().with_grant("llm:*"),
+            None,
+        )
         .await?;
     Ok(state.final_answer.unwrap_or_default())
 }

@@ -1,4 +1,4 @@
-//! A batch of tool calls as a model would ask for them, run by the executor: parallel
+//! A batch of tool calls as a model would ask for them, run as one run: parallel
 //! reads, a payment that needs approval (and one the approver refuses), a duplicate
 //! payment answered from the run's idempotency memory, a report streamed with
 //! progress, a long log shaped to fit, and a web page with an injection attempt
@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 use tackle::approval::{ApprovalRequest, ApproveWith};
 use tackle::audit::MemoryAudit;
 use tackle::events::{event_queue, ToolEventKind};
-use tackle::{tool, Executor, Runtime, ToolCall, ToolContext};
+use tackle::{tool, Run, Runtime, ToolCall, ToolContext};
 
 /// Today's forecast for a city.
 #[tool(namespace = "weather", side_effects = read, timeout_ms = 2_000)]
 async fn forecast(city: String) -> String {
-    // A slow service: the executor runs these side by side.
+    // A slow service: the run makes these calls side by side.
     tokio::time::sleep(Duration::from_millis(200)).await;
     format!("{city}: 14°C, light rain")
 }
@@ -88,9 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_audit(audit.clone());
     let runtime = Arc::new(runtime);
     let (sink, mut events) = event_queue(64);
-    let executor = Executor::new(runtime.clone())
-        .with_max_parallel(8)
-        .with_events(sink);
+    let run = Run::new(&runtime).with_max_parallel(8).with_events(sink);
     let ctx = ToolContext::new().with_secret("BANK_TOKEN", "tok-7f3a9c");
 
     let batch = vec![
@@ -122,7 +120,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ToolCall::new("call_10", "weather.forcast", json!({"city": "Oslo"})),
     ];
     let started = Instant::now();
-    let outcomes = executor.execute_batch(batch, &ctx).await;
+    let outcomes = run.execute_batch(batch, &ctx).await;
     println!(
         "{} calls in {} ms (three 200 ms forecasts ran side by side)\n",
         outcomes.len(),

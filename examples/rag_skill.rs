@@ -18,7 +18,7 @@ use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
 };
 use tackle::agent::skill::{Skill, SkillError, SkillKind, SkillRun};
-use tackle::{tool, Executor, Runtime, SkillState, ToolContext};
+use tackle::{tool, Run, Runtime, SkillState, ToolContext};
 
 /// The document set: `(id, text)`.
 pub const DOCUMENTS: &[(&str, &str)] = &[
@@ -145,16 +145,16 @@ fn stub(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 
 /// Runs the skill on `question`, offline.
 pub async fn ask(question: &str) -> Result<SkillRun<RagAnswer>, Box<dyn std::error::Error>> {
-    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory()?)));
+    let runtime = Arc::new(Runtime::from_inventory()?);
     let skill = rag_skill()?;
-    skill.check_tools(executor.runtime().registry())?;
+    skill.check_tools(runtime.registry())?;
     let ctx = ToolContext::new()
         .with_grant("db.vectors:read")
         .with_grant("db.docs:read")
         .with_grant("llm:function");
     let model = Arc::new(FunctionModel::new("rag-stub", stub));
     Ok(skill
-        .run::<RagAnswer>(model, executor, question, &ctx)
+        .run::<RagAnswer>(model, &Run::new(&runtime), question, &ctx)
         .await?)
 }
 

@@ -5,10 +5,11 @@
 //! the "remote" tool unreachable, and shows what a changed call reports.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
 
 /// Whether the exchange-rate service can be reached (the replay turns it off).
 static ONLINE: AtomicBool = AtomicBool::new(true);
@@ -39,11 +40,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_env_overrides(false)
     };
 
+    // One runtime for both runs; each run has its own cassette.
+    let runtime = Arc::new(Runtime::from_inventory()?);
+
     println!("1. Record: the tool runs and every call is written down.");
-    let rt =
-        Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Rewrite))?);
+    let run = Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Rewrite))?);
     for amount in [100.0, 250.0] {
-        let out = rt
+        let out = run
             .call(
                 "fx.convert",
                 json!({"amount": amount, "from": "EUR", "to": "USD"}),
@@ -52,19 +55,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await?;
         println!("   {amount} EUR -> {out} USD");
     }
-    let report = rt.cassette().map(Cassette::finish).transpose()?;
+    let report = run.finish()?;
     println!(
         "   recorded {} calls to {}",
-        report.map_or(0, |r| r.recorded),
+        report.recorded,
         path.display()
     );
     println!("\n{}", std::fs::read_to_string(&path)?);
 
     println!("2. Replay: the service is offline, and nothing notices.");
     ONLINE.store(false, Ordering::SeqCst);
-    let rt = Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Replay))?);
+    let run = Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Replay))?);
     for amount in [100.0, 250.0] {
-        let out = rt
+        let out = run
             .call(
                 "fx.convert",
                 json!({"from": "EUR", "amount": amount, "to": "USD"}),
@@ -75,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!("\n3. A call the recording does not have is reported, never run:");
-    if let Err(error) = rt
+    if let Err(error) = run
         .call(
             "fx.convert",
             json!({"amount": 120.0, "from": "EUR", "to": "USD"}),

@@ -40,10 +40,11 @@
 //!   `docs/macro.md`.
 //! * [`ToolSpec`]: what a tool is, as portable data.
 //! * [`Registry`]: every tool, keyed `namespace.name@version`.
-//! * [`Runtime::call`]: the door.
-//! * [`ToolContext`]: the caller's capabilities and shared resources.
-//! * [`Cassette`] and [`cassette!`]: record side-effecting calls once, replay them
-//!   offline in `cargo test` (see `docs/cassettes.md`).
+//! * [`Runtime`]: the door, and what every run shares; [`Runtime::call`] is a plain
+//!   call.
+//! * [`Run`]: one task's calls (single calls, batches, chains, pipelines, agent runs),
+//!   with its own cassette, cancellation, events and memory.
+//! * [`ToolContext`]: the caller's capabilities, secrets and shared resources.
 //! * [`Cassette`] and [`cassette!`]: record side-effecting calls once, replay them
 //!   offline in `cargo test` (see `docs/cassettes.md`).
 //!
@@ -65,19 +66,29 @@ pub use tackle_runtime::agent::skill::SkillState;
 pub use tackle_runtime::replay::{Cassette, CassetteConfig};
 pub use tackle_runtime::{cassette, register_skill};
 pub use tackle_runtime::{
-    Args, DynamicTool, Executor, Registry, RegistryError, ReplayPolicy, Resource, Runtime,
-    SideEffects, ToolCall, ToolContext, ToolError, ToolErrorKind, ToolSpec,
+    Args, DynamicTool, Registry, RegistryError, ReplayPolicy, Resource, Run, Runtime, SideEffects,
+    ToolCall, ToolContext, ToolError, ToolErrorKind, ToolSpec,
 };
 
 // The modules, each a concept (see `docs/architecture.md`).
 pub use tackle_runtime::{
     agent, approval, audit, bounds, call, canonical, capability, chain, content, context, durable,
-    error, events, executor, pipeline, registry, replay, sandbox, sanitize, schema, shape, spec,
-    validate, version,
+    error, events, executor, pipeline, registry, replay, run, sandbox, sanitize, schema, shape,
+    spec, validate, version,
 };
 
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;
+
+/// The MCP bridge (feature `mcp`): serve a runtime's tools over stdio or HTTP, and
+/// import another server's tools through the door. See `docs/mcp.md`.
+#[cfg(feature = "mcp")]
+pub use tackle_mcp as mcp;
+
+/// The embedded SQLite run store for durable runs (feature `sqlite`). See
+/// `docs/durable.md`.
+#[cfg(feature = "sqlite")]
+pub use tackle_sqlite as sqlite;
 
 /// Your program's tools from a terminal (feature `cli`): `src/bin/tools.rs` is
 /// `fn main() { tackle::cli::main() }`. See `docs/cli.md`.

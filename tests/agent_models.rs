@@ -1,6 +1,7 @@
 //! Chat models for tests, and model calls through the door (and its replay stage).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 use tackle::agent::model::{
@@ -8,7 +9,7 @@ use tackle::agent::model::{
     Role, ScriptedModel, TestModel, ToolCallRequest, ToolDefinition,
 };
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext, ToolErrorKind};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
 
 /// Look up a word in the dictionary.
 #[tool(namespace = "dict", side_effects = read)]
@@ -142,11 +143,11 @@ async fn model_calls_record_then_replay_without_the_model() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let rt = Runtime::default().with_cassette(cassette.clone());
-    let one = complete(&rt, &op, &live, &ask("a"), &ctx).await.unwrap();
+    let run = Run::new(&Arc::new(Runtime::default())).with_cassette(cassette.clone());
+    let one = complete(&run, &op, &live, &ask("a"), &ctx).await.unwrap();
     let mut two_messages = ask("a");
     two_messages.messages.push(Message::user("b"));
-    let two = complete(&rt, &op, &live, &two_messages, &ctx)
+    let two = complete(&run, &op, &live, &two_messages, &ctx)
         .await
         .unwrap();
     cassette.finish().unwrap();
@@ -165,13 +166,15 @@ async fn model_calls_record_then_replay_without_the_model() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let rt = Runtime::default().with_cassette(cassette);
+    let run = Run::new(&Arc::new(Runtime::default())).with_cassette(cassette);
     assert_eq!(
-        complete(&rt, &op, &offline, &ask("a"), &ctx).await.unwrap(),
+        complete(&run, &op, &offline, &ask("a"), &ctx)
+            .await
+            .unwrap(),
         one
     );
     assert_eq!(
-        complete(&rt, &op, &offline, &two_messages, &ctx)
+        complete(&run, &op, &offline, &two_messages, &ctx)
             .await
             .unwrap(),
         two
@@ -182,7 +185,7 @@ async fn model_calls_record_then_replay_without_the_model() {
         "replay never calls the model"
     );
     // A third completion was never recorded.
-    let err = complete(&rt, &op, &offline, &ask("c"), &ctx)
+    let err = complete(&run, &op, &offline, &ask("c"), &ctx)
         .await
         .unwrap_err();
     match err {

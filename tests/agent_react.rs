@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
 };
-use tackle::agent::react::{ReactSkill, RepairHook};
+use tackle::agent::react::{ReactSkill, RepairHook, StopReason};
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext, ToolError};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolError};
 
 /// Road distance between two Norwegian cities, in km.
 #[tool(namespace = "geo", side_effects = none)]
@@ -68,19 +68,23 @@ fn planner(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     )))
 }
 
-fn executor(cassette: Option<Cassette>) -> Arc<Executor> {
-    let mut runtime = Runtime::from_inventory().unwrap();
-    runtime.set_cassette(cassette);
-    Arc::new(Executor::new(Arc::new(runtime)))
+/// A run over the inventory's tools, recording or replaying through `cassette`.
+fn new_run(cassette: Option<Cassette>) -> Run {
+    let run = Run::new(&Arc::new(Runtime::from_inventory().unwrap()));
+    match cassette {
+        Some(cassette) => run.with_cassette(cassette),
+        None => run,
+    }
 }
 
 const TOOLS: &[&str] = &["geo.distance", "weather.tomorrow"];
 
 #[tokio::test]
 async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
+    let run = new_run(None);
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("planner", planner)),
-        executor(None),
+        run.runtime().registry(),
         TOOLS,
     )
     .unwrap();
@@ -94,6 +98,7 @@ async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
     );
     let state = skill
         .run(
+            &run,
             "Should I drive to Bergen tomorrow?",
             &ToolContext::new().with_grant("llm:*"),
         )
@@ -148,25 +153,21 @@ async fn a_recorded_run_replays_identically_without_the_model() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let executor_live = executor(Some(record));
+    let run_live = new_run(Some(record));
     let live = ReactSkill::new(
         Arc::new(FunctionModel::new("planner", planner)),
-        executor_live.clone(),
+        run_live.runtime().registry(),
         TOOLS,
     )
     .unwrap()
     .run(
+        &run_live,
         "Should I drive to Bergen tomorrow?",
         &ToolContext::new().with_grant("llm:*"),
     )
     .await
     .unwrap();
-    executor_live
-        .runtime()
-        .cassette()
-        .unwrap()
-        .finish()
-        .unwrap();
+    run_live.cassette().unwrap().finish().unwrap();
 
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = calls.clone();
@@ -183,23 +184,23 @@ async fn a_recorded_run_replays_identically_without_the_model() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let executor_replay = executor(Some(replay));
-    let replayed = ReactSkill::new(Arc::new(unreachable), executor_replay.clone(), TOOLS)
-        .unwrap()
-        .run(
-            "Should I drive to Bergen tomorrow?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
-        .await
-        .unwrap();
+    let run_replay = new_run(Some(replay));
+    let replayed = ReactSkill::new(
+        Arc::new(unreachable),
+        run_replay.runtime().registry(),
+        TOOLS,
+    )
+    .unwrap()
+    .run(
+        &run_replay,
+        "Should I drive to Bergen tomorrow?",
+        &ToolContext::new().with_grant("llm:*"),
+    )
+    .await
+    .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0, "the model is never called");
     assert_eq!(replayed, live, "the same trajectory, step for step");
-    executor_replay
-        .runtime()
-        .cassette()
-        .unwrap()
-        .finish()
-        .unwrap();
+    run_replay.cassette().unwrap().finish().unwrap();
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -224,14 +225,15 @@ impl RepairHook for UseBergen {
 
 #[tokio::test]
 async fn failures_are_observations_that_spend_the_error_budget() {
+    let run = new_run(None);
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("stubborn", stubborn)),
-        executor(None),
+        run.runtime().registry(),
         TOOLS,
     )
     .unwrap();
     let state = skill
-        .run("distance?", &ToolContext::new().with_grant("llm:*"))
+        .run(&run, "distance?", &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert!(!state.done);
@@ -240,7 +242,15 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         state.step_index, 3,
         "three failed calls, then the budget is spent"
     );
-    assert_eq!(state.stopped.as_deref(), Some("the error budget is spent"));
+    assert_eq!(state.stop_reason, Some(StopReason::ErrorBudgetSpent));
+    assert_eq!(
+        state
+            .stop_reason
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("the error budget is spent")
+    );
     let first = &state.trajectory[0];
     let record = first.tool_call.as_ref().unwrap();
     let error = record.error.as_deref().unwrap();
@@ -266,9 +276,10 @@ async fn failures_are_observations_that_spend_the_error_budget() {
             )
         })
     });
-    let state = ReactSkill::new(Arc::new(confused), executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(Arc::new(confused), run.runtime().registry(), TOOLS)
         .unwrap()
-        .run("?", &ToolContext::new().with_grant("llm:*"))
+        .run(&run, "?", &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert!(state.done);
@@ -281,15 +292,16 @@ async fn failures_are_observations_that_spend_the_error_budget() {
     assert_eq!(errors, [Some("NotFound"), Some("Execution")]);
 
     // With a repair hook, invalid arguments get one more try before they count.
+    let run = new_run(None);
     let repaired = ReactSkill::new(
         Arc::new(FunctionModel::new("stubborn", stubborn)),
-        executor(None),
+        run.runtime().registry(),
         TOOLS,
     )
     .unwrap()
     .with_repair(UseBergen)
     .with_max_steps(2)
-    .run("distance?", &ToolContext::new().with_grant("llm:*"))
+    .run(&run, "distance?", &ToolContext::new().with_grant("llm:*"))
     .await
     .unwrap();
     assert_eq!(repaired.error_budget, 3);
@@ -299,7 +311,15 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         json!({"from": "Bergen", "to": "Oslo"})
     );
     assert_eq!(
-        repaired.stopped.as_deref(),
+        repaired.stop_reason,
+        Some(StopReason::StepLimit { max_steps: 2 })
+    );
+    assert_eq!(
+        repaired
+            .stop_reason
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
         Some("no answer within 2 steps")
     );
 }
@@ -326,12 +346,15 @@ async fn deferred_tools_are_offered_once_found() {
         ),
         ChatResponse::text("rain"),
     ]));
-    let skill = ReactSkill::new(model.clone(), executor(None), &["geo.distance"])
+    let run = new_run(None);
+    let registry = run.runtime().registry();
+    let skill = ReactSkill::new(model.clone(), registry, &["geo.distance"])
         .unwrap()
-        .with_deferred(&["weather.tomorrow"])
+        .with_deferred(registry, &["weather.tomorrow"])
         .unwrap();
     let state = skill
         .run(
+            &run,
             "weather in Bergen?",
             &ToolContext::new().with_grant("llm:*"),
         )
@@ -402,9 +425,14 @@ async fn a_cut_off_call_is_a_failed_observation_and_the_complete_calls_run() {
         ),
         ChatResponse::text("463 km, and rain: take the train."),
     ]));
-    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
         .unwrap()
-        .run("Drive to Bergen?", &ToolContext::new().with_grant("llm:*"))
+        .run(
+            &run,
+            "Drive to Bergen?",
+            &ToolContext::new().with_grant("llm:*"),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -479,7 +507,7 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
             .with_env_overrides(false),
     )
     .unwrap();
-    let executor_live = executor(Some(record));
+    let run_live = new_run(Some(record));
     // One turn, then the script runs out: the second completion fails.
     let model = Arc::new(ScriptedModel::new([ChatResponse::calls(
         "",
@@ -489,16 +517,16 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
             json!({"from": "Oslo", "to": "Bergen"}),
         )],
     )]));
-    let failed = ReactSkill::new(model, executor_live.clone(), TOOLS)
+    let failed = ReactSkill::new(model, run_live.runtime().registry(), TOOLS)
         .unwrap()
-        .run("Drive to Bergen?", &ctx)
+        .run(&run_live, "Drive to Bergen?", &ctx)
         .await
         .unwrap_err();
     assert!(
         matches!(failed, AgentError::Model { step: 1, .. }),
         "{failed}"
     );
-    let cassette = executor_live.runtime().cassette().unwrap();
+    let cassette = run_live.cassette().unwrap();
     cassette.finish_failed(&failed.to_string()).unwrap();
     let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(written["complete"], json!(false));
@@ -527,10 +555,10 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
     )
     .unwrap();
     assert_eq!(replay.recorded_failure(), Some(failed.to_string()));
-    let executor_replay = executor(Some(replay));
-    let again = ReactSkill::new(Arc::new(Offline), executor_replay, TOOLS)
+    let run_replay = new_run(Some(replay));
+    let again = ReactSkill::new(Arc::new(Offline), run_replay.runtime().registry(), TOOLS)
         .unwrap()
-        .run("Drive to Bergen?", &ctx)
+        .run(&run_replay, "Drive to Bergen?", &ctx)
         .await
         .unwrap_err();
     match (&failed, &again) {
@@ -572,11 +600,16 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
         ChatResponse::text("```json\n{\"city\": \"Bergen\", \"rain\": \"yes\"}\n```"),
         ChatResponse::text("{\"city\": \"Bergen\", \"rain\": true}"),
     ]));
-    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
         .unwrap()
         .with_answer_schema(schema.clone())
         .unwrap()
-        .run("Rain in Bergen?", &ToolContext::new().with_grant("llm:*"))
+        .run(
+            &run,
+            "Rain in Bergen?",
+            &ToolContext::new().with_grant("llm:*"),
+        )
         .await
         .unwrap();
     assert!(state.done);
@@ -605,17 +638,22 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
 
     // A text answer with no schema set stays an answer, as before.
     let plain = Arc::new(ScriptedModel::new([ChatResponse::text("It will rain.")]));
-    let state = ReactSkill::new(plain, executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(plain, run.runtime().registry(), TOOLS)
         .unwrap()
-        .run("Rain?", &ToolContext::new().with_grant("llm:*"))
+        .run(&run, "Rain?", &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("It will rain."));
     assert_eq!(state.final_value, None);
 
-    let bad = ReactSkill::new(Arc::new(ScriptedModel::new([])), executor(None), TOOLS)
-        .unwrap()
-        .with_answer_schema(json!({"type": 7}));
+    let bad = ReactSkill::new(
+        Arc::new(ScriptedModel::new([])),
+        run.runtime().registry(),
+        TOOLS,
+    )
+    .unwrap()
+    .with_answer_schema(json!({"type": 7}));
     assert!(matches!(bad, Err(AgentError::InvalidAnswerSchema(_))));
 }
 
@@ -631,9 +669,10 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
         ChatResponse::text("how far is  Bergen from Oslo?"),
         ChatResponse::text("About 463 km by road."),
     ]));
-    let state = ReactSkill::new(model.clone(), executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
         .unwrap()
-        .run(task, &ToolContext::new().with_grant("llm:*"))
+        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("About 463 km by road."));
@@ -653,10 +692,11 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
     );
 
     let echo = Arc::new(ScriptedModel::new([ChatResponse::text(task)]));
-    let state = ReactSkill::new(echo, executor(None), TOOLS)
+    let run = new_run(None);
+    let state = ReactSkill::new(echo, run.runtime().registry(), TOOLS)
         .unwrap()
         .with_text_answers(TextAnswers::Any)
-        .run(task, &ToolContext::new().with_grant("llm:*"))
+        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some(task));

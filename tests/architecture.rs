@@ -33,6 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["call"],
     // Batches of calls.
     &["executor"],
+    // Runs: what one task owns, over the shared runtime.
+    &["run"],
     // What is built on calls.
     &["chain", "pipeline", "agent"],
     // Runs that outlive their process.

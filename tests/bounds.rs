@@ -1,5 +1,5 @@
 //! Bounded everywhere: values nested far deeper than any parser allows, built in code,
-//! are refused with a typed error at every way in (the door, the executor, a trusted
+//! are refused with a typed error at every way in (the door, a run's batch, a trusted
 //! invoke, a tool's output, a model's tool calls) and never abort the process; a huge
 //! unknown key is `NotFound` without suggestions; a deeply nested pipeline document is
 //! a parse error. The speed of these refusals is measured in `benches/bounds.rs`.
@@ -13,8 +13,8 @@ use tackle::agent::model::{
 use tackle::bounds::{nested, Limits, DEFAULT_MAX_DEPTH};
 use tackle::pipeline::{Pipeline, PipelineError};
 use tackle::{
-    tool, DynamicTool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext,
-    ToolErrorKind, ToolSpec,
+    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolErrorKind,
+    ToolSpec,
 };
 
 /// Echoes any value.
@@ -51,9 +51,8 @@ async fn a_deep_input_is_invalid_input_at_every_way_in() {
         "{:?}",
         result.errors
     );
-    // The executor.
-    let executor = Executor::new(rt.clone());
-    let outcomes = executor
+    // A run's batch.
+    let outcomes = Run::new(&rt)
         .execute_batch(
             vec![
                 ToolCall::new("a", "b.echo", deep_input()),
@@ -117,7 +116,7 @@ async fn the_limits_are_configurable() {
 
 #[tokio::test]
 async fn a_models_deep_tool_call_is_a_malformed_answer() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let model = FunctionModel::new("deep", |_request: &ChatRequest| {
         Ok(ChatResponse::calls(
             "",
@@ -130,7 +129,7 @@ async fn a_models_deep_tool_call_is_a_malformed_answer() {
     });
     let op = completion(&model);
     let ctx = ToolContext::new().with_grant("llm:*");
-    match complete(&rt, &op, &model, &ChatRequest::default(), &ctx).await {
+    match complete(&Run::new(&rt), &op, &model, &ChatRequest::default(), &ctx).await {
         Err(ModelError::Malformed { message }) => {
             assert!(message.contains("tool call 0"), "{message}")
         }
@@ -178,7 +177,7 @@ fn a_deeply_nested_pipeline_document_is_a_parse_error() {
 
 #[tokio::test]
 async fn a_deep_pipeline_state_is_refused() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let doc = Pipeline::from_yaml(
         "name: p\nnodes:\n  - id: e\n    kind: tool\n    tool: b.echo\n    inputs: {value: \"{{state.v}}\"}\n",
     )
@@ -186,7 +185,7 @@ async fn a_deep_pipeline_state_is_refused() {
     let mut state = serde_json::Map::new();
     state.insert("v".into(), nested(DEEP));
     match doc
-        .run(&rt, Value::Object(state), &ToolContext::new())
+        .run(&Run::new(&rt), Value::Object(state), &ToolContext::new())
         .await
     {
         Err(PipelineError::StateOutOfBounds(reason)) => {
@@ -212,9 +211,9 @@ fn abc_underscored() -> u8 {
 fn two_keys_with_one_model_name_are_refused_naming_both() {
     use tackle::agent::model::ScriptedModel;
     use tackle::agent::react::{AgentError, ReactSkill};
-    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let rt = Runtime::from_inventory().unwrap();
     let model = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
-    match ReactSkill::new(model, executor, &["a.b.c", "a.b_c"]) {
+    match ReactSkill::new(model, rt.registry(), &["a.b.c", "a.b_c"]) {
         Err(AgentError::NameCollision {
             name,
             first,

@@ -1,9 +1,11 @@
 //! Tool chains: dot-notation mapping, output keys and merging, failure handling, and
 //! validation before a run.
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 use tackle::chain::{lookup, ChainError, ChainStep, ToolChain};
-use tackle::{tool, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 /// Find a customer's latest order.
 #[tool(namespace = "shop", side_effects = read)]
@@ -38,7 +40,8 @@ fn paths_use_dots_and_indices() {
 
 #[tokio::test]
 async fn steps_feed_each_other_through_the_context() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&rt);
     let chain = ToolChain::new([
         ChainStep::new("shop.latest_order", "order").with_mapping("customer", "customer"),
         ChainStep::new("shop.price", "")
@@ -46,7 +49,7 @@ async fn steps_feed_each_other_through_the_context() {
             .with_mapping("qty", "order.items[0].qty"),
     ]);
     assert!(chain.validate(rt.registry()).valid);
-    let result = chain.run(&rt, start("ada"), &ToolContext::new()).await;
+    let result = chain.run(&run, start("ada"), &ToolContext::new()).await;
     assert!(result.success, "{:?}", result.errors);
     assert_eq!(result.context["order"]["id"], "ada-9");
     assert_eq!(
@@ -64,7 +67,8 @@ async fn steps_feed_each_other_through_the_context() {
 
 #[tokio::test]
 async fn failures_stop_the_chain_unless_a_step_keeps_going() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&rt);
     let ctx = ToolContext::new();
     let bad_sku = |step: ChainStep| {
         ToolChain::new([
@@ -75,7 +79,7 @@ async fn failures_stop_the_chain_unless_a_step_keeps_going() {
     let failing = ChainStep::new("shop.price", "p")
         .with_mapping("sku", "customer")
         .with_mapping("qty", "nowhere");
-    let stopped = bad_sku(failing.clone()).run(&rt, start("ada"), &ctx).await;
+    let stopped = bad_sku(failing.clone()).run(&run, start("ada"), &ctx).await;
     assert!(!stopped.success);
     assert_eq!(stopped.errors, ["step 0: `nowhere` is not in the context"]);
     assert!(!stopped.context.contains_key("after"));
@@ -88,7 +92,7 @@ async fn failures_stop_the_chain_unless_a_step_keeps_going() {
             .with_mapping("qty", "n")
             .with_stop_on_failure(false),
     )
-    .run(&rt, start_with_qty, &ctx)
+    .run(&run, start_with_qty, &ctx)
     .await;
     assert!(!going.success);
     assert_eq!(

@@ -9,7 +9,7 @@ use tackle::agent::model::{ChatResponse, Message, Role, ScriptedModel, ToolCallR
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::ReactSkill;
 use tackle::content::ContentPart;
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 /// A screenshot of a page, as a PNG.
 #[tool(namespace = "browser", side_effects = read)]
@@ -30,14 +30,12 @@ async fn a_tools_image_reaches_the_model_beside_its_text() {
         ),
         ChatResponse::text("The page shows a heading."),
     ]));
-    let skill = ReactSkill::new(
-        model.clone(),
-        Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap()))),
-        &["browser.screenshot"],
-    )
-    .unwrap();
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let skill =
+        ReactSkill::new(model.clone(), runtime.registry(), &["browser.screenshot"]).unwrap();
     let state = skill
         .run(
+            &Run::new(&runtime),
             "What does example.com show?",
             &ToolContext::new().with_grant("llm:*"),
         )

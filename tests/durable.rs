@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ToolCallRequest};
-use tackle::agent::react::{ReactSkill, ReactState};
+use tackle::agent::react::{ReactSkill, ReactState, StopReason};
 use tackle::durable::{
     Decision, DurableError, DurableRun, JournalEntry, MemoryStore, Resolution, RunRecord,
     RunStatus, RunStore, StoreError,
 };
 use tackle::replay::{Cassette, CassetteConfig, Mode};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
 static SHIPPED: AtomicUsize = AtomicUsize::new(0);
@@ -54,13 +54,16 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model::Mo
     })
 }
 
-fn skill(run: &DurableRun) -> ReactSkill {
-    let runtime = Runtime::from_inventory()
-        .unwrap()
-        .with_cassette(run.cassette());
+/// A fresh runtime (as another process would build): a durable run's `drive` makes
+/// its run over it, with the journal as its cassette and the run's approver.
+fn inventory() -> Arc<Runtime> {
+    Arc::new(Runtime::from_inventory().unwrap())
+}
+
+fn skill(runtime: &Runtime) -> ReactSkill {
     ReactSkill::new(
         Arc::new(FunctionModel::new("shopkeeper", model)),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["shop.status", "shop.ship"],
     )
     .unwrap()
@@ -80,7 +83,10 @@ fn temp(name: &str) -> std::path::PathBuf {
 async fn uninterrupted() -> ReactState {
     let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
     let run = DurableRun::start(store, "whole", "Ship o-1 and o-2.").unwrap();
-    run.drive(&skill(&run), &ctx(), None).await.unwrap()
+    let runtime = inventory();
+    run.drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -95,10 +101,25 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
     SHIPPED.store(0, Ordering::SeqCst);
     let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
     let run = DurableRun::start(store.clone(), "r-1", "Ship o-1 and o-2.").unwrap();
-    let paused = run.drive(&skill(&run), &ctx(), Some(2)).await.unwrap();
+    let runtime = inventory();
+    let paused = run
+        .drive(&runtime, &skill(&runtime), &ctx(), Some(2))
+        .await
+        .unwrap();
     assert!(!paused.done);
     assert_eq!(paused.step_index, 2);
-    assert_eq!(paused.stopped.as_deref(), Some("paused after 2 step(s)"));
+    assert_eq!(
+        paused.stop_reason,
+        Some(StopReason::Paused { after_steps: 2 })
+    );
+    assert_eq!(
+        paused
+            .stop_reason
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("paused after 2 step(s)")
+    );
     assert_eq!(SHIPPED.load(Ordering::SeqCst), 1, "o-1 shipped");
     let record = store.load("r-1").unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Paused);
@@ -123,13 +144,17 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
         kinds.chunks(2).all(|p| p == ["started", "finished"]),
         "{kinds:?}"
     );
-    drop((run, store));
+    drop((run, store, runtime));
 
     // "Process" two: a fresh store handle, runtime and skill.
     let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
     let run = DurableRun::resume(store.clone(), "r-1").unwrap();
     assert_eq!(run.attempt(), 2);
-    let end = run.drive(&skill(&run), &ctx(), None).await.unwrap();
+    let runtime = inventory();
+    let end = run
+        .drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
     assert_eq!(end.final_answer, whole.final_answer);
     assert_eq!(end.trajectory, whole.trajectory);
     assert_eq!(end.tool_calls, whole.tool_calls);
@@ -158,20 +183,22 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
             .with_env_overrides(false),
     )
     .unwrap();
-    let runtime = Runtime::from_inventory()
-        .unwrap()
-        .with_cassette(replay.clone());
+    let runtime = inventory();
     let offline = ReactSkill::new(
         Arc::new(FunctionModel::new("shopkeeper", |_: &ChatRequest| {
             Err(tackle::agent::model::ModelError::Failed {
                 message: "offline".into(),
             })
         })),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["shop.status", "shop.ship"],
     )
     .unwrap();
-    let replayed = offline.run("Ship o-1 and o-2.", &ctx()).await.unwrap();
+    let replaying = Run::new(&runtime).with_cassette(replay);
+    let replayed = offline
+        .run(&replaying, "Ship o-1 and o-2.", &ctx())
+        .await
+        .unwrap();
     assert_eq!(replayed.final_answer, whole.final_answer);
     assert_eq!(SHIPPED.load(Ordering::SeqCst), 2, "replay ships nothing");
     std::fs::remove_dir_all(&dir).ok();
@@ -184,7 +211,11 @@ async fn a_write_in_flight_stops_the_resume_until_an_operator_resolves_it() {
     let run = DurableRun::start(store.clone(), "r-2", "Ship o-1 and o-2.").unwrap();
     // The journal of a process that died while `shop.ship` ran: started, no outcome.
     let attempt = run.attempt();
-    let paused = run.drive(&skill(&run), &ctx(), Some(1)).await.unwrap();
+    let runtime = inventory();
+    let paused = run
+        .drive(&runtime, &skill(&runtime), &ctx(), Some(1))
+        .await
+        .unwrap();
     assert_eq!(paused.step_index, 1);
     store
         .append(
@@ -234,7 +265,11 @@ async fn a_write_in_flight_stops_the_resume_until_an_operator_resolves_it() {
     );
     SHIPPED.store(0, Ordering::SeqCst);
     let run = DurableRun::resume(store.clone(), "r-2").unwrap();
-    let end = run.drive(&skill(&run), &ctx(), None).await.unwrap();
+    let runtime = inventory();
+    let end = run
+        .drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
     assert_eq!(end.final_answer.as_deref(), Some("Shipped o-1 and o-2."));
     assert_eq!(
         SHIPPED.load(Ordering::SeqCst),
@@ -276,11 +311,10 @@ async fn a_journal_that_cannot_take_a_call_stops_it_before_it_runs() {
     let _one = SERIAL.lock().await;
     let store: Arc<dyn RunStore> = Arc::new(Full::default());
     let run = DurableRun::start(store.clone(), "r-3", "Ship o-1.").unwrap();
-    let runtime = Runtime::from_inventory()
-        .unwrap()
-        .with_cassette(run.cassette());
+    let runtime = inventory();
     let before = SHIPPED.load(Ordering::SeqCst);
-    let err = runtime
+    let err = run
+        .run(&runtime)
         .call("shop.ship", json!({"order": "o-9"}), &ToolContext::new())
         .await
         .unwrap_err();
@@ -288,7 +322,10 @@ async fn a_journal_that_cannot_take_a_call_stops_it_before_it_runs() {
     assert!(err.to_string().contains("disk full"), "{err}");
     assert_eq!(SHIPPED.load(Ordering::SeqCst), before, "nothing shipped");
     // The agent's run fails, and says so in the store.
-    assert!(run.drive(&skill(&run), &ctx(), None).await.is_err());
+    assert!(run
+        .drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .is_err());
     assert!(matches!(
         store.load("r-3").unwrap().unwrap().status,
         RunStatus::Failed { .. }
@@ -338,14 +375,12 @@ fn refunder(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model:
     ))
 }
 
-fn approving_skill(run: &DurableRun) -> ReactSkill {
-    let runtime = Runtime::from_inventory()
-        .unwrap()
-        .with_cassette(run.cassette())
-        .with_approver(run.approver());
+/// The refunder's skill; the durable run asks its own approver (the decisions in the
+/// store) about the refunds.
+fn approving_skill(runtime: &Runtime) -> ReactSkill {
     ReactSkill::new(
         Arc::new(FunctionModel::new("refunder", refunder)),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["bank.refund", "bank.customer"],
     )
     .unwrap()
@@ -362,8 +397,9 @@ async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() 
     // Process A: the step asks for two approvals; neither refund runs.
     let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
     let run = DurableRun::start(store.clone(), "refunds", "Refund o-1 and o-2.").unwrap();
+    let runtime = inventory();
     let stopped = run
-        .drive(&approving_skill(&run), &ctx(), None)
+        .drive(&runtime, &approving_skill(&runtime), &ctx(), None)
         .await
         .unwrap();
     assert!(!stopped.done);
@@ -380,7 +416,7 @@ async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() 
         Err(DurableError::AwaitingApproval { pending, .. }) => assert_eq!(pending.len(), 2),
         other => panic!("a run waiting for decisions does not resume: {other:?}"),
     }
-    drop((run, store));
+    drop((run, store, runtime));
 
     // Process B: an operator decides, request by request.
     let store = SqliteStore::open(&db).unwrap();
@@ -428,8 +464,9 @@ async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() 
     // Process C: resumed, the approved refund runs, the rejected one is an observation.
     let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).unwrap());
     let run = DurableRun::resume(store.clone(), "refunds").unwrap();
+    let runtime = inventory();
     let end = run
-        .drive(&approving_skill(&run), &ctx(), None)
+        .drive(&runtime, &approving_skill(&runtime), &ctx(), None)
         .await
         .unwrap();
     assert!(end.done);
@@ -479,11 +516,7 @@ async fn a_skill_runs_durably_and_its_answer_is_read_as_its_state() {
         .unwrap();
     let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
     let run = DurableRun::start(store.clone(), "skill-run", "Ship o-7.").unwrap();
-    let executor = Arc::new(Executor::new(Arc::new(
-        Runtime::from_inventory()
-            .unwrap()
-            .with_cassette(run.cassette()),
-    )));
+    let runtime = inventory();
     let model = Arc::new(tackle::agent::model::ScriptedModel::new([
         ChatResponse::calls(
             "",
@@ -496,7 +529,7 @@ async fn a_skill_runs_durably_and_its_answer_is_read_as_its_state() {
         ChatResponse::text(r#"{"order": "o-7", "shipped": true}"#),
     ]));
     let done = run
-        .drive_skill::<Shipment>(&skill, model, executor, &ctx())
+        .drive_skill::<Shipment>(&runtime, &skill, model, &ctx())
         .await
         .unwrap();
     assert_eq!(done.state.order, "o-7");

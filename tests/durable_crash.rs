@@ -28,7 +28,7 @@ use serde_json::json;
 use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ToolCallRequest};
 use tackle::agent::react::ReactSkill;
 use tackle::durable::{DurableError, DurableRun, JournalEntry, Resolution, RunStatus, RunStore};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
 const CHILD: &str = "TACKLE_DURABLE_CHILD";
@@ -151,18 +151,16 @@ fn child() -> ExitCode {
         Err(DurableError::Ended { .. }) => return ExitCode::SUCCESS,
         Err(e) => panic!("{e}"),
     };
-    let runtime = Runtime::from_inventory()
-        .expect("registry")
-        .with_cassette(run.cassette());
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("ledger-bot", model)),
-        Arc::new(Executor::new(Arc::new(runtime))),
+        runtime.registry(),
         &["ledger.post", "mail.notify"],
     )
     .expect("skill");
     let ctx = ToolContext::new().with_grant("llm:*");
     harness::tokio()
-        .block_on(run.drive(&skill, &ctx, None))
+        .block_on(run.drive(&runtime, &skill, &ctx, None))
         .expect("the run");
     ExitCode::SUCCESS
 }

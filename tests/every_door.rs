@@ -1,5 +1,5 @@
-//! Every entry point reaches the one door: for each way in (a user's call, the
-//! executor, a chain, a ReAct run, a skill, a pipeline's tool and broker nodes, a model
+//! Every entry point reaches the one door: for each way in (a user's call, a run's
+//! batch, a chain, a ReAct run, a skill, a pipeline's tool and broker nodes, a model
 //! call, the MCP server, an imported MCP tool), a caller without the grant is refused,
 //! and every call, refused or not, leaves an audit event. Then the paths that used to
 //! lead around the gates: a deduplicated call, a model naming a tool it was not
@@ -23,8 +23,8 @@ use tackle::pipeline::{
     PipelineError,
 };
 use tackle::{
-    tool, DynamicTool, Executor, Registry, RegistryError, Runtime, SideEffects, SkillState,
-    ToolCall, ToolContext, ToolErrorKind, ToolSpec,
+    tool, DynamicTool, Registry, RegistryError, Run, Runtime, SideEffects, SkillState, ToolCall,
+    ToolContext, ToolErrorKind, ToolSpec,
 };
 use tackle_mcp::{import_http, serve_http, Identity, ImportOptions, McpServer};
 
@@ -108,10 +108,10 @@ async fn a_users_call() {
 }
 
 #[tokio::test]
-async fn the_executor() {
+async fn a_runs_batch() {
     let (rt, audit) = audited();
-    let executor = Executor::new(rt);
-    let outcomes = executor
+    let run = Run::new(&rt);
+    let outcomes = run
         .execute_batch(
             vec![
                 ToolCall::new("1", "vault.open", shelf()),
@@ -137,7 +137,7 @@ async fn a_chain() {
         ChainStep::new("vault.open", "opened").with_mapping("shelf", "shelf"),
     ]);
     let start = json!({"shelf": "top"}).as_object().cloned().unwrap();
-    let result = chain.run(&rt, start, &ToolContext::new()).await;
+    let result = chain.run(&Run::new(&rt), start, &ToolContext::new()).await;
     assert!(!result.success);
     let failure = result
         .step_results
@@ -163,13 +163,12 @@ const MODEL_KEY: &str = "llm.scripted.complete@script";
 #[tokio::test]
 async fn a_react_run() {
     let (rt, audit) = audited();
-    let executor = Arc::new(Executor::new(rt));
-    let react = |model| ReactSkill::new(Arc::new(model), executor.clone(), &["vault.open"]);
+    let react = |model| ReactSkill::new(Arc::new(model), rt.registry(), &["vault.open"]);
 
     // Without `llm:scripted`, the first model call is refused.
     let err = react(vault_model())
         .unwrap()
-        .run("open it", &ToolContext::new())
+        .run(&Run::new(&rt), "open it", &ToolContext::new())
         .await
         .unwrap_err();
     match err {
@@ -184,7 +183,11 @@ async fn a_react_run() {
     // With it but without `vault:open`, the tool call is a refused observation.
     let state = react(vault_model())
         .unwrap()
-        .run("open it", &ToolContext::new().with_grant("llm:scripted"))
+        .run(
+            &Run::new(&rt),
+            "open it",
+            &ToolContext::new().with_grant("llm:scripted"),
+        )
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("done"));
@@ -219,7 +222,7 @@ async fn a_skill() {
     let err = skill
         .run::<Opened>(
             Arc::new(model),
-            Arc::new(Executor::new(rt.clone())),
+            &Run::new(&rt),
             "open it",
             &ToolContext::new(),
         )
@@ -243,7 +246,7 @@ async fn a_skill() {
     let done = skill
         .run::<Opened>(
             Arc::new(vault_model_then("{\"found\": \"nothing\"}")),
-            Arc::new(Executor::new(rt)),
+            &Run::new(&rt),
             "open it",
             &ToolContext::new().with_grant("llm:*"),
         )
@@ -288,7 +291,7 @@ async fn a_pipelines_tool_node() {
     )
     .unwrap();
     let err = doc
-        .run(&rt, json!({"shelf": "top"}), &ToolContext::new())
+        .run(&Run::new(&rt), json!({"shelf": "top"}), &ToolContext::new())
         .await
         .unwrap_err();
     match err {
@@ -308,14 +311,21 @@ async fn a_pipelines_broker_node() {
             .unwrap();
     let state = json!({"agent_id": "travel", "intent": "go to Oslo"});
     let ctx = ToolContext::new().with_resource(BrokerHandle::new(Echo));
-    let err = doc.run(&rt, state.clone(), &ctx).await.unwrap_err();
+    let err = doc
+        .run(&Run::new(&rt), state.clone(), &ctx)
+        .await
+        .unwrap_err();
     match err {
         PipelineError::Denied { missing, .. } => assert_eq!(missing, ["tools:broker_request"]),
         other => panic!("{other}"),
     }
     assert_refused(&audit, "nautilus.broker_request@1");
     let done = doc
-        .run(&rt, state, &ctx.with_grant("tools:broker_request"))
+        .run(
+            &Run::new(&rt),
+            state,
+            &ctx.with_grant("tools:broker_request"),
+        )
         .await
         .unwrap();
     assert_eq!(done["reply"]["echo"], "go to Oslo");
@@ -358,7 +368,8 @@ async fn a_model_call() {
     assert_eq!(op.key(), MODEL_KEY);
     assert_eq!(op.spec().permissions, ["llm:scripted"]);
     let request = Default::default();
-    let err = complete(&rt, &op, &model, &request, &ToolContext::new())
+    let run = Run::new(&rt);
+    let err = complete(&run, &op, &model, &request, &ToolContext::new())
         .await
         .unwrap_err();
     assert!(
@@ -368,7 +379,7 @@ async fn a_model_call() {
     assert_eq!(model.used(), 0, "a refused call never reaches the model");
     assert_refused(&audit, MODEL_KEY);
     let ctx = ToolContext::new().with_grant("llm:scripted");
-    let answer = complete(&rt, &op, &model, &request, &ctx).await.unwrap();
+    let answer = complete(&run, &op, &model, &request, &ctx).await.unwrap();
     assert_eq!(answer.text, "hi");
     assert_eq!(events_of(&audit, MODEL_KEY).len(), 2);
     assert_eq!(model.permissions(), ["llm:scripted"]);
@@ -462,26 +473,27 @@ fn pay(invoice: String, cents: u32) -> String {
 #[tokio::test]
 async fn a_deduplicated_call_passes_its_own_gates_first() {
     let (rt, audit) = audited();
-    let executor = Executor::new(rt);
+    // One run: its idempotency memory holds the first outcome.
+    let run = Run::new(&rt);
     let granted = ToolContext::new().with_grant("bank:pay");
     let pay =
         |cents: Value| ToolCall::new("p", "bank.pay", json!({"invoice": "inv-7", "cents": cents}));
-    let first = executor.execute(pay(json!(100)), &granted).await;
+    let first = run.execute(pay(json!(100)), &granted).await;
     assert_eq!(first.result().as_ref().unwrap(), "paid inv-7: 100");
     // Same idempotency key, no grant: refused, not handed the stored outcome.
-    let denied = executor.execute(pay(json!(100)), &ToolContext::new()).await;
+    let denied = run.execute(pay(json!(100)), &ToolContext::new()).await;
     assert_eq!(
         denied.result().as_ref().unwrap_err().kind(),
         ToolErrorKind::CapabilityDenied
     );
     // Same key, invalid input: refused by validation.
-    let invalid = executor.execute(pay(json!("lots")), &granted).await;
+    let invalid = run.execute(pay(json!("lots")), &granted).await;
     assert_eq!(
         invalid.result().as_ref().unwrap_err().kind(),
         ToolErrorKind::InvalidInput
     );
     // Same key, granted and valid: the first outcome, without running again.
-    let again = executor.execute(pay(json!(100)), &granted).await;
+    let again = run.execute(pay(json!(100)), &granted).await;
     assert_eq!(again.result().as_ref().unwrap(), "paid inv-7: 100");
     assert_eq!(again.report.execution, Execution::Deduplicated);
     assert_eq!(WRITES.load(Ordering::SeqCst), 1);
@@ -495,7 +507,6 @@ async fn a_deduplicated_call_passes_its_own_gates_first() {
 #[tokio::test]
 async fn a_react_run_calls_only_the_tools_it_offers() {
     let (rt, audit) = audited();
-    let executor = Arc::new(Executor::new(rt));
     let names = ["vault.open@1", "vault.open", "open", "vault_open"];
     let calls = names
         .iter()
@@ -511,14 +522,17 @@ async fn a_react_run_calls_only_the_tools_it_offers() {
         ChatResponse::text("gave up"),
     ]);
     // Offered: the note tool only. The caller may open the vault, but the run may not.
-    let skill = ReactSkill::new(Arc::new(model), executor, &["vault.note"])
+    let skill = ReactSkill::new(Arc::new(model), rt.registry(), &["vault.note"])
         .unwrap()
         .with_error_budget(10);
     let before = OPENED.load(Ordering::SeqCst);
     let ctx = ToolContext::new()
         .with_grant("llm:*")
         .with_grant("vault:open");
-    let state = skill.run("open the vault", &ctx).await.unwrap();
+    let state = skill
+        .run(&Run::new(&rt), "open the vault", &ctx)
+        .await
+        .unwrap();
     assert_eq!(state.tool_calls.len(), names.len());
     for record in &state.tool_calls {
         assert_eq!(

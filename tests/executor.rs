@@ -1,5 +1,5 @@
-//! The executor: batches in call order, effect-aware scheduling, time limits,
-//! cancellation, isolation, idempotency and streaming, all through the door.
+//! The executor (a run's batches): batches in call order, effect-aware scheduling, time
+//! limits, cancellation, isolation, idempotency and streaming, all through the door.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use tackle::audit::Execution;
 use tackle::events::{event_queue, ToolEventKind};
 use tackle::spec::ExecutionMode;
 use tackle::{
-    tool, DynamicTool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext, ToolError,
+    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolError,
     ToolErrorKind, ToolSpec,
 };
 
@@ -92,7 +92,7 @@ async fn results_come_back_in_call_order_with_peak_concurrency_at_the_bound() {
     let mut batch = calls("t.read@1", 0..20);
     // A call that cannot resolve keeps its slot and fails there.
     batch.insert(7, ToolCall::new("missing", "t.nope@1", json!({})));
-    let outcomes = Executor::new(rt)
+    let outcomes = Run::new(&rt)
         .with_max_parallel(4)
         .execute_batch(batch, &ToolContext::new())
         .await;
@@ -142,7 +142,7 @@ async fn write_tools_run_one_at_a_time_in_call_order_unless_they_opt_in() {
     ]);
     let mut batch = calls("t.write@1", 0..6);
     batch.extend(calls("t.send@1", 0..4));
-    let outcomes = Executor::new(rt)
+    let outcomes = Run::new(&rt)
         .with_max_parallel(8)
         .execute_batch(batch, &ToolContext::new())
         .await;
@@ -183,7 +183,7 @@ async fn sequential_tools_run_alone() {
     let mut batch = calls("t.read@1", 0..3);
     batch.push(ToolCall::new("m", "t.migrate@1", json!({"n": 99})));
     batch.extend(calls("t.read@1", 3..6));
-    let outcomes = Executor::new(rt)
+    let outcomes = Run::new(&rt)
         .execute_batch(batch, &ToolContext::new())
         .await;
     assert!(outcomes.iter().all(|o| o.result().is_ok()));
@@ -221,7 +221,7 @@ async fn a_panicking_tool_fails_alone() {
             Ok::<_, String>(input["n"].clone())
         },
     )]);
-    let outcomes = Executor::new(rt)
+    let outcomes = Run::new(&rt)
         .execute_batch(calls("t.boom@1", 0..5), &ToolContext::new())
         .await;
     let kinds: Vec<Option<ToolErrorKind>> = outcomes
@@ -252,13 +252,13 @@ fn slow(name: &str, timeout_ms: Option<u64>, cooperative: bool) -> DynamicTool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn time_limits_come_from_the_tool_or_the_executor_default() {
+async fn time_limits_come_from_the_tool_or_the_runs_default() {
     let rt = runtime(vec![
         slow("own_limit", Some(30), false),
         slow("no_limit", None, false),
     ]);
     let started = Instant::now();
-    let outcomes = Executor::new(rt)
+    let outcomes = Run::new(&rt)
         .with_default_timeout(Duration::from_millis(60))
         .execute_batch(
             vec![
@@ -294,8 +294,8 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
     ]);
     // The grace window is the default one: 50 ms (seed 003).
     assert_eq!(tackle::context::DEFAULT_GRACE, Duration::from_millis(50));
-    let executor = Arc::new(Executor::new(rt));
-    let token = executor.cancellation_token();
+    let run = Run::new(&rt);
+    let token = run.cancellation_token();
     let cancelled_at = Arc::new(Mutex::new(None));
     let at = cancelled_at.clone();
     tokio::spawn(async move {
@@ -303,7 +303,7 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
         *at.lock().unwrap() = Some(Instant::now());
         token.cancel();
     });
-    let outcomes = executor
+    let outcomes = run
         .execute_batch(
             vec![
                 ToolCall::new("p", "t.polite@1", json!({})),
@@ -325,7 +325,7 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
         "aborted {after_cancel:?} after the cancel; the grace window is 50 ms (+20 ms allowed)"
     );
     // A call made after the cancel never starts.
-    let later = executor
+    let later = run
         .execute(
             ToolCall::new("x", "t.polite@1", json!({})),
             &ToolContext::new(),
@@ -349,13 +349,13 @@ async fn place(order_id: String, qty: u32) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_runs_once_per_run() {
     let rt = Arc::new(Runtime::from_inventory().unwrap());
-    let executor = Executor::new(rt.clone());
+    let run = Run::new(&rt);
     let batch = vec![
         ToolCall::new("1", "shop.place", json!({"order_id": "A", "qty": 1})),
         ToolCall::new("2", "shop.place", json!({"order_id": "A", "qty": 5})),
         ToolCall::new("3", "shop.place", json!({"order_id": "B", "qty": 2})),
     ];
-    let outcomes = executor.execute_batch(batch, &ToolContext::new()).await;
+    let outcomes = run.execute_batch(batch, &ToolContext::new()).await;
     assert_eq!(PLACED.load(Ordering::SeqCst), 2, "A once, B once");
     let results: Vec<&Value> = outcomes
         .iter()
@@ -375,7 +375,7 @@ async fn an_idempotency_key_runs_once_per_run() {
         [Execution::Live, Execution::Deduplicated, Execution::Live]
     );
     // Later batches of the same run remember it; a new run does not.
-    let again = executor
+    let again = run
         .execute(
             ToolCall::new("4", "shop.place", json!({"order_id": "B", "qty": 9})),
             &ToolContext::new(),
@@ -383,7 +383,7 @@ async fn an_idempotency_key_runs_once_per_run() {
         .await;
     assert_eq!(again.result().as_ref().unwrap(), &json!("placed B x2"));
     assert_eq!(PLACED.load(Ordering::SeqCst), 2);
-    Executor::new(rt.clone())
+    Run::new(&rt)
         .execute(
             ToolCall::new("5", "shop.place", json!({"order_id": "B", "qty": 9})),
             &ToolContext::new(),
@@ -407,7 +407,7 @@ async fn render(ctx: &ToolContext, sections: u32) {
 async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
     let rt = Arc::new(Runtime::from_inventory().unwrap());
     let (sink, mut events) = event_queue(1_000);
-    let outcome = Executor::new(rt.clone())
+    let outcome = Run::new(&rt)
         .with_events(sink)
         .execute(
             ToolCall::new("r", "doc.render", json!({"sections": 3})),
@@ -437,7 +437,7 @@ async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
 
     // A small queue under load keeps the newest events; the output loses nothing.
     let (sink, mut events) = event_queue(8);
-    let outcome = Executor::new(rt)
+    let outcome = Run::new(&rt)
         .with_events(sink)
         .execute(
             ToolCall::new("r", "doc.render", json!({"sections": 500})),

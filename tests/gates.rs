@@ -14,7 +14,7 @@ use tackle::shape::SummaryFuture;
 use tackle::shape::{Shaping, Summarizer};
 use tackle::spec::Trust;
 use tackle::{
-    tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec,
+    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec,
 };
 
 fn is_large(input: &Value) -> bool {
@@ -87,18 +87,22 @@ async fn approvers_decide_and_approvals_stay_bound_to_their_arguments() {
             _ => r.approve_and_remember(),
         },
     });
-    let rt = Runtime::from_inventory()
-        .unwrap()
-        .with_approver(approver.clone())
-        .with_audit(audit.clone());
+    let rt = Arc::new(
+        Runtime::from_inventory()
+            .unwrap()
+            .with_approver(approver.clone())
+            .with_audit(audit.clone()),
+    );
+    // A remembered approval belongs to the run that was given it.
+    let run = Run::new(&rt);
     let ctx = ToolContext::new();
     let call =
-        |to: &str, amount: u64| rt.call("bank.pay", json!({"to": to, "amount": amount}), &ctx);
+        |to: &str, amount: u64| run.call("bank.pay", json!({"to": to, "amount": amount}), &ctx);
 
     assert_eq!(call("bo", 500).await.unwrap(), json!("paid 500 to bo"));
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
     // Remembered for the same key and arguments (in any key order)...
-    rt.call("bank.pay", json!({"amount": 500, "to": "bo"}), &ctx)
+    run.call("bank.pay", json!({"amount": 500, "to": "bo"}), &ctx)
         .await
         .unwrap();
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
@@ -131,6 +135,12 @@ async fn approvers_decide_and_approvals_stay_bound_to_their_arguments() {
         (counters.approvals_asked, counters.approvals_granted),
         (3, 3)
     );
+    // Another run of the same runtime does not remember it: it asks again.
+    Run::new(&rt)
+        .call("bank.pay", json!({"to": "bo", "amount": 500}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Pricing, Role, ToolCallRequest, Usage,
 };
 use tackle::agent::react::ReactSkill;
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 /// Tomorrow's forecast for a city.
 #[tool(namespace = "weather", side_effects = read)]
@@ -64,10 +64,10 @@ fn forecaster(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 #[test]
 fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_cost() {
     let capture = Arc::new(Capture::default());
-    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
     let skill = ReactSkill::new(
         Arc::new(FunctionModel::new("forecaster-1", forecaster)),
-        executor,
+        runtime.registry(),
         &["weather.tomorrow"],
     )
     .unwrap()
@@ -82,7 +82,11 @@ fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_c
             .enable_all()
             .build()
             .unwrap()
-            .block_on(skill.run("Rain tomorrow?", &ToolContext::new().with_grant("llm:*")))
+            .block_on(skill.run(
+                &Run::new(&runtime),
+                "Rain tomorrow?",
+                &ToolContext::new().with_grant("llm:*"),
+            ))
             .unwrap()
     });
     assert_eq!(state.final_answer.as_deref(), Some("Rain in Bergen."));

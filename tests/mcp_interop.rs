@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, Registry, Runtime, ToolContext, ToolErrorKind, ToolSpec};
+use tackle::{
+    Cassette, CassetteConfig, Registry, Run, Runtime, ToolContext, ToolErrorKind, ToolSpec,
+};
 use tackle_mcp::{import_http, import_stdio, register_offline, serve_http, ImportOptions};
 
 const SERVE: &str = "TACKLE_MCP_SERVE";
@@ -567,8 +569,8 @@ fn imported_calls_record_then_replay_offline() {
                 .with_env_overrides(false),
         )
         .expect("cassette");
-        let rt = Runtime::new(registry).with_cassette(cassette);
-        let saved = rt
+        let run = Run::new(&Arc::new(Runtime::new(registry))).with_cassette(cassette);
+        let saved = run
             .call(
                 "mcp.desk.notes_save",
                 json!({"text": "call the plumber"}),
@@ -577,12 +579,12 @@ fn imported_calls_record_then_replay_offline() {
             .await
             .expect("save");
         assert_eq!(saved, json!({"result": 1}));
-        let found = rt
+        let found = run
             .call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
             .await
             .expect("search");
         assert_eq!(found, json!({"result": ["call the plumber"]}));
-        rt.cassette().expect("cassette").finish().expect("saved");
+        run.finish().expect("saved");
         let specs = import.specs().to_vec();
         import.close().await;
         specs
@@ -602,9 +604,9 @@ fn imported_calls_record_then_replay_offline() {
                 .with_env_overrides(false),
         )
         .expect("cassette");
-        let rt = Runtime::new(registry).with_cassette(cassette);
+        let run = Run::new(&Arc::new(Runtime::new(registry))).with_cassette(cassette);
         assert_eq!(
-            rt.call(
+            run.call(
                 "mcp.desk.notes_save",
                 json!({"text": "call the plumber"}),
                 &ctx
@@ -614,13 +616,13 @@ fn imported_calls_record_then_replay_offline() {
             json!({"result": 1})
         );
         assert_eq!(
-            rt.call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
+            run.call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
                 .await
                 .expect("replayed"),
             json!({"result": ["call the plumber"]})
         );
         // Not recorded: a write must be stubbed, so it is a miss, never a call.
-        let miss = rt
+        let miss = run
             .call(
                 "mcp.desk.notes_save",
                 json!({"text": "something else"}),

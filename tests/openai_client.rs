@@ -11,7 +11,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::ReactSkill;
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 #[path = "support/fake_endpoint.rs"]
 mod fake_endpoint;
@@ -320,14 +320,11 @@ async fn a_react_run_over_the_wire() {
         .unwrap()
         .with_strict(true);
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let skill = ReactSkill::new(
-        Arc::new(model),
-        Arc::new(Executor::new(runtime)),
-        &["weather.tomorrow"],
-    )
-    .unwrap();
+    let skill =
+        ReactSkill::new(Arc::new(model), runtime.registry(), &["weather.tomorrow"]).unwrap();
     let state = skill
         .run(
+            &Run::new(&runtime),
             "Weather in Oslo and Bergen?",
             &ToolContext::new().with_grant("llm:*"),
         )

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tackle::pipeline::{
     Broker, BrokerFuture, BrokerHandle, BrokerResponse, Pipeline, PipelineError,
 };
-use tackle::{tool, Runtime, ToolContext, ToolErrorKind};
+use tackle::{tool, Run, Runtime, ToolContext, ToolErrorKind};
 
 /// Look a city up: its country and population.
 #[tool(namespace = "atlas", version = "1", side_effects = none)]
@@ -80,8 +80,9 @@ nodes:
     output_field: reply
 "#;
 
-fn runtime() -> Runtime {
-    Runtime::from_inventory().unwrap()
+/// A run over the inventory's tools.
+fn new_run() -> Run {
+    Run::new(&Arc::new(Runtime::from_inventory().unwrap()))
 }
 
 fn start() -> Value {
@@ -112,7 +113,7 @@ async fn a_document_runs_tools_and_the_broker_over_the_state() {
         .with_grant("agents:*")
         .with_grant("tools:broker_request")
         .with_resource(BrokerHandle(broker.clone()));
-    let state = pipeline.run(&runtime(), start(), &ctx).await.unwrap();
+    let state = pipeline.run(&new_run(), start(), &ctx).await.unwrap();
 
     // An exact template keeps the value's type (the population is a number).
     assert_eq!(
@@ -209,13 +210,13 @@ fn nodes_must_fit_their_kind() {
 
 #[tokio::test]
 async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
-    let rt = runtime();
+    let run = new_run();
     let ctx = ToolContext::new()
         .with_grant("agents:*")
         .with_grant("tools:broker_request");
 
     let unknown = Pipeline::from_yaml(&DOC.replace("text.brief", "text.summary")).unwrap();
-    match unknown.run(&rt, start(), &ctx).await {
+    match unknown.run(&run, start(), &ctx).await {
         Err(PipelineError::UnknownTool { node, tool }) => {
             assert_eq!((node.as_str(), tool.as_str()), ("brief", "text.summary"))
         }
@@ -225,7 +226,7 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
     let pipeline = Pipeline::from_yaml(DOC).unwrap();
     let mut no_route = start();
     no_route.as_object_mut().unwrap().remove("route");
-    let error = pipeline.run(&rt, no_route, &ctx).await.unwrap_err();
+    let error = pipeline.run(&run, no_route, &ctx).await.unwrap_err();
     match &error {
         PipelineError::MissingState { node, path, .. } => {
             assert_eq!(
@@ -241,7 +242,7 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
         "Oslo is in Norway (709037 people)"
     );
 
-    match pipeline.run(&rt, start(), &ctx).await {
+    match pipeline.run(&run, start(), &ctx).await {
         Err(PipelineError::MissingBroker { node, state }) => {
             assert_eq!(node, "handoff");
             assert!(state.get("city").is_some());
@@ -254,7 +255,7 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
         .with_resource(BrokerHandle::new(EchoBroker::default()));
     let mut offline = start();
     offline["route"]["agent_id"] = json!("offline-agent");
-    match pipeline.run(&rt, offline, &broker).await {
+    match pipeline.run(&run, offline, &broker).await {
         Err(PipelineError::Broker { node, message, .. }) => {
             assert_eq!(node, "handoff");
             assert!(message.contains("not connected"));
@@ -264,7 +265,7 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
 
     let mut lisbonless = start();
     lisbonless["request"]["city"] = json!("Atlantis");
-    match pipeline.run(&rt, lisbonless, &broker).await {
+    match pipeline.run(&run, lisbonless, &broker).await {
         Err(PipelineError::Tool { node, error, .. }) => {
             assert_eq!(node, "lookup");
             assert_eq!(error.kind(), ToolErrorKind::Execution);
@@ -272,14 +273,14 @@ async fn missing_tools_state_and_broker_are_clear_errors_that_keep_the_state() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        pipeline.run(&rt, json!([1]), &broker).await,
+        pipeline.run(&run, json!([1]), &broker).await,
         Err(PipelineError::StateNotObject(_))
     ));
 }
 
 #[tokio::test]
 async fn capabilities_are_checked_per_node() {
-    let rt = runtime();
+    let run = new_run();
     let pipeline = Pipeline::from_yaml(DOC).unwrap();
     let broker = BrokerHandle::new(EchoBroker::default());
 
@@ -287,7 +288,7 @@ async fn capabilities_are_checked_per_node() {
     let ctx = ToolContext::new()
         .with_grant("tools:broker_request")
         .with_resource(broker.clone());
-    match pipeline.run(&rt, start(), &ctx).await {
+    match pipeline.run(&run, start(), &ctx).await {
         Err(PipelineError::Denied {
             node,
             missing,
@@ -303,7 +304,7 @@ async fn capabilities_are_checked_per_node() {
     let ctx = ToolContext::new()
         .with_grant("agents:travel")
         .with_resource(broker.clone());
-    match pipeline.run(&rt, start(), &ctx).await {
+    match pipeline.run(&run, start(), &ctx).await {
         Err(PipelineError::Denied { missing, .. }) => {
             assert_eq!(missing, ["tools:broker_request"])
         }
@@ -314,7 +315,7 @@ async fn capabilities_are_checked_per_node() {
         "name: b\nnodes:\n  - id: book\n    kind: tool\n    tool: bookings.book\n    inputs: {what: \"{{state.request.city}}\"}\n    out: booking\n",
     )
     .unwrap();
-    match book.run(&rt, start(), &ToolContext::new()).await {
+    match book.run(&run, start(), &ToolContext::new()).await {
         Err(PipelineError::Tool { node, error, .. }) => {
             assert_eq!(node, "book");
             assert_eq!(error.kind(), ToolErrorKind::CapabilityDenied);
@@ -323,7 +324,7 @@ async fn capabilities_are_checked_per_node() {
     }
     let state = book
         .run(
-            &rt,
+            &run,
             start(),
             &ToolContext::new().with_grant("bookings:write"),
         )
@@ -352,13 +353,12 @@ async fn a_recorded_run_replays_without_calling_the_broker() {
                     .with_env_overrides(false),
             )
             .unwrap();
-            let mut rt = runtime();
-            rt.set_cassette(Some(cassette.clone()));
+            let run = new_run().with_cassette(cassette.clone());
             let ctx = ToolContext::new()
                 .with_grant("agents:travel")
                 .with_grant("tools:broker_request")
                 .with_resource(BrokerHandle(broker));
-            let state = pipeline.run(&rt, start(), &ctx).await;
+            let state = pipeline.run(&run, start(), &ctx).await;
             cassette.finish().unwrap();
             state
         }

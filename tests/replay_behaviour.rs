@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tackle::call::Operation;
 use tackle::replay::{CassetteError, CassetteWarning, Mode};
 use tackle::{
-    tool, Cassette, CassetteConfig, DynamicTool, Resource, Runtime, SideEffects, ToolContext,
+    tool, Cassette, CassetteConfig, DynamicTool, Resource, Run, Runtime, SideEffects, ToolContext,
     ToolError, ToolErrorKind, ToolSpec,
 };
 
@@ -59,9 +59,16 @@ fn open(path: &PathBuf, mode: Mode) -> Cassette {
     .unwrap()
 }
 
-fn runtime(cassette: Cassette) -> (Runtime, ToolContext) {
-    let rt = Runtime::from_inventory().unwrap().with_cassette(cassette);
-    (rt, ToolContext::new().with_resource(Counter::default()))
+/// A run of the inventory's tools through `cassette`, and a context counting what runs.
+fn run_with(cassette: Cassette) -> (Run, ToolContext) {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&runtime).with_cassette(cassette);
+    (run, ToolContext::new().with_resource(Counter::default()))
+}
+
+/// A run of `runtime` (its tools registered) through `cassette`.
+fn run_of(runtime: Runtime, cassette: Cassette) -> Run {
+    Run::new(&Arc::new(runtime)).with_cassette(cassette)
 }
 
 fn runs(ctx: &ToolContext) -> usize {
@@ -71,41 +78,41 @@ fn runs(ctx: &ToolContext) -> usize {
 #[tokio::test]
 async fn key_order_and_number_spelling_do_not_change_the_key() {
     let path = temp("keying");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
-    let recorded = rt
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
+    let recorded = run
         .call("bank.pay", json!({"to": "ann", "amount": 2.0}), &ctx)
         .await
         .unwrap();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
     let input: Value = serde_json::from_str(r#"{ "amount": 2, "to": "ann" }"#).unwrap();
-    assert_eq!(rt.call("bank.pay", input, &ctx).await.unwrap(), recorded);
+    assert_eq!(run.call("bank.pay", input, &ctx).await.unwrap(), recorded);
     assert_eq!(runs(&ctx), 0);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 }
 
 #[tokio::test]
 async fn identical_calls_replay_in_recorded_order_once_each() {
     let path = temp("fifo");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
     for _ in 0..3 {
-        rt.call("desk.ticket", json!({"prefix": "A"}), &ctx)
+        run.call("desk.ticket", json!({"prefix": "A"}), &ctx)
             .await
             .unwrap();
     }
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
     for expected in ["A-0", "A-1", "A-2"] {
         assert_eq!(
-            rt.call("desk.ticket", json!({"prefix": "A"}), &ctx)
+            run.call("desk.ticket", json!({"prefix": "A"}), &ctx)
                 .await
                 .unwrap(),
             json!(expected)
         );
     }
-    let err = rt
+    let err = run
         .call("desk.ticket", json!({"prefix": "A"}), &ctx)
         .await
         .unwrap_err();
@@ -117,36 +124,36 @@ async fn identical_calls_replay_in_recorded_order_once_each() {
 #[tokio::test]
 async fn a_call_never_replays_what_the_same_run_recorded() {
     let path = temp("same-run");
-    let (rt, ctx) = runtime(open(&path, Mode::New));
+    let (run, ctx) = run_with(open(&path, Mode::New));
     assert_eq!(
-        rt.call("desk.ticket", json!({"prefix": "B"}), &ctx)
+        run.call("desk.ticket", json!({"prefix": "B"}), &ctx)
             .await
             .unwrap(),
         json!("B-0")
     );
     // Recorded a moment ago, but not replayed: it runs again.
     assert_eq!(
-        rt.call("desk.ticket", json!({"prefix": "B"}), &ctx)
+        run.call("desk.ticket", json!({"prefix": "B"}), &ctx)
             .await
             .unwrap(),
         json!("B-1")
     );
     assert_eq!(runs(&ctx), 2);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 }
 
 #[tokio::test]
 async fn errors_are_recorded_and_replay_as_errors() {
     let path = temp("errors");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
-    let live = rt
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
+    let live = run
         .call("bank.pay", json!({"to": "bob", "amount": -5}), &ctx)
         .await
         .unwrap_err();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
-    let replayed = rt
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
+    let replayed = run
         .call("bank.pay", json!({"to": "bob", "amount": -5}), &ctx)
         .await
         .unwrap_err();
@@ -164,17 +171,17 @@ async fn errors_are_recorded_and_replay_as_errors() {
 #[tokio::test]
 async fn a_miss_names_the_call_and_the_nearest_recording_with_a_diff() {
     let path = temp("miss");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
-    rt.call("bank.pay", json!({"to": "ann", "amount": 10}), &ctx)
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
+    run.call("bank.pay", json!({"to": "ann", "amount": 10}), &ctx)
         .await
         .unwrap();
-    rt.call("bank.pay", json!({"to": "zed", "amount": 99}), &ctx)
+    run.call("bank.pay", json!({"to": "zed", "amount": 99}), &ctx)
         .await
         .unwrap();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
-    let err = rt
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
+    let err = run
         .call("bank.pay", json!({"to": "ann", "amount": 12}), &ctx)
         .await
         .unwrap_err();
@@ -193,20 +200,20 @@ async fn a_miss_names_the_call_and_the_nearest_recording_with_a_diff() {
 #[tokio::test]
 async fn unused_must_stub_recordings_fail_the_run() {
     let path = temp("unused");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
-    rt.call("desk.ticket", json!({"prefix": "C"}), &ctx)
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
+    run.call("desk.ticket", json!({"prefix": "C"}), &ctx)
         .await
         .unwrap();
-    rt.call("bank.pay", json!({"to": "ann", "amount": 1}), &ctx)
+    run.call("bank.pay", json!({"to": "ann", "amount": 1}), &ctx)
         .await
         .unwrap();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
-    rt.call("desk.ticket", json!({"prefix": "C"}), &ctx)
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
+    run.call("desk.ticket", json!({"prefix": "C"}), &ctx)
         .await
         .unwrap();
-    let err = rt.cassette().unwrap().finish().unwrap_err();
+    let err = run.cassette().unwrap().finish().unwrap_err();
     let CassetteError::Unused { calls, .. } = &err else {
         panic!("{err}")
     };
@@ -217,23 +224,23 @@ async fn unused_must_stub_recordings_fail_the_run() {
 #[tokio::test]
 async fn tool_calls_match_in_any_order() {
     let path = temp("any-order");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
     for who in ["a", "b", "c"] {
-        rt.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
+        run.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
             .await
             .unwrap();
     }
-    rt.cassette().unwrap().finish().unwrap();
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    run.cassette().unwrap().finish().unwrap();
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
     for who in ["c", "a", "b"] {
         assert_eq!(
-            rt.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
+            run.call("bank.pay", json!({"to": who, "amount": 1}), &ctx)
                 .await
                 .unwrap(),
             json!(format!("paid 1 to {who}"))
         );
     }
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 }
 
 fn dynamic_lookup(version: &str, output_schema: Value, output: &'static str) -> DynamicTool {
@@ -255,21 +262,25 @@ fn dynamic_lookup(version: &str, output_schema: Value, output: &'static str) -> 
 #[tokio::test]
 async fn changed_versions_and_schemas_are_reported_by_name() {
     let path = temp("changed");
-    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Rewrite));
-    rt.registry_mut()
+    let mut runtime = Runtime::default();
+    runtime
+        .registry_mut()
         .register(dynamic_lookup("1", json!({"type": "string"}), "abcdef"))
         .unwrap();
-    rt.call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
+    let run = run_of(runtime, open(&path, Mode::Rewrite));
+    run.call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
         .await
         .unwrap();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
     // A new version of the tool: the miss says the version changed.
-    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
-    rt.registry_mut()
+    let mut runtime = Runtime::default();
+    runtime
+        .registry_mut()
         .register(dynamic_lookup("2", json!({"type": "string"}), "abcdef"))
         .unwrap();
-    let err = rt
+    let run = run_of(runtime, open(&path, Mode::Replay));
+    let err = run
         .call("dyn.lookup@2", json!({"q": "x"}), &ToolContext::new())
         .await
         .unwrap_err();
@@ -281,20 +292,22 @@ async fn changed_versions_and_schemas_are_reported_by_name() {
 
     // Same version, changed schema: reported, and the replayed output is checked
     // against the current schema.
-    let mut rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
-    rt.registry_mut()
+    let mut runtime = Runtime::default();
+    runtime
+        .registry_mut()
         .register(dynamic_lookup(
             "1",
             json!({"type": "string", "maxLength": 3}),
             "abc",
         ))
         .unwrap();
-    let err = rt
+    let run = run_of(runtime, open(&path, Mode::Replay));
+    let err = run
         .call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::InvalidOutput, "{err}");
-    let report = rt.cassette().unwrap().finish().unwrap();
+    let report = run.cassette().unwrap().finish().unwrap();
     assert!(
         report.warnings.iter().any(
             |w| matches!(w, CassetteWarning::SchemaChanged { key, .. } if key == "dyn.lookup@1")
@@ -317,9 +330,9 @@ async fn model_calls_record_and_replay_in_order() {
     spec.output_schema = json!(true);
     let model = Operation::new(spec);
     let ctx = ToolContext::new();
-    let rt = Runtime::default().with_cassette(open(&path, Mode::Rewrite));
+    let run = run_of(Runtime::default(), open(&path, Mode::Rewrite));
     for (turn, reply) in [(1, "thinking"), (2, "done")] {
-        let out = rt
+        let out = run
             .perform(
                 &model,
                 || json!({"messages": [turn]}),
@@ -330,7 +343,7 @@ async fn model_calls_record_and_replay_in_order() {
             .unwrap();
         assert_eq!(out["text"], reply);
     }
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
     let never = || async move {
         Err::<Value, _>(ToolError::Execution {
@@ -338,29 +351,29 @@ async fn model_calls_record_and_replay_in_order() {
             message: "the model must not be called".into(),
         })
     };
-    let rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
-    let first = rt
+    let run = run_of(Runtime::default(), open(&path, Mode::Replay));
+    let first = run
         .perform(&model, || json!({"messages": [1]}), &ctx, never)
         .await
         .unwrap();
     assert_eq!(first, json!({"text": "thinking"}));
-    let second = rt
+    let second = run
         .perform(&model, || json!({"messages": [2]}), &ctx, never)
         .await
         .unwrap();
     assert_eq!(second, json!({"text": "done"}));
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
     // Out of position: turn 2 asked for first is a divergence, with the expected call.
-    let rt = Runtime::default().with_cassette(open(&path, Mode::Replay));
-    let err = rt
+    let run = run_of(Runtime::default(), open(&path, Mode::Replay));
+    let err = run
         .perform(&model, || json!({"messages": [2]}), &ctx, never)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Divergence, "{err}");
     assert!(err.to_string().contains("call #0 comes first"), "{err}");
     // A changed prompt is a divergence with a diff against what was expected.
-    let err = rt
+    let err = run
         .perform(&model, || json!({"messages": [7]}), &ctx, never)
         .await
         .unwrap_err();
@@ -380,16 +393,16 @@ async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     let input = json!({"url": format!("https://x.invalid/?key={secret}&t={jwt}"), "authorization": "Bearer abc123.def-456"});
 
     let cassette = Cassette::open(&path, config().with_mode(Mode::Rewrite)).unwrap();
-    let (rt, ctx) = runtime(cassette);
-    rt.call("api.fetch", input.clone(), &ctx).await.unwrap();
-    rt.call(
+    let (run, ctx) = run_with(cassette);
+    run.call("api.fetch", input.clone(), &ctx).await.unwrap();
+    run.call(
         "bank.pay",
         json!({"to": "sk-live-ABCDEFGHIJKLMNOPQRST", "amount": 1}),
         &ctx,
     )
     .await
     .unwrap();
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 
     let text = std::fs::read_to_string(&path).unwrap();
     for leaked in [
@@ -406,10 +419,10 @@ async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     assert!(text.contains("[REDACTED]"));
 
     let cassette = Cassette::open(&path, config().with_mode(Mode::Replay)).unwrap();
-    let (rt, ctx) = runtime(cassette);
-    let out = rt.call("api.fetch", input, &ctx).await.unwrap();
+    let (run, ctx) = run_with(cassette);
+    let out = run.call("api.fetch", input, &ctx).await.unwrap();
     assert_eq!(out["echo"], "Bearer [REDACTED]", "outputs are redacted too");
-    rt.call(
+    run.call(
         "bank.pay",
         json!({"to": "sk-live-ABCDEFGHIJKLMNOPQRST", "amount": 1}),
         &ctx,
@@ -417,18 +430,17 @@ async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     .await
     .unwrap();
     assert_eq!(runs(&ctx), 0, "redacted inputs matched");
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
     let path = temp("concurrent");
-    let (rt, ctx) = runtime(open(&path, Mode::Rewrite));
-    let rt = Arc::new(rt);
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
     let calls = (0..1000).map(|i| {
-        let (rt, ctx) = (rt.clone(), ctx.clone());
+        let (run, ctx) = (run.clone(), ctx.clone());
         tokio::spawn(async move {
-            rt.call(
+            run.call(
                 "bank.pay",
                 json!({"to": format!("p{i}"), "amount": i}),
                 &ctx,
@@ -440,17 +452,16 @@ async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
         call.await.unwrap().unwrap();
     }
     assert_eq!(runs(&ctx), 1000);
-    let report = rt.cassette().unwrap().finish().unwrap();
+    let report = run.cassette().unwrap().finish().unwrap();
     assert_eq!(report.recorded, 1000);
 
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
-    let rt = Arc::new(rt);
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
     let calls = (0..1000).rev().map(|i| {
-        let (rt, ctx) = (rt.clone(), ctx.clone());
+        let (run, ctx) = (run.clone(), ctx.clone());
         tokio::spawn(async move {
             (
                 i,
-                rt.call(
+                run.call(
                     "bank.pay",
                     json!({"to": format!("p{i}"), "amount": i}),
                     &ctx,
@@ -464,5 +475,5 @@ async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
         assert_eq!(out.unwrap(), json!(format!("paid {i} to p{i}")));
     }
     assert_eq!(runs(&ctx), 0);
-    assert_eq!(rt.cassette().unwrap().finish().unwrap().replayed, 1000);
+    assert_eq!(run.cassette().unwrap().finish().unwrap().replayed, 1000);
 }

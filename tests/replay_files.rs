@@ -3,14 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use tackle::call::Operation;
 use tackle::replay::{load, CassetteError, Mode};
 use tackle::{
-    Cassette, CassetteConfig, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolError,
-    ToolSpec,
+    Cassette, CassetteConfig, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext,
+    ToolError, ToolSpec,
 };
 
 fn temp(name: &str) -> PathBuf {
@@ -45,14 +46,14 @@ fn model() -> Operation {
     Operation::new(spec)
 }
 
-/// Performs `op` with `input` through `rt`'s door; `output` is what it gives when it runs.
+/// Performs `op` with `input` as a call of `run`; `output` is what it gives when it runs.
 async fn perform(
-    rt: &Runtime,
+    run: &Run,
     op: &Operation,
     input: Value,
     output: Value,
 ) -> Result<Value, ToolError> {
-    rt.perform(
+    run.perform(
         op,
         move || input,
         &ToolContext::new(),
@@ -64,13 +65,13 @@ async fn perform(
 /// Records `count` model calls into a fresh cassette at `path`.
 async fn record(path: &Path, count: usize, tag: &str) {
     let cassette = open(path, Mode::Rewrite);
-    let rt = Runtime::default().with_cassette(cassette.clone());
+    let run = Run::new(&Arc::new(Runtime::default())).with_cassette(cassette.clone());
     let op = model();
     for i in 0..count {
         let a = json!({"y": tag, "b": [i, "x"]});
         let input = json!({"z": i, "a": a});
         let output = json!({"zeta": 1, "alpha": a, "text": format!("reply {i} {tag}")});
-        perform(&rt, &op, input, output).await.unwrap();
+        perform(&run, &op, input, output).await.unwrap();
     }
     cassette.finish().unwrap();
 }
@@ -85,21 +86,17 @@ async fn record_in_order(path: &Path, order: &[i64]) {
     });
     let mut registry = Registry::default();
     registry.register(tool).unwrap();
-    let mut runtime = Runtime::new(registry);
     let cassette = open(path, Mode::Rewrite);
-    runtime.set_cassette(Some(cassette.clone()));
+    let run = Run::new(&Arc::new(Runtime::new(registry))).with_cassette(cassette.clone());
     let op = model();
-    perform(&runtime, &op, json!("before"), json!("ok"))
+    perform(&run, &op, json!("before"), json!("ok"))
         .await
         .unwrap();
     for n in order {
         let ctx = tackle::ToolContext::new();
-        runtime
-            .call("t.echo@1", json!({ "n": n }), &ctx)
-            .await
-            .unwrap();
+        run.call("t.echo@1", json!({ "n": n }), &ctx).await.unwrap();
     }
-    perform(&runtime, &op, json!("after"), json!("ok"))
+    perform(&run, &op, json!("after"), json!("ok"))
         .await
         .unwrap();
     cassette.finish().unwrap();
@@ -190,8 +187,8 @@ async fn a_panicking_test_never_overwrites_a_good_cassette() {
     let p = path.clone();
     let outcome = tokio::spawn(async move {
         let cassette = open(&p, Mode::Rewrite);
-        let rt = Runtime::default().with_cassette(cassette);
-        perform(&rt, &model(), json!({}), json!("new"))
+        let run = Run::new(&Arc::new(Runtime::default())).with_cassette(cassette);
+        perform(&run, &model(), json!({}), json!("new"))
             .await
             .unwrap();
         panic!("the test fails before finish()");

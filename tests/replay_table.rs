@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tackle::replay::{CassetteFile, CassetteWarning, Mode, Outcome};
-use tackle::{tool, Cassette, CassetteConfig, Resource, Runtime, ToolContext, ToolErrorKind};
+use tackle::replay::{CassetteError, CassetteFile, CassetteWarning, Mode, Outcome};
+use tackle::{tool, Cassette, CassetteConfig, Resource, Run, Runtime, ToolContext, ToolErrorKind};
 
 /// Counts how often each tool ran in one test.
 #[derive(Default)]
@@ -56,11 +57,11 @@ impl Fixture {
 
     /// A cassette recorded with `n = 1` for each of the three tools.
     async fn recorded(&self) -> PathBuf {
-        let (rt, ctx) = runtime(open(&self.path(), Mode::Rewrite));
+        let (run, ctx) = run_with(open(&self.path(), Mode::Rewrite));
         for key in ["stub.charge", "loud.launch", "pure.square"] {
-            rt.call(key, json!({"n": 1}), &ctx).await.unwrap();
+            run.call(key, json!({"n": 1}), &ctx).await.unwrap();
         }
-        rt.cassette().unwrap().finish().unwrap();
+        run.cassette().unwrap().finish().unwrap();
         self.path()
     }
 }
@@ -81,9 +82,11 @@ fn open(path: &Path, mode: Mode) -> Cassette {
     .unwrap()
 }
 
-fn runtime(cassette: Cassette) -> (Runtime, ToolContext) {
-    let rt = Runtime::from_inventory().unwrap().with_cassette(cassette);
-    (rt, ToolContext::new().with_resource(Runs::default()))
+/// A run of the inventory's tools through `cassette`, and a context counting what runs.
+fn run_with(cassette: Cassette) -> (Run, ToolContext) {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&runtime).with_cassette(cassette);
+    (run, ToolContext::new().with_resource(Runs::default()))
 }
 
 fn runs(ctx: &ToolContext) -> (usize, usize, usize) {
@@ -112,12 +115,14 @@ fn keys_and_outcomes(path: &Path) -> Vec<(String, Value, Outcome)> {
 #[tokio::test]
 async fn must_stub_replay_hit_serves_and_miss_never_executes() {
     let f = Fixture::new("ms-replay");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Replay));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Replay));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(10)
     );
-    let err = rt
+    let err = run
         .call("stub.charge", json!({"n": 2}), &ctx)
         .await
         .unwrap_err();
@@ -129,13 +134,15 @@ async fn must_stub_replay_hit_serves_and_miss_never_executes() {
 async fn must_stub_once_records_only_when_the_file_is_missing() {
     let f = Fixture::new("ms-once");
     // Missing file: execute and record.
-    let (rt, ctx) = runtime(open(&f.path(), Mode::Once));
+    let (run, ctx) = run_with(open(&f.path(), Mode::Once));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 3}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 3}), &ctx)
+            .await
+            .unwrap(),
         json!(30)
     );
     assert_eq!(runs(&ctx).0, 1);
-    assert!(rt.cassette().unwrap().finish().unwrap().written);
+    assert!(run.cassette().unwrap().finish().unwrap().written);
     assert_eq!(
         keys_and_outcomes(&f.path()),
         vec![(
@@ -145,37 +152,43 @@ async fn must_stub_once_records_only_when_the_file_is_missing() {
         )]
     );
     // File exists: as replay, so a miss is an error and nothing runs.
-    let (rt, ctx) = runtime(open(&f.path(), Mode::Once));
+    let (run, ctx) = run_with(open(&f.path(), Mode::Once));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 3}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 3}), &ctx)
+            .await
+            .unwrap(),
         json!(30)
     );
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 4}), &ctx)
+        run.call("stub.charge", json!({"n": 4}), &ctx)
             .await
             .unwrap_err()
             .kind(),
         ToolErrorKind::CassetteMiss
     );
     assert_eq!(runs(&ctx).0, 0);
-    assert!(!rt.cassette().unwrap().finish().unwrap().written);
+    assert!(!run.cassette().unwrap().finish().unwrap().written);
 }
 
 #[tokio::test]
 async fn must_stub_new_serves_hits_and_appends_misses() {
     let f = Fixture::new("ms-new");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::New));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::New));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(10)
     );
     assert_eq!(runs(&ctx).0, 0, "a hit is served");
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 5}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 5}), &ctx)
+            .await
+            .unwrap(),
         json!(50)
     );
     assert_eq!(runs(&ctx).0, 1, "a miss runs");
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     let recorded = keys_and_outcomes(&f.path());
     assert_eq!(recorded.len(), 4, "three recorded + one appended");
     assert_eq!(
@@ -191,13 +204,15 @@ async fn must_stub_new_serves_hits_and_appends_misses() {
 #[tokio::test]
 async fn must_stub_rewrite_executes_and_records_afresh() {
     let f = Fixture::new("ms-rewrite");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Rewrite));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Rewrite));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(10)
     );
     assert_eq!(runs(&ctx).0, 1, "rewrite executes even what was recorded");
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     assert_eq!(
         keys_and_outcomes(&f.path()).len(),
         1,
@@ -210,17 +225,21 @@ async fn must_stub_live_executes_and_writes_nothing() {
     let f = Fixture::new("ms-live");
     let path = f.recorded().await;
     let before = std::fs::read(&path).unwrap();
-    let (rt, ctx) = runtime(open(&path, Mode::Live));
+    let (run, ctx) = run_with(open(&path, Mode::Live));
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(10)
     );
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 9}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 9}), &ctx)
+            .await
+            .unwrap(),
         json!(90)
     );
     assert_eq!(runs(&ctx).0, 2);
-    assert!(!rt.cassette().unwrap().finish().unwrap().written);
+    assert!(!run.cassette().unwrap().finish().unwrap().written);
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
@@ -229,10 +248,10 @@ async fn must_stub_live_executes_and_writes_nothing() {
 #[tokio::test]
 async fn fail_loud_replay_is_a_gap_before_any_lookup() {
     let f = Fixture::new("fl-replay");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Replay));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Replay));
     for n in [1, 2] {
         // n = 1 was recorded (as a tombstone), n = 2 was not: both are gaps.
-        let err = rt
+        let err = run
             .call("loud.launch", json!({"n": n}), &ctx)
             .await
             .unwrap_err();
@@ -244,20 +263,22 @@ async fn fail_loud_replay_is_a_gap_before_any_lookup() {
 #[tokio::test]
 async fn fail_loud_once_records_a_tombstone_when_the_file_is_missing() {
     let f = Fixture::new("fl-once");
-    let (rt, ctx) = runtime(open(&f.path(), Mode::Once));
+    let (run, ctx) = run_with(open(&f.path(), Mode::Once));
     assert_eq!(
-        rt.call("loud.launch", json!({"n": 2}), &ctx).await.unwrap(),
+        run.call("loud.launch", json!({"n": 2}), &ctx)
+            .await
+            .unwrap(),
         json!(200)
     );
     assert_eq!(runs(&ctx).1, 1);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     assert_eq!(
         keys_and_outcomes(&f.path()),
         vec![("loud.launch@1".into(), json!({"n": 2}), Outcome::Tombstone)]
     );
-    let (rt, ctx) = runtime(open(&f.path(), Mode::Once));
+    let (run, ctx) = run_with(open(&f.path(), Mode::Once));
     assert_eq!(
-        rt.call("loud.launch", json!({"n": 2}), &ctx)
+        run.call("loud.launch", json!({"n": 2}), &ctx)
             .await
             .unwrap_err()
             .kind(),
@@ -269,9 +290,11 @@ async fn fail_loud_once_records_a_tombstone_when_the_file_is_missing() {
 #[tokio::test]
 async fn fail_loud_new_executes_and_appends_a_tombstone() {
     let f = Fixture::new("fl-new");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::New));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::New));
     assert_eq!(
-        rt.call("loud.launch", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("loud.launch", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(100)
     );
     assert_eq!(
@@ -279,7 +302,7 @@ async fn fail_loud_new_executes_and_appends_a_tombstone() {
         1,
         "even a recorded fail-loud call runs: a tombstone holds no result"
     );
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     let recorded = keys_and_outcomes(&f.path());
     assert_eq!(recorded.len(), 4);
     assert_eq!(recorded[3].2, Outcome::Tombstone);
@@ -288,13 +311,15 @@ async fn fail_loud_new_executes_and_appends_a_tombstone() {
 #[tokio::test]
 async fn fail_loud_rewrite_executes_with_a_tombstone() {
     let f = Fixture::new("fl-rewrite");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Rewrite));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Rewrite));
     assert_eq!(
-        rt.call("loud.launch", json!({"n": 7}), &ctx).await.unwrap(),
+        run.call("loud.launch", json!({"n": 7}), &ctx)
+            .await
+            .unwrap(),
         json!(700)
     );
     assert_eq!(runs(&ctx).1, 1);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     assert_eq!(
         keys_and_outcomes(&f.path()),
         vec![("loud.launch@1".into(), json!({"n": 7}), Outcome::Tombstone)]
@@ -304,9 +329,11 @@ async fn fail_loud_rewrite_executes_with_a_tombstone() {
 #[tokio::test]
 async fn fail_loud_live_executes() {
     let f = Fixture::new("fl-live");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Live));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Live));
     assert_eq!(
-        rt.call("loud.launch", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("loud.launch", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(100)
     );
     assert_eq!(runs(&ctx).1, 1);
@@ -315,25 +342,60 @@ async fn fail_loud_live_executes() {
 // ---- recorded-result ----
 
 #[tokio::test]
-async fn recorded_result_replay_serves_hits_and_runs_misses_with_a_warning() {
+async fn recorded_result_replay_serves_hits_and_a_miss_runs_then_fails_the_run() {
     let f = Fixture::new("rr-replay");
     let path = f.recorded().await;
-    let (rt, ctx) = runtime(open(&path, Mode::Replay));
+    let (run, ctx) = run_with(open(&path, Mode::Replay));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(1)
     );
     assert_eq!(runs(&ctx).2, 0, "a hit is served");
     assert_eq!(
-        rt.call("pure.square", json!({"n": 6}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 6}), &ctx)
+            .await
+            .unwrap(),
         json!(36)
     );
     assert_eq!(runs(&ctx).2, 1, "a miss runs live");
     assert_eq!(
-        rt.call("stub.charge", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("stub.charge", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(10)
     );
-    let report = rt.cassette().unwrap().finish().unwrap();
+    // The run fails at its end, naming the call that needed the live world.
+    match run.cassette().unwrap().finish() {
+        Err(CassetteError::RanLive { calls, .. }) => {
+            assert_eq!(calls.len(), 1, "{calls:?}");
+            assert!(calls[0].contains("pure.square@1"), "{calls:?}");
+            assert!(calls[0].contains(r#"{"n":6}"#), "{calls:?}");
+        }
+        other => panic!("a read that ran live fails the replay: {other:?}"),
+    }
+
+    // Live reads allowed: the miss is a warning of the report.
+    let allowed = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_live_reads(true)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    let (run, ctx) = run_with(allowed);
+    run.call("pure.square", json!({"n": 6}), &ctx)
+        .await
+        .unwrap();
+    run.call("stub.charge", json!({"n": 1}), &ctx)
+        .await
+        .unwrap();
+    run.call("pure.square", json!({"n": 1}), &ctx)
+        .await
+        .unwrap();
+    let report = run.cassette().unwrap().finish().unwrap();
     assert!(
         report
             .warnings
@@ -352,8 +414,8 @@ async fn recorded_result_replay_serves_hits_and_runs_misses_with_a_warning() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let (rt, ctx) = runtime(strict);
-    let err = rt
+    let (run, ctx) = run_with(strict);
+    let err = run
         .call("pure.square", json!({"n": 6}), &ctx)
         .await
         .unwrap_err();
@@ -362,22 +424,33 @@ async fn recorded_result_replay_serves_hits_and_runs_misses_with_a_warning() {
 }
 
 #[tokio::test]
-async fn recorded_result_once_is_as_replay() {
+async fn recorded_result_once_records_when_the_file_is_missing_else_replays() {
     let f = Fixture::new("rr-once");
-    // Missing file: as replay, so the pure call runs live and is not recorded.
-    let (rt, ctx) = runtime(open(&f.path(), Mode::Once));
+    // Missing file: the pure call runs live and is recorded, as every call is.
+    let (run, ctx) = run_with(open(&f.path(), Mode::Once));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 4}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 4}), &ctx)
+            .await
+            .unwrap(),
         json!(16)
     );
     assert_eq!(runs(&ctx).2, 1);
-    rt.cassette().unwrap().finish().unwrap();
-    assert!(keys_and_outcomes(&f.path()).is_empty());
+    run.cassette().unwrap().finish().unwrap();
+    assert_eq!(
+        keys_and_outcomes(&f.path()),
+        vec![(
+            "pure.square@1".into(),
+            json!({"n": 4}),
+            Outcome::Ok(json!(16))
+        )]
+    );
     // Existing file with a recording: served.
     let f2 = Fixture::new("rr-once-2");
-    let (rt, ctx) = runtime(open(&f2.recorded().await, Mode::Once));
+    let (run, ctx) = run_with(open(&f2.recorded().await, Mode::Once));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(1)
     );
     assert_eq!(runs(&ctx).2, 0);
@@ -386,18 +459,22 @@ async fn recorded_result_once_is_as_replay() {
 #[tokio::test]
 async fn recorded_result_new_serves_hits_and_appends_misses() {
     let f = Fixture::new("rr-new");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::New));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::New));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(1)
     );
     assert_eq!(runs(&ctx).2, 0);
     assert_eq!(
-        rt.call("pure.square", json!({"n": 8}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 8}), &ctx)
+            .await
+            .unwrap(),
         json!(64)
     );
     assert_eq!(runs(&ctx).2, 1);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     assert_eq!(
         keys_and_outcomes(&f.path())[3],
         (
@@ -411,13 +488,15 @@ async fn recorded_result_new_serves_hits_and_appends_misses() {
 #[tokio::test]
 async fn recorded_result_rewrite_executes_and_records() {
     let f = Fixture::new("rr-rewrite");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Rewrite));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Rewrite));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(1)
     );
     assert_eq!(runs(&ctx).2, 1);
-    rt.cassette().unwrap().finish().unwrap();
+    run.cassette().unwrap().finish().unwrap();
     assert_eq!(
         keys_and_outcomes(&f.path()),
         vec![(
@@ -431,9 +510,11 @@ async fn recorded_result_rewrite_executes_and_records() {
 #[tokio::test]
 async fn recorded_result_live_executes() {
     let f = Fixture::new("rr-live");
-    let (rt, ctx) = runtime(open(&f.recorded().await, Mode::Live));
+    let (run, ctx) = run_with(open(&f.recorded().await, Mode::Live));
     assert_eq!(
-        rt.call("pure.square", json!({"n": 1}), &ctx).await.unwrap(),
+        run.call("pure.square", json!({"n": 1}), &ctx)
+            .await
+            .unwrap(),
         json!(1)
     );
     assert_eq!(runs(&ctx).2, 1);

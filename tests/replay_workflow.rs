@@ -5,10 +5,11 @@
 //! run (CI included) replays them, and the "remote" tools never run.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 use tackle::replay::Mode;
-use tackle::{tool, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext};
 
 static FORECAST_CALLS: AtomicUsize = AtomicUsize::new(0);
 
@@ -35,15 +36,15 @@ fn book(restaurant: String, guests: u8) -> Result<String, String> {
 async fn plan_an_evening() {
     let cassette = tackle::cassette!().expect("the test's cassette opens");
     let replaying = cassette.mode() == Mode::Replay;
-    let rt = Runtime::from_inventory().unwrap().with_cassette(cassette);
+    let run = Run::new(&Arc::new(Runtime::from_inventory().unwrap())).with_cassette(cassette);
     let ctx = ToolContext::new();
 
-    let days = rt
+    let days = run
         .call("weather.forecast", json!({"city": "Oslo", "days": 2}), &ctx)
         .await
         .unwrap();
     assert_eq!(days, json!(["Oslo day 0: sunny", "Oslo day 1: sunny"]));
-    let too_many = rt
+    let too_many = run
         .call(
             "dining.book",
             json!({"restaurant": "Maaemo", "guests": 12}),
@@ -55,7 +56,7 @@ async fn plan_an_evening() {
         too_many.to_string(),
         "`dining.book@1` failed: Maaemo seats at most 8"
     );
-    let booked = rt
+    let booked = run
         .call(
             "dining.book",
             json!({"restaurant": "Maaemo", "guests": 4}),
@@ -65,7 +66,7 @@ async fn plan_an_evening() {
         .unwrap();
     assert_eq!(booked, json!("booked Maaemo for 4"));
 
-    rt.cassette().unwrap().finish().unwrap();
+    run.finish().unwrap();
     if replaying {
         assert_eq!(
             FORECAST_CALLS.load(Ordering::SeqCst),

@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tackle::context::CancellationToken;
+use tackle::context::{CancellationToken, DEFAULT_GRACE};
 use tackle::sandbox::{ProcessSandbox, SandboxKind, SandboxPolicy};
-use tackle::{tool, DynamicTool, Runtime, SideEffects, ToolContext, ToolError, ToolSpec};
+use tackle::{tool, DynamicTool, Run, Runtime, SideEffects, ToolContext, ToolError, ToolSpec};
 
 /// An environment variable this process has and sandboxed tools must not see.
 const UNDECLARED: &str = "TACKLE_SANDBOX_TEST_UNDECLARED";
@@ -211,7 +211,7 @@ fn an_endless_loop_is_killed_at_its_time_limit() {
     }
     assert!(took < Duration::from_secs(3), "took {took:?}");
     let pid = read_pid(&pid_file);
-    let grace = ToolContext::new().grace();
+    let grace = DEFAULT_GRACE;
     assert!(
         dead_within(&pid, grace),
         "process {pid} still runs {grace:?} after its timeout"
@@ -221,16 +221,17 @@ fn an_endless_loop_is_killed_at_its_time_limit() {
 
 /// Cancelling the run kills the child when the grace window ends: `Aborted`.
 fn a_cancelled_run_kills_its_sandboxed_tool() {
-    let rt = sandboxed();
+    let rt = std::sync::Arc::new(sandboxed());
     let dir = scratch("cancel");
     let pid_file = dir.join("pid");
     let token = CancellationToken::new();
     let grace = Duration::from_millis(100);
-    let ctx = ToolContext::new()
+    let run = Run::new(&rt)
         .with_cancellation(token.clone())
         .with_grace(grace);
+    let ctx = ToolContext::new();
     let (result, cancelled_at) = tokio().block_on(async {
-        let call = rt.call("sbx.burn", json!({"pid_file": pid_file}), &ctx);
+        let call = run.call("sbx.burn", json!({"pid_file": pid_file}), &ctx);
         let cancel = async {
             tokio::time::sleep(Duration::from_millis(500)).await;
             token.cancel();

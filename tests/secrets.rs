@@ -9,7 +9,7 @@ use serde_json::json;
 use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
 use tackle::shape::Shaping;
-use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext, ToolErrorKind};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
 
 const TOKEN: &str = "tok-7f3a9c2e51";
 
@@ -86,16 +86,16 @@ async fn errors_lose_secrets_and_token_shaped_strings_everywhere() {
     .unwrap();
     let rt = Runtime::from_inventory()
         .unwrap()
-        .with_audit(Arc::clone(&audit))
-        .with_cassette(cassette.clone());
+        .with_audit(Arc::clone(&audit));
+    let run = Run::new(&Arc::new(rt)).with_cassette(cassette.clone());
     let key = "sk-proj-ABCDEFGHIJKLMNOP1234";
-    let err = rt
+    let err = run
         .call("s.fail", json!({"key": key}), &ctx())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Execution);
     assert!(!err.to_string().contains(key), "{err}");
-    let echoed = rt
+    let echoed = run
         .call("s.echo", json!({"text": TOKEN}), &ctx())
         .await
         .unwrap();
@@ -122,10 +122,11 @@ fn chatter(ctx: &ToolContext) {
 
 #[tokio::test]
 async fn stream_events_and_the_streamed_output_lose_secrets() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let (sink, mut events) = tackle::events::default_event_queue();
-    let out = rt
-        .call("s.chatter", json!({}), &ctx().with_events(sink))
+    let out = Run::new(&rt)
+        .with_events(sink)
+        .call("s.chatter", json!({}), &ctx())
         .await
         .unwrap();
     assert_eq!(out, json!("logging in with <redacted>"));

@@ -11,7 +11,7 @@ use tackle::pipeline::{
     BrokerResponse, Pipeline, PipelineError, BROKER_CAPABILITY, PROVENANCE_KEY,
 };
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, ReplayPolicy, Runtime, SideEffects, ToolContext};
+use tackle::{Cassette, CassetteConfig, ReplayPolicy, Run, Runtime, SideEffects, ToolContext};
 
 /// Seed 002's YAML, verbatim.
 const SEED_002: &str = include_str!("seeds/002_broker_node.yaml");
@@ -48,6 +48,11 @@ fn runtime() -> Runtime {
     rt
 }
 
+/// A run over [`runtime`].
+fn new_run() -> Run {
+    Run::new(&Arc::new(runtime()))
+}
+
 #[tokio::test]
 async fn seed_002s_graph_runs_as_written() {
     let doc = Pipeline::from_yaml(SEED_002).unwrap();
@@ -61,7 +66,7 @@ async fn seed_002s_graph_runs_as_written() {
     assert_eq!(doc.tools[0].version, "1.0");
     let broker = Arc::new(Double::default());
     let state = json!({"agent_id": "triage", "intent": "route ticket 7"});
-    let out = doc.run(&runtime(), state, &granted(&broker)).await.unwrap();
+    let out = doc.run(&new_run(), state, &granted(&broker)).await.unwrap();
     assert_eq!(
         out,
         json!({
@@ -92,7 +97,7 @@ async fn seed_000s_graph_calls_the_broker_tool() {
     let broker = Arc::new(Double::default());
     let out = doc
         .run(
-            &runtime(),
+            &new_run(),
             json!({"user_intent": "book a room"}),
             &granted(&broker),
         )
@@ -123,7 +128,7 @@ async fn seed_000s_graph_calls_the_broker_tool() {
 #[tokio::test]
 async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
     let doc = Pipeline::from_yaml(SEED_002).unwrap();
-    let rt = runtime();
+    let run = new_run();
     let broker = Arc::new(Double::default());
     let good = json!({"agent_id": "triage", "intent": "route"});
 
@@ -134,7 +139,7 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
     ] {
         let mut state = good.clone();
         state[field] = bad;
-        match doc.run(&rt, state.clone(), &granted(&broker)).await {
+        match doc.run(&run, state.clone(), &granted(&broker)).await {
             Err(PipelineError::NotAString {
                 node,
                 field: named,
@@ -149,7 +154,7 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
     }
     // A missing field.
     let missing = json!({"agent_id": "triage"});
-    match doc.run(&rt, missing.clone(), &granted(&broker)).await {
+    match doc.run(&run, missing.clone(), &granted(&broker)).await {
         Err(PipelineError::MissingState { node, path, state }) => {
             assert_eq!((node.as_str(), path.as_str()), ("broker", "intent"));
             assert_eq!(*state, missing);
@@ -158,7 +163,7 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
     }
     // No broker registered.
     let no_broker = ToolContext::new().with_grant(BROKER_CAPABILITY);
-    match doc.run(&rt, good.clone(), &no_broker).await {
+    match doc.run(&run, good.clone(), &no_broker).await {
         Err(e @ PipelineError::MissingBroker { .. }) => {
             assert!(e.to_string().contains("no broker is registered"), "{e}");
             assert_eq!(e.state(), Some(&good));
@@ -166,7 +171,7 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
         other => panic!("{other:?}"),
     }
     // The tool form without a broker says so.
-    let err = rt
+    let err = run
         .call(
             "nautilus.broker_request@1",
             json!({"agent_id": "a", "intent": "b"}),
@@ -176,13 +181,13 @@ async fn the_seeds_errors_name_the_field_or_node_and_keep_the_state() {
         .unwrap_err();
     assert!(err.to_string().contains("no broker is registered"), "{err}");
     // Neither a broker nor the grant: the grant is checked first.
-    match doc.run(&rt, good.clone(), &ToolContext::new()).await {
+    match doc.run(&run, good.clone(), &ToolContext::new()).await {
         Err(PipelineError::Denied { missing, .. }) => assert_eq!(missing, [BROKER_CAPABILITY]),
         other => panic!("{other:?}"),
     }
     // A caller without tools:broker_request.
     let denied = ToolContext::new().with_resource(BrokerHandle(broker.clone()));
-    match doc.run(&rt, good.clone(), &denied).await {
+    match doc.run(&run, good.clone(), &denied).await {
         Err(PipelineError::Denied {
             node,
             missing,
@@ -212,7 +217,7 @@ async fn a_broker_node_from_its_config() {
     let broker = Arc::new(Double::default());
     let patch = node
         .execute(
-            &runtime(),
+            &new_run(),
             &json!({"who": "a", "what": "b"}),
             &granted(&broker),
         )
@@ -243,10 +248,9 @@ async fn the_broker_is_read_and_replays_without_the_broker() {
                     .with_env_overrides(false),
             )
             .unwrap();
-            let mut rt = runtime();
-            rt.set_cassette(Some(cassette.clone()));
+            let run = new_run().with_cassette(cassette.clone());
             let state = json!({"agent_id": "triage", "intent": "route"});
-            let out = doc.run(&rt, state, &granted(&broker)).await;
+            let out = doc.run(&run, state, &granted(&broker)).await;
             cassette.finish().unwrap();
             out
         }
@@ -263,11 +267,10 @@ async fn the_broker_is_read_and_replays_without_the_broker() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let mut rt = runtime();
-    rt.set_cassette(Some(cassette));
+    let run = new_run().with_cassette(cassette);
     let no_broker = ToolContext::new().with_grant(BROKER_CAPABILITY);
     let state = json!({"agent_id": "triage", "intent": "route"});
-    assert_eq!(doc.run(&rt, state, &no_broker).await.unwrap(), recorded);
+    assert_eq!(doc.run(&run, state, &no_broker).await.unwrap(), recorded);
     let text = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(replayed, recorded);
@@ -280,10 +283,10 @@ async fn the_broker_is_read_and_replays_without_the_broker() {
 fn a_document_value_that_is_not_an_object_is_refused() {
     let state: Value = json!("just text");
     let doc = Pipeline::from_yaml(SEED_002).unwrap();
-    let rt = runtime();
+    let run = new_run();
     let out = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
-        .block_on(doc.run(&rt, state, &ToolContext::new()));
+        .block_on(doc.run(&run, state, &ToolContext::new()));
     assert!(matches!(out, Err(PipelineError::StateNotObject(_))));
 }

@@ -12,7 +12,7 @@ use tackle::call::InvokeStatus;
 use tackle::chain::{ChainOptions, ChainResult, ChainStep, ToolChain};
 use tackle::registry::ToolQuery;
 use tackle::validate::{validate_input, validate_output, ValidationResult};
-use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
+use tackle::{tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext, ToolSpec};
 
 /// Doubles a number.
 #[tool(namespace = "calc", side_effects = none, tags = ["math"])]
@@ -205,7 +205,8 @@ fn object(value: Value) -> Map<String, Value> {
 
 #[tokio::test]
 async fn chains_have_the_seeds_steps_results_and_options() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&rt);
     let ctx = ToolContext::new();
     let step: ChainStep = serde_json::from_value(json!({
         "tool_name": "calc.double",
@@ -222,7 +223,7 @@ async fn chains_have_the_seeds_steps_results_and_options() {
 
     let done = chain
         .execute(
-            &rt,
+            &run,
             Some(object(json!({"start": {"n": 5}}))),
             &ctx,
             ChainOptions::default(),
@@ -247,7 +248,7 @@ async fn chains_have_the_seeds_steps_results_and_options() {
     // An unknown tool: validate_tools refuses before any step runs...
     chain.add_step(ChainStep::new("calc.triple", "x"));
     let refused = chain
-        .execute(&rt, None, &ctx, ChainOptions::default())
+        .execute(&run, None, &ctx, ChainOptions::default())
         .await;
     assert!(!refused.success);
     assert!(refused.step_results.is_empty());
@@ -262,7 +263,7 @@ async fn chains_have_the_seeds_steps_results_and_options() {
         validate_tools: false,
     };
     let went_on = after
-        .execute(&rt, Some(object(json!({"n": 1}))), &ctx, options)
+        .execute(&run, Some(object(json!({"n": 1}))), &ctx, options)
         .await;
     assert!(!went_on.success);
     assert_eq!(went_on.step_results.len(), 2);

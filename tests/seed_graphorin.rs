@@ -17,7 +17,7 @@ use tackle::shape::Shaping;
 use tackle::spec::{
     ModelHint, PreferredModel, ResultShaping, Sensitivity, DEFAULT_MAX_RESULT_TOKENS,
 };
-use tackle::{tool, Executor, Registry, Runtime, SideEffects, ToolCall, ToolContext, ToolSpec};
+use tackle::{tool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolSpec};
 
 /// Every WARN event's message, for the whole binary.
 fn warnings() -> &'static Mutex<Vec<String>> {
@@ -197,10 +197,11 @@ fn chatty(ctx: &ToolContext) {
 #[tokio::test]
 async fn the_event_queue_is_256_deep_and_drops_the_oldest() {
     assert_eq!(DEFAULT_EVENT_QUEUE_DEPTH, 256);
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let (sink, mut events) = default_event_queue();
-    let output = rt
-        .call("g.chatty", json!({}), &ToolContext::new().with_events(sink))
+    let output = Run::new(&rt)
+        .with_events(sink)
+        .call("g.chatty", json!({}), &ToolContext::new())
         .await
         .unwrap();
     // The buffer is lossless: every chunk is in the output.
@@ -264,13 +265,13 @@ async fn an_idempotency_key_callback_and_the_warning_without_one() {
     let mut registry = Registry::default();
     registry.register(charge).unwrap();
     // The same order twice (a retry with another attempt number) runs once.
-    let executor = Executor::new(Arc::new(Runtime::new(registry)));
+    let run = Run::new(&Arc::new(Runtime::new(registry)));
     let calls = vec![
         ToolCall::new("a", "g.charge", json!({"order": "o-1", "attempt": 1})),
         ToolCall::new("b", "g.charge", json!({"order": "o-1", "attempt": 2})),
         ToolCall::new("c", "g.charge", json!({"order": "o-2", "attempt": 1})),
     ];
-    let outcomes = executor.execute_batch(calls, &ToolContext::new()).await;
+    let outcomes = run.execute_batch(calls, &ToolContext::new()).await;
     assert!(outcomes.iter().all(|o| o.result().is_ok()), "{outcomes:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert!(
@@ -413,9 +414,9 @@ async fn spills_land_at_root_run_id_call_id() {
     spec.result_shaping = Some(ResultShaping::SpillToFile);
     registry.register(echo(spec)).unwrap();
     let rt = Runtime::new(registry).with_shaping(Shaping::default().with_spill_root(&root));
-    let ctx = ToolContext::new().with_run_id("run-42");
-    let report = rt
-        .call_report("g.dump", json!({"text": long(100)}), &ctx)
+    let report = Run::new(&Arc::new(rt))
+        .with_id("run-42")
+        .call_report("g.dump", json!({"text": long(100)}), &ToolContext::new())
         .await;
     let path = report.shaped.unwrap().spill_path.unwrap();
     assert_eq!(
@@ -433,11 +434,11 @@ async fn spills_land_at_root_run_id_call_id() {
     spec.max_result_tokens = Some(20);
     spec.result_shaping = Some(ResultShaping::SpillToFile);
     registry.register(echo(spec)).unwrap();
-    let rt = Runtime::new(registry);
+    let rt = Arc::new(Runtime::new(registry));
     let run = format!("seed-spill-{}", std::process::id());
-    let ctx = ToolContext::new().with_run_id(&run);
-    let report = rt
-        .call_report("g.dump2", json!({"text": long(100)}), &ctx)
+    let report = Run::new(&rt)
+        .with_id(&run)
+        .call_report("g.dump2", json!({"text": long(100)}), &ToolContext::new())
         .await;
     let path = report.shaped.unwrap().spill_path.unwrap();
     let dir = std::env::temp_dir().join("tackle-spill").join(&run);
@@ -513,7 +514,6 @@ fn tool_search_tries_embeddings_then_bm25_then_names() {
 #[tokio::test]
 async fn a_deferred_tool_is_found_with_tool_search_k_5() {
     let rt = Arc::new(Runtime::from_inventory().unwrap());
-    let executor = Arc::new(Executor::new(rt));
     let model = Arc::new(ScriptedModel::new([
         ChatResponse::calls(
             "search first",
@@ -533,13 +533,16 @@ async fn a_deferred_tool_is_found_with_tool_search_k_5() {
         ),
         ChatResponse::text("42"),
     ]));
-    let skill = ReactSkill::new(model, executor, &["g.lines", "g.payroll"]).unwrap();
+    let skill = ReactSkill::new(model, rt.registry(), &["g.lines", "g.payroll"]).unwrap();
     let offered: Vec<String> = skill.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(offered, ["g_lines", SEARCH_TOOL], "payroll is deferred");
     let search = skill.tools().pop().unwrap();
     assert_eq!(search.parameters["properties"]["k"]["default"], 5);
     let ctx = ToolContext::new().with_grant("llm:*");
-    let run = skill.run("what is the payroll?", &ctx).await.unwrap();
+    let run = skill
+        .run(&Run::new(&rt), "what is the payroll?", &ctx)
+        .await
+        .unwrap();
     assert_eq!(run.final_answer.as_deref(), Some("42"));
     assert_eq!(run.tool_calls.last().unwrap().name, "g.payroll@1");
 }
@@ -552,7 +555,7 @@ fn analyse(text: String) -> usize {
 
 #[tokio::test]
 async fn the_step_after_a_tool_asks_the_model_it_prefers() {
-    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let call = |id: &str, name: &str, arguments: Value| {
         ChatResponse::calls(
             "",
@@ -563,18 +566,27 @@ async fn the_step_after_a_tool_asks_the_model_it_prefers() {
             }],
         )
     };
-    let default = Arc::new(ScriptedModel::new([
+    // Each model answers only some steps of the run: in call order.
+    let default = Arc::new(ScriptedModel::in_call_order([
         call("a", "g_analyse", json!({"text": "abc"})),
         ChatResponse::text("the fast model answers"),
     ]));
-    let smart = Arc::new(ScriptedModel::new([call("b", "g_lines", json!({"n": 1}))]));
+    let smart = Arc::new(ScriptedModel::in_call_order([call(
+        "b",
+        "g_lines",
+        json!({"n": 1}),
+    )]));
     let fast = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
-    let skill = ReactSkill::new(default.clone(), executor, &["g.analyse", "g.lines"])
+    let skill = ReactSkill::new(default.clone(), rt.registry(), &["g.analyse", "g.lines"])
         .unwrap()
         .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
         .with_model_for(PreferredModel::Hint(ModelHint::Fast), fast.clone());
     let run = skill
-        .run("analyse abc", &ToolContext::new().with_grant("llm:*"))
+        .run(
+            &Run::new(&rt),
+            "analyse abc",
+            &ToolContext::new().with_grant("llm:*"),
+        )
         .await
         .unwrap();
     assert_eq!(run.final_answer.as_deref(), Some("the fast model answers"));
@@ -596,7 +608,7 @@ fn fact(text: String) -> String {
 
 #[tokio::test]
 async fn a_named_model_wins_over_a_tier() {
-    let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
     let both = ChatResponse::calls(
         "",
         vec![
@@ -614,13 +626,20 @@ async fn a_named_model_wins_over_a_tier() {
     );
     let default = Arc::new(ScriptedModel::new([both]));
     let smart = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
-    let named = Arc::new(ScriptedModel::new([ChatResponse::text("checked")]));
-    let skill = ReactSkill::new(default.clone(), executor, &["g.analyse", "g.fact"])
+    // It answers the second step only: in call order.
+    let named = Arc::new(ScriptedModel::in_call_order([ChatResponse::text(
+        "checked",
+    )]));
+    let skill = ReactSkill::new(default.clone(), rt.registry(), &["g.analyse", "g.fact"])
         .unwrap()
         .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
         .with_model_for(PreferredModel::parse("local/fact-checker"), named.clone());
     let run = skill
-        .run("check", &ToolContext::new().with_grant("llm:*"))
+        .run(
+            &Run::new(&rt),
+            "check",
+            &ToolContext::new().with_grant("llm:*"),
+        )
         .await
         .unwrap();
     assert_eq!(run.final_answer.as_deref(), Some("checked"));

@@ -109,7 +109,7 @@ mod skills {
         Example, Skill, SkillError, SkillKind, SkillSpec, Skills, Subgraph,
     };
     use tackle::pipeline::Pipeline;
-    use tackle::{tool, Executor, Runtime, SkillState, ToolContext};
+    use tackle::{tool, Run, Runtime, SkillState, ToolContext};
 
     /// Split a sentence into words.
     #[tool(namespace = "text", version = "1", side_effects = none)]
@@ -156,29 +156,22 @@ nodes:
             .build()
     }
 
-    fn executor() -> Arc<Executor> {
-        Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())))
+    fn new_run() -> Run {
+        Run::new(&Arc::new(Runtime::from_inventory().unwrap()))
     }
 
     #[tokio::test]
     async fn a_workflow_skill_runs_its_subgraph_without_a_model() {
         let skill = counter().unwrap();
         assert_eq!(skill.declared_output_keys(), ["words", "total"]);
-        let executor = executor();
+        let run = new_run();
         let mut skills = Skills::new();
-        skills
-            .register(skill, executor.runtime().registry())
-            .unwrap();
+        skills.register(skill, run.runtime().registry()).unwrap();
         let skill = skills.get("word-counter").unwrap();
         // An empty script: any model call would fail the run.
         let model = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
         let done = skill
-            .run::<Counted>(
-                model,
-                executor.clone(),
-                "the door is one",
-                &ToolContext::new(),
-            )
+            .run::<Counted>(model, &run, "the door is one", &ToolContext::new())
             .await
             .unwrap();
         assert_eq!(done.state.total, 4);
@@ -187,11 +180,7 @@ nodes:
         assert_eq!(done.graph_state.unwrap()["task"], "the door is one");
         // With inputs of the example's shape.
         let again = skill
-            .run_workflow::<Counted>(
-                executor.runtime(),
-                json!({"task": "a b"}),
-                &ToolContext::new(),
-            )
+            .run_workflow::<Counted>(&run, json!({"task": "a b"}), &ToolContext::new())
             .await
             .unwrap();
         let expected = skill.examples()[0].expected_output.clone().unwrap();
@@ -250,7 +239,7 @@ nodes:
             r#"{"words": [], "total": 0, "mood": "fine"}"#,
         )]));
         let ctx = ToolContext::new().with_grant("llm:*");
-        match skill.run::<Counted>(model, executor(), "count", &ctx).await {
+        match skill.run::<Counted>(model, &new_run(), "count", &ctx).await {
             Err(SkillError::BadAnswer { problems, .. }) => {
                 assert!(problems.contains("`mood`"), "{problems}")
             }
@@ -385,9 +374,9 @@ mod react_defaults {
 
     use serde_json::json;
     use tackle::agent::model::{ChatResponse, FunctionModel, ToolCallRequest};
-    use tackle::agent::react::ReactSkill;
+    use tackle::agent::react::{ReactSkill, StopReason};
     use tackle::agent::skill::SkillKind;
-    use tackle::{tool, Executor, Runtime, ToolContext};
+    use tackle::{tool, Run, Runtime, ToolContext};
 
     /// Says nothing useful.
     #[tool(namespace = "loop", version = "1", side_effects = none)]
@@ -410,16 +399,27 @@ mod react_defaults {
                 }],
             ))
         }));
-        let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory().unwrap())));
-        let skill = ReactSkill::new(model, executor, &["loop.noop"]).unwrap();
+        let rt = Arc::new(Runtime::from_inventory().unwrap());
+        let skill = ReactSkill::new(model, rt.registry(), &["loop.noop"]).unwrap();
         let run = skill
-            .run("loop", &ToolContext::new().with_grant("llm:*"))
+            .run(
+                &Run::new(&rt),
+                "loop",
+                &ToolContext::new().with_grant("llm:*"),
+            )
             .await
             .unwrap();
         assert_eq!(ReactSkill::DEFAULT_MAX_STEPS, 10);
         assert_eq!(run.step_index, 10);
         assert!(!run.done);
         assert_eq!(run.error_budget, 3);
-        assert_eq!(run.stopped.as_deref(), Some("no answer within 10 steps"));
+        assert_eq!(
+            run.stop_reason,
+            Some(StopReason::StepLimit { max_steps: 10 })
+        );
+        assert_eq!(
+            run.stop_reason.as_ref().map(ToString::to_string).as_deref(),
+            Some("no answer within 10 steps")
+        );
     }
 }

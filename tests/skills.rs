@@ -12,7 +12,7 @@ use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
 use tackle::agent::skill::{Skill, SkillError, SkillKind, Skills};
 use tackle::events::event_queue;
 use tackle::events::ToolEventKind;
-use tackle::{register_skill, tool, Executor, Runtime, SkillState, ToolContext};
+use tackle::{register_skill, tool, Run, Runtime, SkillState, ToolContext};
 
 /// Road distance between two Norwegian cities, in km; reports progress.
 #[tool(namespace = "roads", version = "1", side_effects = none)]
@@ -180,7 +180,7 @@ async fn requires_is_checked_before_the_model_is_called() {
     let error = skill
         .run::<TripPlan>(
             model.clone(),
-            Arc::new(Executor::new(rt)),
+            &Run::new(&rt),
             "Oslo to Bergen",
             &ToolContext::new()
                 .with_grant("trips:book")
@@ -204,14 +204,11 @@ async fn a_run_ends_in_the_typed_state_and_events_bubble() {
     let skill = trip_planner().unwrap();
     let model = Arc::new(ScriptedModel::new(answer_turns()));
     let (sink, mut events) = event_queue(64);
-    let ctx = ToolContext::new()
-        .with_grant("trips:*")
-        .with_grant("llm:*")
-        .with_events(sink);
+    let ctx = ToolContext::new().with_grant("trips:*").with_grant("llm:*");
     let done = skill
         .run::<TripPlan>(
             model.clone(),
-            Arc::new(Executor::new(rt)),
+            &Run::new(&rt).with_events(sink),
             "Oslo to Bergen",
             &ctx,
         )
@@ -248,9 +245,9 @@ async fn without_bubbling_the_callers_sink_hears_nothing() {
     let done = skill
         .run::<TripPlan>(
             Arc::new(ScriptedModel::new(answer_turns())),
-            Arc::new(Executor::new(rt)),
+            &Run::new(&rt).with_events(sink),
             "Oslo to Bergen",
-            &ToolContext::new().with_grant("llm:*").with_events(sink),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();
@@ -269,12 +266,7 @@ async fn an_answer_that_is_not_the_state_is_a_repair_turn_and_then_an_error_with
     // repair turn, and the model's next answer stands.
     let model = Arc::new(ScriptedModel::new([bad(), good]));
     let done = skill
-        .run::<TripPlan>(
-            model.clone(),
-            Arc::new(Executor::new(rt.clone())),
-            "?",
-            &ctx,
-        )
+        .run::<TripPlan>(model.clone(), &Run::new(&rt), "?", &ctx)
         .await
         .unwrap();
     assert_eq!(done.state.km, 463);
@@ -289,7 +281,7 @@ async fn an_answer_that_is_not_the_state_is_a_repair_turn_and_then_an_error_with
     // Only bad answers: the error budget ends the run, which the error keeps.
     let model = ScriptedModel::new([bad(), bad(), bad()]);
     match skill
-        .run::<TripPlan>(Arc::new(model), Arc::new(Executor::new(rt)), "?", &ctx)
+        .run::<TripPlan>(Arc::new(model), &Run::new(&rt), "?", &ctx)
         .await
     {
         Err(SkillError::NoAnswer { reason, run, .. }) => {
@@ -307,7 +299,7 @@ async fn an_answer_that_is_not_the_state_is_a_repair_turn_and_then_an_error_with
     let wrong = skill
         .run::<Other>(
             Arc::new(ScriptedModel::new([])),
-            Arc::new(Executor::new(runtime())),
+            &Run::new(&runtime()),
             "?",
             &ToolContext::new(),
         )

@@ -1,4 +1,4 @@
-//! Streamed model replies: deltas reach the caller's event sink while a ReAct step
+//! Streamed model replies: deltas reach the run's event sink while a ReAct step
 //! runs, a streamed run records the assembled reply and replays it as events offline,
 //! and a stream that breaks is a typed error.
 
@@ -14,7 +14,7 @@ use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::events::{event_queue, EventReceiver, ModelDelta, ToolEvent, ToolEventKind};
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Executor, Runtime, ToolContext};
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
 use tokio::sync::Notify;
 
 #[path = "support/fake_endpoint.rs"]
@@ -84,13 +84,8 @@ fn sse(events: Vec<String>) -> Reply {
     }
 }
 
-fn skill(model: impl ChatModel + 'static, runtime: Runtime) -> ReactSkill {
-    ReactSkill::new(
-        Arc::new(model),
-        Arc::new(Executor::new(Arc::new(runtime))),
-        &["forecast.tomorrow"],
-    )
-    .unwrap()
+fn skill(model: impl ChatModel + 'static, runtime: &Runtime) -> ReactSkill {
+    ReactSkill::new(Arc::new(model), runtime.registry(), &["forecast.tomorrow"]).unwrap()
 }
 
 /// The model deltas among `events`, with the key of the call they belong to.
@@ -158,17 +153,19 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
     let model = OpenAiModel::new(&server.base, "gpt-stream")
         .unwrap()
         .with_timeout(Duration::from_secs(10));
-    let live = Arc::new(skill(
-        model,
-        Runtime::from_inventory()
-            .unwrap()
-            .with_cassette(cassette.clone()),
-    ));
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let live = Arc::new(skill(model, &runtime));
     let (sink, mut events) = event_queue(1024);
-    let ctx = ToolContext::new().with_grant("llm:*").with_events(sink);
+    let recording = Run::new(&runtime)
+        .with_cassette(cassette.clone())
+        .with_events(sink);
+    let ctx = ToolContext::new().with_grant("llm:*");
     let run = tokio::spawn({
-        let (live, ctx) = (live.clone(), ctx.clone());
-        async move { live.run("Weather in Oslo and Bergen?", &ctx).await }
+        let (live, recording, ctx) = (live.clone(), recording.clone(), ctx.clone());
+        async move {
+            live.run(&recording, "Weather in Oslo and Bergen?", &ctx)
+                .await
+        }
     });
 
     // The first two text pieces arrive while the server still holds the rest of the
@@ -259,15 +256,14 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
     // events, and the run ends the same.
     let replay = Cassette::open(&path, config(Mode::Replay)).unwrap();
     let offline = OpenAiModel::new("http://127.0.0.1:9/v1", "gpt-stream").unwrap();
-    let replayed = skill(
-        offline,
-        Runtime::from_inventory().unwrap().with_cassette(replay),
-    );
+    let replayed = skill(offline, &runtime);
     let (sink, mut events) = event_queue(1024);
+    let replaying = Run::new(&runtime).with_cassette(replay).with_events(sink);
     let again = replayed
         .run(
+            &replaying,
             "Weather in Oslo and Bergen?",
-            &ToolContext::new().with_grant("llm:*").with_events(sink),
+            &ToolContext::new().with_grant("llm:*"),
         )
         .await
         .unwrap();
@@ -373,13 +369,14 @@ async fn nobody_listening_the_model_is_not_asked_to_stream_and_other_models_stre
     )])
     .await;
     let model = OpenAiModel::new(&server.base, "gpt-stream").unwrap();
-    let rt = Runtime::default();
+    let runtime = Arc::new(Runtime::default());
     let request = ChatRequest {
         messages: vec![Message::user("hello")],
         ..ChatRequest::default()
     };
     let ctx = ToolContext::new().with_grant("llm:*");
-    let answer = complete(&rt, &completion(&model), &model, &request, &ctx)
+    let run = Run::new(&runtime);
+    let answer = complete(&run, &completion(&model), &model, &request, &ctx)
         .await
         .unwrap();
     assert_eq!(answer.text, "hi");
@@ -404,11 +401,11 @@ async fn nobody_listening_the_model_is_not_asked_to_stream_and_other_models_stre
     let scripted = ScriptedModel::new([reply.clone()]);
     let (sink, mut events) = event_queue(64);
     let answer = complete(
-        &rt,
+        &Run::new(&runtime).with_events(sink),
         &completion(&scripted),
         &scripted,
         &request,
-        &ctx.clone().with_events(sink),
+        &ctx,
     )
     .await
     .unwrap();
@@ -425,14 +422,13 @@ async fn streamed_deltas_do_not_carry_the_callers_secrets() {
     let (sink, mut events) = event_queue(64);
     let ctx = ToolContext::new()
         .with_grant("llm:*")
-        .with_secret("API_KEY", "sk-live-0123456789")
-        .with_events(sink);
+        .with_secret("API_KEY", "sk-live-0123456789");
     let request = ChatRequest {
         messages: vec![Message::user("key?")],
         ..ChatRequest::default()
     };
-    let rt = Runtime::default();
-    complete(&rt, &completion(&leaky), &leaky, &request, &ctx)
+    let run = Run::new(&Arc::new(Runtime::default())).with_events(sink);
+    complete(&run, &completion(&leaky), &leaky, &request, &ctx)
         .await
         .unwrap();
     let deltas = model_deltas(&events.drain());

@@ -43,7 +43,7 @@ use tackle_runtime::approval::ApprovalFuture;
 use tackle_runtime::canonical::canonical;
 use tackle_runtime::pipeline::{Pipeline, PipelineError};
 use tackle_runtime::replay::{Cassette, CassetteConfig, Mode};
-use tackle_runtime::{ApprovalRequest, Approver, Runtime, ToolContext};
+use tackle_runtime::{ApprovalRequest, Approver, Run, Runtime, ToolContext};
 
 use crate::exit::{CliError, Exit};
 use crate::term::{self, paint, Style};
@@ -417,27 +417,21 @@ async fn call(
     cassette: Option<PathBuf>,
 ) -> Result<Exit, CliError> {
     let input = parse_json(arguments, &format!("the arguments of `{key}`"))?;
-    let mut runtime = runtime.with_approver(TerminalApprover);
-    let cassette = match cassette {
-        Some(path) => {
-            // Record what was not seen and replay the rest; under CI, only replay.
-            let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
-            let mode = if ci { Mode::Replay } else { Mode::New };
-            let opened = Cassette::open(&path, CassetteConfig::new().with_mode(mode))
-                .map_err(|e| CliError::new(Exit::BadData, e))?;
-            runtime = runtime.with_cassette(opened.clone());
-            Some(opened)
-        }
-        None => None,
-    };
-    let result = runtime.call(key, input, &context(grants)).await;
-    if let Some(cassette) = cassette {
-        let finished = match &result {
-            Ok(_) => cassette.finish(),
-            Err(e) => cassette.finish_failed(&e.to_string()),
-        };
-        finished.map_err(|e| CliError::new(Exit::Io, e))?;
+    let mut run = Run::new(&Arc::new(runtime.with_approver(TerminalApprover)));
+    if let Some(path) = cassette {
+        // Record what was not seen and replay the rest; under CI, only replay.
+        let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+        let mode = if ci { Mode::Replay } else { Mode::New };
+        let opened = Cassette::open(&path, CassetteConfig::new().with_mode(mode))
+            .map_err(|e| CliError::new(Exit::BadData, e))?;
+        run = run.with_cassette(opened);
     }
+    let result = run.call(key, input, &context(grants)).await;
+    let finished = match &result {
+        Ok(_) => run.finish(),
+        Err(e) => run.finish_failed(&e.to_string()),
+    };
+    finished.map_err(|e| CliError::new(Exit::Io, e))?;
     print_json(&result?)
 }
 
@@ -519,8 +513,8 @@ async fn run_pipeline(
         Some(text) => parse_json(text, "the pipeline's input")?,
         None => json!({}),
     };
-    let runtime = runtime.with_approver(TerminalApprover);
-    match pipeline.run(&runtime, state, &context(grants)).await {
+    let run = Run::new(&Arc::new(runtime.with_approver(TerminalApprover)));
+    match pipeline.run(&run, state, &context(grants)).await {
         Ok(state) => print_json(&state),
         Err(e) => {
             let exit = match &e {

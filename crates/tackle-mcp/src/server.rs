@@ -39,7 +39,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 use tackle_runtime::content::{parts_of, ContentPart};
 use tackle_runtime::events::DEFAULT_EVENT_QUEUE_DEPTH;
-use tackle_runtime::{event_queue, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec};
+use tackle_runtime::{
+    event_queue, Run, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec,
+};
 
 use crate::names::NameMap;
 use crate::McpError;
@@ -332,7 +334,8 @@ impl ServerHandler for McpServer {
             .resolve(key)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let mut ctx = self.ctx.clone().with_cancellation(context.ct.clone());
+        // Each request is a run of its own: the client's cancellation is the run's.
+        let mut run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
         // Only a tool that sees its context can report progress.
         let progress = context
             .meta
@@ -340,7 +343,7 @@ impl ServerHandler for McpServer {
             .filter(|_| tool.takes_context());
         let forwarder = progress.map(|token| {
             let (sink, mut events) = event_queue(DEFAULT_EVENT_QUEUE_DEPTH);
-            ctx = ctx.clone().with_events(sink.clone());
+            run = run.clone().with_events(sink.clone());
             let peer = context.peer.clone();
             let task = tokio::spawn(async move {
                 while let Some(event) = events.recv().await {
@@ -354,7 +357,7 @@ impl ServerHandler for McpServer {
             });
             (sink, task)
         });
-        let report = self.runtime.call_report(key, input, &ctx).await;
+        let report = run.call_report(key, input, &self.ctx).await;
         if let Some((sink, task)) = forwarder {
             sink.close();
             let _ = task.await;

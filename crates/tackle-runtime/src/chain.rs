@@ -24,9 +24,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::{InvokeResult, Runtime};
+use crate::call::InvokeResult;
 use crate::context::ToolContext;
 use crate::registry::Registry;
+use crate::run::Run;
 use crate::validate::ValidationResult;
 
 /// One step of a chain.
@@ -171,7 +172,8 @@ impl Default for ChainOptions {
 /// ```
 /// use serde_json::json;
 /// use tackle::chain::{ChainStep, ToolChain};
-/// use tackle::{tool, Runtime, ToolContext};
+/// use std::sync::Arc;
+/// use tackle::{tool, Run, Runtime, ToolContext};
 ///
 /// /// The price of an item, in cents.
 /// #[tool(namespace = "shop", side_effects = read)]
@@ -192,9 +194,9 @@ impl Default for ChainOptions {
 ///     ChainStep::new("shop.with_vat", "gross").with_mapping("cents", "net"),
 /// ]);
 /// let start = json!({"order": {"item": "tea"}});
-/// let rt = Runtime::from_inventory()?;
+/// let run = Run::new(&Arc::new(Runtime::from_inventory()?));
 /// let done = chain
-///     .run(&rt, start.as_object().cloned().unwrap_or_default(), &ToolContext::new())
+///     .run(&run, start.as_object().cloned().unwrap_or_default(), &ToolContext::new())
 ///     .await;
 /// assert!(done.success);
 /// assert_eq!(done.context["gross"], json!(437));
@@ -298,11 +300,11 @@ impl ToolChain {
     /// with the default options (stop on failure, validate the tools first).
     pub async fn run(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         input: Map<String, Value>,
         ctx: &ToolContext,
     ) -> ChainResult {
-        self.execute(runtime, Some(input), ctx, ChainOptions::default())
+        self.execute(run, Some(input), ctx, ChainOptions::default())
             .await
     }
 
@@ -310,7 +312,7 @@ impl ToolChain {
     /// context when `None`), every step's call through the door.
     pub async fn execute(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         initial_input: Option<Map<String, Value>>,
         ctx: &ToolContext,
         options: ChainOptions,
@@ -320,7 +322,7 @@ impl ToolChain {
         let mut step_results = Vec::with_capacity(self.steps.len());
         let mut errors = Vec::new();
         if options.validate_tools {
-            errors = self.validate(runtime.registry()).errors;
+            errors = self.validate(run.runtime().registry()).errors;
             if !errors.is_empty() {
                 return ChainResult {
                     success: false,
@@ -357,9 +359,7 @@ impl ToolChain {
                 continue;
             }
             let begun = Instant::now();
-            let result = runtime
-                .call(&s.tool_name, Value::Object(arguments), ctx)
-                .await;
+            let result = run.call(&s.tool_name, Value::Object(arguments), ctx).await;
             let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
             let failed = match &result {
                 Ok(output) if s.output_key.is_empty() => match output {
@@ -381,7 +381,8 @@ impl ToolChain {
                     true
                 }
             };
-            let key = runtime
+            let key = run
+                .runtime()
                 .registry()
                 .get(&s.tool_name)
                 .map_or(s.tool_name.as_str(), |t| t.key());

@@ -6,14 +6,17 @@
 //! * the caller's [`Capabilities`], checked at the door;
 //! * shared resources such as a database pool or an HTTP client;
 //! * secrets, which a tool reads with [`ToolContext::secret`] only if its spec declares
-//!   them;
-//! * the run's cancellation token, time limits, and the queue that progress and
-//!   streamed chunks go to.
+//!   them.
+//!
+//! What belongs to the run a call is part of (its cancellation, time limits, events,
+//! id) is the [`Run`](crate::run::Run)'s, not the caller's: a tool sees it through its
+//! context inside a call ([`ToolContext::cancelled`], [`ToolContext::run_id`],
+//! [`ToolContext::report_progress`], [`ToolContext::stream`]).
 //!
 //! A tool receives it by declaring a `&ToolContext` parameter, or receives one
 //! resource by declaring a [`Resource<T>`] parameter; neither appears in the tool's
 //! input schema. Inside a call, the door adds what belongs to that call alone (its id,
-//! the tool's declared secrets, the streamed chunks so far).
+//! the tool's declared secrets, the streamed chunks so far, its run).
 //!
 //! A context is cheap to clone (it is reference-counted) and immutable once built.
 
@@ -30,8 +33,7 @@ pub use tokio_util::sync::CancellationToken;
 use crate::capability::Capabilities;
 use crate::events::{EventSink, ToolEventKind};
 
-/// What a call needs from its caller: capabilities, resources, secrets, and the run's
-/// cancellation and event settings.
+/// What a call needs from its caller: capabilities, resources and secrets.
 ///
 /// ```
 /// use tackle::ToolContext;
@@ -57,15 +59,30 @@ struct ContextInner {
     capabilities: Capabilities,
     resources: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     secrets: HashMap<String, Secret>,
-    cancel: Option<CancellationToken>,
-    events: Option<EventSink>,
-    default_timeout: Option<Duration>,
-    grace: Option<Duration>,
-    /// What the door keeps across the calls of one run (an executor run's
-    /// idempotency memory).
-    run_memory: Option<Arc<dyn Any + Send + Sync>>,
-    /// The run the calls belong to, as the caller names it.
-    run_id: Option<Arc<str>>,
+}
+
+/// What a run shares with its calls' tools: its id, cancellation, time limits and
+/// event sink (the run module's `Run` holds it; the door hands it to each call).
+#[derive(Clone, Debug)]
+pub(crate) struct RunScope {
+    pub(crate) id: Arc<str>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) grace: Duration,
+    pub(crate) events: Option<EventSink>,
+}
+
+impl RunScope {
+    /// A run's scope with the defaults: no time limit, [`DEFAULT_GRACE`], no events.
+    pub(crate) fn new(id: Arc<str>) -> RunScope {
+        RunScope {
+            id,
+            cancel: CancellationToken::new(),
+            default_timeout: None,
+            grace: DEFAULT_GRACE,
+            events: None,
+        }
+    }
 }
 
 /// What the door adds to the context for one call.
@@ -77,17 +94,25 @@ pub(crate) struct CallScope {
     pub(crate) key: Arc<str>,
     /// The secrets the tool declared.
     pub(crate) secrets: Arc<[String]>,
+    /// The run the call belongs to (none for a plain call).
+    pub(crate) run: Option<Arc<RunScope>>,
     /// Every chunk streamed so far, concatenated (never dropped).
     stream: Mutex<String>,
     streamed: AtomicBool,
 }
 
 impl CallScope {
-    pub(crate) fn new(id: u64, key: Arc<str>, secrets: Arc<[String]>) -> CallScope {
+    pub(crate) fn new(
+        id: u64,
+        key: Arc<str>,
+        secrets: Arc<[String]>,
+        run: Option<Arc<RunScope>>,
+    ) -> CallScope {
         CallScope {
             id,
             key,
             secrets,
+            run,
             stream: Mutex::new(String::new()),
             streamed: AtomicBool::new(false),
         }
@@ -111,7 +136,6 @@ impl fmt::Debug for ToolContext {
             .field("capabilities", &self.inner.capabilities)
             .field("resources", &self.inner.resources.len())
             .field("secrets", &secrets)
-            .field("cancellable", &self.inner.cancel.is_some())
             .field("call", &self.call.as_ref().map(|c| c.id))
             .finish()
     }
@@ -214,91 +238,35 @@ impl ToolContext {
         !self.inner.secrets.is_empty()
     }
 
-    /// Sets the run's cancellation token: cancelling it asks every call made with this
-    /// context to stop (see [`ToolContext::cancelled`]).
-    pub fn with_cancellation(mut self, token: CancellationToken) -> ToolContext {
-        Arc::make_mut(&mut self.inner).cancel = Some(token);
-        self
+    /// The run of the running call, if it belongs to one.
+    fn run(&self) -> Option<&RunScope> {
+        self.call.as_ref().and_then(|c| c.run.as_deref())
     }
 
-    /// The run's cancellation token, if the caller set one.
+    /// The cancellation token of the running call's run; `None` outside a call or
+    /// for a call made with no run.
     pub fn cancellation(&self) -> Option<&CancellationToken> {
-        self.inner.cancel.as_ref()
+        self.run().map(|run| &run.cancel)
     }
 
-    /// Whether the run has been cancelled.
+    /// Whether the running call's run has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.as_ref().is_some_and(|t| t.is_cancelled())
+        self.run().is_some_and(|run| run.cancel.is_cancelled())
     }
 
-    /// Completes when the run is cancelled; never, when the caller set no token. A
-    /// long-running tool selects on it to stop early; one that ignores it is stopped
-    /// by the door after the grace window.
+    /// Completes when the running call's run is cancelled; never, outside a call or
+    /// for a call made with no run. A long-running tool selects on it to stop early;
+    /// one that ignores it is stopped by the door after the run's grace window.
     pub async fn cancelled(&self) {
-        match &self.inner.cancel {
+        match self.cancellation() {
             Some(token) => token.cancelled().await,
             None => std::future::pending().await,
         }
     }
 
-    /// The time limit of calls to tools that set no `timeout_ms`.
-    pub fn with_default_timeout(mut self, limit: Duration) -> ToolContext {
-        Arc::make_mut(&mut self.inner).default_timeout = Some(limit);
-        self
-    }
-
-    /// The time limit of calls to tools that set no `timeout_ms`, if any.
-    pub fn default_timeout(&self) -> Option<Duration> {
-        self.inner.default_timeout
-    }
-
-    /// How long a tool may go on after the run is cancelled before the door stops it
-    /// (default [`DEFAULT_GRACE`]).
-    pub fn with_grace(mut self, grace: Duration) -> ToolContext {
-        Arc::make_mut(&mut self.inner).grace = Some(grace);
-        self
-    }
-
-    /// The grace window after cancellation.
-    pub fn grace(&self) -> Duration {
-        self.inner.grace.unwrap_or(DEFAULT_GRACE)
-    }
-
-    /// Sends progress and streamed chunks of every call made with this context to
-    /// `sink` (see [`crate::events`]).
-    pub fn with_events(mut self, sink: EventSink) -> ToolContext {
-        Arc::make_mut(&mut self.inner).events = Some(sink);
-        self
-    }
-
-    /// The same context with no event sink: calls made with it report no progress and
-    /// stream to no one (their streamed output is still their result).
-    pub fn without_events(mut self) -> ToolContext {
-        Arc::make_mut(&mut self.inner).events = None;
-        self
-    }
-
-    /// This context for the calls of one run, whose memory the door keeps across them.
-    pub(crate) fn with_run_memory(mut self, memory: Arc<dyn Any + Send + Sync>) -> ToolContext {
-        Arc::make_mut(&mut self.inner).run_memory = Some(memory);
-        self
-    }
-
-    /// The run's memory, when the context belongs to a run.
-    pub(crate) fn run_memory(&self) -> Option<&(dyn Any + Send + Sync)> {
-        self.inner.run_memory.as_deref()
-    }
-
-    /// Names the run the calls made with this context belong to (spilled results go
-    /// under it: `<root>/<run_id>/<call_id>.<ext>`).
-    pub fn with_run_id(mut self, run_id: impl Into<String>) -> ToolContext {
-        Arc::make_mut(&mut self.inner).run_id = Some(Arc::from(run_id.into()));
-        self
-    }
-
-    /// The run's id, when the caller named one.
+    /// The id of the running call's run, when it belongs to one.
     pub fn run_id(&self) -> Option<&str> {
-        self.inner.run_id.as_deref()
+        self.run().map(|run| &*run.id)
     }
 
     /// The id of the running call; `None` outside a call.
@@ -344,23 +312,18 @@ impl ToolContext {
         changed
     }
 
-    /// Whether the caller listens to events (the context has an event sink).
+    /// Whether anyone listens to the running call's events (its run has an event
+    /// sink).
     pub fn listens(&self) -> bool {
-        self.inner.events.is_some()
-    }
-
-    /// Sends an event about the call `call_id` of `key` (a call made with this
-    /// context, not the running one), if anyone listens.
-    pub(crate) fn emit_for(&self, call_id: u64, key: &str, kind: ToolEventKind) {
-        if let Some(sink) = &self.inner.events {
-            sink.push(call_id, key, kind);
-        }
+        self.run().is_some_and(|run| run.events.is_some())
     }
 
     /// Sends an event about the running call, if anyone listens.
     pub(crate) fn emit(&self, kind: ToolEventKind) {
-        if let (Some(call), Some(sink)) = (&self.call, &self.inner.events) {
-            sink.push(call.id, &call.key, kind);
+        if let Some(call) = &self.call {
+            if let Some(sink) = call.run.as_ref().and_then(|run| run.events.as_ref()) {
+                sink.push(call.id, &call.key, kind);
+            }
         }
     }
 
@@ -378,7 +341,8 @@ impl ToolContext {
     }
 }
 
-/// How long a tool may go on after its run is cancelled before the door stops it.
+/// How long a tool may go on after its run is cancelled before the door stops it,
+/// unless the run says otherwise ([`Run::with_grace`](crate::run::Run::with_grace)).
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(50);
 
 /// A secret value. Its `Debug` and `Display` never show the value; read it with

@@ -140,12 +140,16 @@ impl fmt::Display for SchemaSide {
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool matches the key; `suggestions` holds the closest keys.
-    #[error("no tool matches `{query}`{}", Suggestions(suggestions))]
+    #[error("no tool matches `{query}`{}{}", Suggestions(suggestions), EmptyRegistry(*registry_empty))]
     NotFound {
         /// What the caller asked for.
         query: String,
         /// Registered keys close to it, closest first.
         suggestions: Vec<String>,
+        /// Whether the registry holds no tool at all (most often: the crate that
+        /// holds the tools is not linked into the program).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        registry_empty: bool,
     },
     /// A bare name matches tools in several namespaces.
     #[error("`{query}` is ambiguous: it names {}; call one by its key", candidates.join(", "))]
@@ -493,6 +497,23 @@ impl fmt::Display for Suggestions<'_> {
             return Ok(());
         }
         write!(f, "; did you mean {}?", Quoted(self.0))
+    }
+}
+
+/// The hint for a lookup in a registry with no tools.
+struct EmptyRegistry(bool);
+
+impl fmt::Display for EmptyRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.0 {
+            return Ok(());
+        }
+        f.write_str(
+            "; the registry holds no tools at all: if they are defined in another crate, \
+             that crate may not be linked into this program (tools register when their \
+             crate is linked); add `use my_tools as _;` (with that crate's name) where the \
+             program starts",
+        )
     }
 }
 

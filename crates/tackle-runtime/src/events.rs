@@ -2,8 +2,8 @@
 //!
 //! A tool calls [`ToolContext::report_progress`](crate::ToolContext::report_progress)
 //! or [`ToolContext::stream`](crate::ToolContext::stream); the caller, who put an
-//! [`EventSink`] in the context (with
-//! [`ToolContext::with_events`](crate::ToolContext::with_events)), reads the events
+//! [`EventSink`] in the run (with
+//! [`Run::with_events`](crate::run::Run::with_events)), reads the events
 //! from the matching [`EventReceiver`] in the order they happened. The door adds a
 //! `Started` and a `Finished` event around every call.
 //!

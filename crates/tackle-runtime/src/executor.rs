@@ -1,9 +1,9 @@
 //! The executor: batches of tool calls, run in parallel where it is safe.
 //!
-//! A model often asks for several tool calls in one turn. [`Executor::execute_batch`]
+//! A model often asks for several tool calls in one turn. [`Run::execute_batch`](crate::run::Run::execute_batch)
 //! runs them and returns one [`CallOutcome`] per call, in call order; a slot is never
 //! dropped (a call whose task was lost becomes an `Aborted` outcome). Every call goes
-//! through the door ([`Runtime::call_report`]), with all its gates.
+//! through the door as a call of the run ([`Run::call_report`](crate::run::Run::call_report)), with all its gates.
 //!
 //! Scheduling follows what each tool does to the world:
 //!
@@ -13,31 +13,27 @@
 //! * `execution_mode = sequential` tools run alone: every earlier call of the batch
 //!   finishes first, and later ones start after.
 //!
-//! An executor is one *run*. Its cancellation token reaches every call through the
-//! context ([`ToolContext::cancelled`]); a tool that ignores it is stopped after the
-//! grace window with `Aborted`. Its default timeout applies to tools without
-//! `timeout_ms`. And it remembers idempotency keys: a `write` or `external` tool whose
-//! spec names an `idempotency_key` input field executes once per tool and value of
-//! that field within the run; later calls get the first call's outcome (marked
-//! `deduplicated`) without running the tool, after passing their own capability and
-//! input stages (the door's deduplicate stage; the executor gives it the run's memory).
+//! The batch belongs to a [`Run`](crate::run::Run). The run's cancellation token reaches every call
+//! (tools see it as [`ToolContext::cancelled`]); a tool that ignores it is stopped
+//! after the run's grace window with `Aborted`. The run's default timeout applies to
+//! tools without `timeout_ms`. And the run remembers idempotency keys: a `write` or
+//! `external` tool whose spec names an `idempotency_key` input field executes once
+//! per tool and value of that field within the run; later calls get the first call's
+//! outcome (marked `deduplicated`) without running the tool, after passing their own
+//! capability and input stages (the door's deduplicate stage).
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::audit::Execution;
-use crate::call::dedupe::Idempotency;
-use crate::call::{CallReport, Runtime};
+use crate::call::{CallReport, RunState, Runtime};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::events::EventSink;
 use crate::spec::{ExecutionMode, ToolSpec};
 
 /// One call a model asked for.
@@ -95,225 +91,120 @@ fn lane_of(spec: &ToolSpec) -> Lane {
     }
 }
 
-/// Runs batches of calls; one executor is one run. See the [module docs](self).
-///
-/// ```
-/// use std::sync::Arc;
-/// use serde_json::json;
-/// use tackle::{tool, Executor, Runtime, ToolCall, ToolContext};
-///
-/// /// Looks a word up.
-/// #[tool(namespace = "dict", side_effects = read)]
-/// fn define(word: String) -> String {
-///     format!("{word}: a word")
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let executor = Executor::new(Arc::new(Runtime::from_inventory()?)).with_max_parallel(8);
-/// let outcomes = executor
-///     .execute_batch(
-///         vec![
-///             ToolCall::new("1", "dict.define", json!({"word": "door"})),
-///             ToolCall::new("2", "dict.nope", json!({})),
-///         ],
-///         &ToolContext::new(),
-///     )
-///     .await;
-/// assert_eq!(outcomes[0].result().as_ref().unwrap(), "door: a word"); // in call order
-/// assert!(outcomes[1].result().is_err()); // a failure in its own slot
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug)]
-pub struct Executor {
-    runtime: Arc<Runtime>,
-    max_parallel: usize,
-    default_timeout: Option<Duration>,
-    grace: Option<Duration>,
-    cancel: CancellationToken,
-    events: Option<EventSink>,
-    /// The run's idempotency memory, which the door's deduplicate stage keeps.
-    memory: Arc<dyn Any + Send + Sync>,
-}
-
-/// How many calls run at once unless set with [`Executor::with_max_parallel`].
+/// How many calls run at once unless set with
+/// [`Run::with_max_parallel`](crate::run::Run::with_max_parallel).
 pub const DEFAULT_MAX_PARALLEL: usize = 16;
 
-impl Executor {
-    /// An executor over `runtime`, running at most [`DEFAULT_MAX_PARALLEL`] calls at
-    /// once, with no default timeout and the default grace window.
-    pub fn new(runtime: Arc<Runtime>) -> Executor {
-        Executor {
-            runtime,
-            max_parallel: DEFAULT_MAX_PARALLEL,
-            default_timeout: None,
-            grace: None,
-            cancel: CancellationToken::new(),
-            events: None,
-            memory: Idempotency::new_shared(),
+/// Runs a batch of `run` and returns one outcome per call, in call order. See the
+/// [module docs](self) for the scheduling.
+pub(crate) async fn execute_batch(
+    runtime: &Arc<Runtime>,
+    run: &RunState,
+    max_parallel: usize,
+    calls: Vec<ToolCall>,
+    ctx: &ToolContext,
+) -> Vec<CallOutcome> {
+    let door = Door {
+        runtime,
+        run,
+        max_parallel,
+    };
+    let mut slots: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
+    slots.resize_with(calls.len(), || None);
+    let mut names: Vec<(String, String)> = Vec::with_capacity(calls.len());
+    let mut segment = Segment::default();
+    for (index, call) in calls.into_iter().enumerate() {
+        names.push((call.id.clone(), call.key.clone()));
+        let lane = runtime
+            .registry()
+            .resolve(&call.key)
+            .map_or(Lane::Parallel, |tool| lane_of(tool.spec()));
+        match lane {
+            Lane::Alone => {
+                // Everything before it finishes first; it runs alone.
+                run_segment(&door, std::mem::take(&mut segment), ctx, &mut slots).await;
+                let outcome = run_one(runtime, run, call, ctx).await;
+                slots[index] = Some(outcome);
+            }
+            Lane::Serial => segment.serial.push_back((index, call)),
+            Lane::Parallel => segment.parallel.push_back((index, call)),
         }
     }
+    run_segment(&door, segment, ctx, &mut slots).await;
+    slots
+        .into_iter()
+        .zip(names)
+        .map(|(slot, (id, key))| slot.unwrap_or_else(|| lost(id, key)))
+        .collect()
+}
 
-    /// At most `n` calls run at once (at least 1).
-    pub fn with_max_parallel(mut self, n: usize) -> Executor {
-        self.max_parallel = n.max(1);
-        self
-    }
-
-    /// The time limit of calls to tools that set no `timeout_ms`.
-    pub fn with_default_timeout(mut self, limit: Duration) -> Executor {
-        self.default_timeout = Some(limit);
-        self
-    }
-
-    /// How long tools may go on after [`Executor::cancel`] before they are stopped.
-    pub fn with_grace(mut self, grace: Duration) -> Executor {
-        self.grace = Some(grace);
-        self
-    }
-
-    /// Sends progress and streamed chunks of every call to `sink`.
-    pub fn with_events(mut self, sink: EventSink) -> Executor {
-        self.events = Some(sink);
-        self
-    }
-
-    /// The runtime.
-    pub fn runtime(&self) -> &Arc<Runtime> {
-        &self.runtime
-    }
-
-    /// The run's cancellation token (cancelling it is [`Executor::cancel`]).
-    pub fn cancellation_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// Cancels the run: running calls are asked to stop and stopped after the grace
-    /// window; calls not yet started fail with `Cancelled`.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The caller's context with this run's settings.
-    fn run_context(&self, ctx: &ToolContext) -> ToolContext {
-        let mut ctx = ctx
-            .clone()
-            .with_cancellation(self.cancel.clone())
-            .with_run_memory(Arc::clone(&self.memory));
-        if let Some(limit) = self.default_timeout {
-            ctx = ctx.with_default_timeout(limit);
+/// Runs the calls between two `sequential` calls: the parallel ones on up to
+/// `max_parallel` workers pulling from one queue, the serial ones in order on one
+/// worker of their own (which counts against `max_parallel`).
+async fn run_segment(
+    door: &Door<'_>,
+    segment: Segment,
+    ctx: &ToolContext,
+    slots: &mut [Option<CallOutcome>],
+) {
+    let Segment {
+        mut parallel,
+        serial,
+    } = segment;
+    let max_parallel = door.max_parallel;
+    let mut queues = Vec::new();
+    if max_parallel == 1 {
+        // One at a time, in call order, whatever the lane.
+        parallel.extend(serial);
+        parallel.make_contiguous().sort_by_key(|(index, _)| *index);
+        if !parallel.is_empty() {
+            queues.push((Arc::new(Mutex::new(parallel)), 1));
         }
-        if let Some(grace) = self.grace {
-            ctx = ctx.with_grace(grace);
+    } else {
+        let serial_worker = usize::from(!serial.is_empty());
+        let workers = (max_parallel - serial_worker).min(parallel.len());
+        if workers > 0 {
+            queues.push((Arc::new(Mutex::new(parallel)), workers));
         }
-        if let Some(sink) = &self.events {
-            ctx = ctx.with_events(sink.clone());
+        if serial_worker == 1 {
+            queues.push((Arc::new(Mutex::new(serial)), 1));
         }
-        ctx
     }
-
-    /// Runs one call through the door (see [`Executor::execute_batch`] for batches).
-    pub async fn execute(&self, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
-        let ctx = self.run_context(ctx);
-        run_one(&self.runtime, call, &ctx).await
-    }
-
-    /// Runs a batch and returns one outcome per call, in call order. See the
-    /// [module docs](self) for the scheduling.
-    pub async fn execute_batch(&self, calls: Vec<ToolCall>, ctx: &ToolContext) -> Vec<CallOutcome> {
-        let ctx = self.run_context(ctx);
-        let mut slots: Vec<Option<CallOutcome>> = Vec::with_capacity(calls.len());
-        slots.resize_with(calls.len(), || None);
-        let mut names: Vec<(String, String)> = Vec::with_capacity(calls.len());
-        let mut segment = Segment::default();
-        for (index, call) in calls.into_iter().enumerate() {
-            names.push((call.id.clone(), call.key.clone()));
-            let lane = self
-                .runtime
-                .registry()
-                .resolve(&call.key)
-                .map_or(Lane::Parallel, |tool| lane_of(tool.spec()));
-            match lane {
-                Lane::Alone => {
-                    // Everything before it finishes first; it runs alone.
-                    self.run_segment(std::mem::take(&mut segment), &ctx, &mut slots)
-                        .await;
-                    let outcome = run_one(&self.runtime, call, &ctx).await;
-                    slots[index] = Some(outcome);
-                }
-                Lane::Serial => segment.serial.push_back((index, call)),
-                Lane::Parallel => segment.parallel.push_back((index, call)),
+    if let [(queue, 1)] = queues.as_slice() {
+        // One worker: it runs here, with no task to spawn.
+        for (index, outcome) in drain(door.runtime, door.run, queue, ctx).await {
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = Some(outcome);
             }
         }
-        self.run_segment(segment, &ctx, &mut slots).await;
-        slots
-            .into_iter()
-            .zip(names)
-            .map(|(slot, (id, key))| slot.unwrap_or_else(|| lost(id, key)))
-            .collect()
+        return;
     }
-
-    /// Runs the calls between two `sequential` calls: the parallel ones on up to
-    /// `max_parallel` workers pulling from one queue, the serial ones in order on one
-    /// worker of their own (which counts against `max_parallel`).
-    async fn run_segment(
-        &self,
-        segment: Segment,
-        ctx: &ToolContext,
-        slots: &mut [Option<CallOutcome>],
-    ) {
-        let Segment {
-            mut parallel,
-            serial,
-        } = segment;
-        let mut queues = Vec::new();
-        if self.max_parallel == 1 {
-            // One at a time, in call order, whatever the lane.
-            parallel.extend(serial);
-            parallel.make_contiguous().sort_by_key(|(index, _)| *index);
-            if !parallel.is_empty() {
-                queues.push((Arc::new(Mutex::new(parallel)), 1));
-            }
-        } else {
-            let serial_worker = usize::from(!serial.is_empty());
-            let workers = (self.max_parallel - serial_worker).min(parallel.len());
-            if workers > 0 {
-                queues.push((Arc::new(Mutex::new(parallel)), workers));
-            }
-            if serial_worker == 1 {
-                queues.push((Arc::new(Mutex::new(serial)), 1));
-            }
+    let mut tasks = JoinSet::new();
+    for (queue, workers) in queues {
+        for _ in 0..workers {
+            let (runtime, run) = (Arc::clone(door.runtime), door.run.clone());
+            let queue = Arc::clone(&queue);
+            let ctx = ctx.clone();
+            tasks.spawn(async move { drain(&runtime, &run, &queue, &ctx).await });
         }
-        if let [(queue, 1)] = queues.as_slice() {
-            // One worker: it runs here, with no task to spawn.
-            for (index, outcome) in drain(&self.runtime, queue, ctx).await {
-                if let Some(slot) = slots.get_mut(index) {
-                    *slot = Some(outcome);
-                }
-            }
-            return;
-        }
-        let mut tasks = JoinSet::new();
-        for (queue, workers) in queues {
-            for _ in 0..workers {
-                let runtime = Arc::clone(&self.runtime);
-                let queue = Arc::clone(&queue);
-                let ctx = ctx.clone();
-                tasks.spawn(async move { drain(&runtime, &queue, &ctx).await });
-            }
-        }
-        while let Some(joined) = tasks.join_next().await {
-            // A worker that failed to join (the door contains panics, so this is a
-            // task aborted by the Tokio runtime shutting down) leaves its slots
-            // empty; the caller turns empty slots into failures.
-            for (index, outcome) in joined.into_iter().flatten() {
-                if let Some(slot) = slots.get_mut(index) {
-                    *slot = Some(outcome);
-                }
+    }
+    while let Some(joined) = tasks.join_next().await {
+        // A worker that failed to join (the door contains panics, so this is a
+        // task aborted by the Tokio runtime shutting down) leaves its slots
+        // empty; the caller turns empty slots into failures.
+        for (index, outcome) in joined.into_iter().flatten() {
+            if let Some(slot) = slots.get_mut(index) {
+                *slot = Some(outcome);
             }
         }
     }
+}
+
+/// Where a batch's calls go: the runtime's door, as calls of the run.
+struct Door<'a> {
+    runtime: &'a Arc<Runtime>,
+    run: &'a RunState,
+    max_parallel: usize,
 }
 
 /// The calls between two `sequential` calls, by lane, each in call order.
@@ -345,6 +236,7 @@ fn lost(id: String, key: String) -> CallOutcome {
 /// A worker: runs calls from `queue` until it is empty; their outcomes, by slot.
 async fn drain(
     runtime: &Runtime,
+    run: &RunState,
     queue: &Mutex<VecDeque<(usize, ToolCall)>>,
     ctx: &ToolContext,
 ) -> Vec<(usize, CallOutcome)> {
@@ -355,7 +247,7 @@ async fn drain(
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front();
         let Some((index, call)) = next else { break };
-        done.push((index, run_one(runtime, call, ctx).await));
+        done.push((index, run_one(runtime, run, call, ctx).await));
     }
     done
 }
@@ -363,7 +255,12 @@ async fn drain(
 /// One call through the door, in an `execute_tool` span (the OpenTelemetry GenAI
 /// conventions: `otel.name = "execute_tool {name}"`, `gen_ai.operation.name`,
 /// `gen_ai.tool.name`, `gen_ai.tool.call.id`, and `error.type` when it fails).
-async fn run_one(runtime: &Runtime, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
+pub(crate) async fn run_one(
+    runtime: &Runtime,
+    run: &RunState,
+    call: ToolCall,
+    ctx: &ToolContext,
+) -> CallOutcome {
     let ToolCall { id, key, input } = call;
     let span = tracing::info_span!(
         "execute_tool",
@@ -374,12 +271,12 @@ async fn run_one(runtime: &Runtime, call: ToolCall, ctx: &ToolContext) -> CallOu
         error.type = tracing::field::Empty,
     );
     let report = if span.is_disabled() {
-        runtime.call_report(&key, input, ctx).await
+        runtime.call_report_in(Some(run), &key, input, ctx).await
     } else {
         span.record("otel.name", format!("execute_tool {key}").as_str());
         let report = Box::pin(
             runtime
-                .call_report(&key, input, ctx)
+                .call_report_in(Some(run), &key, input, ctx)
                 .instrument(span.clone()),
         )
         .await;

@@ -12,7 +12,9 @@
 //! * [`approval`], [`shape`], [`sanitize`], [`audit`], [`events`]: the door's gates
 //!   and what it reports;
 //! * [`call`]: [`Runtime::call`], the one door every call goes through;
-//! * [`executor`]: batches of calls, scheduled by side effects, in parallel;
+//! * [`run`]: [`Run`], what one task owns (its cassette, cancellation, events and
+//!   memory) over a runtime every run shares;
+//! * [`executor`]: batches of a run's calls, scheduled by side effects, in parallel;
 //! * [`chain`]: fixed sequences of calls, inputs mapped from earlier outputs;
 //! * [`agent`]: chat models, the ReAct loop and tool search.
 
@@ -38,6 +40,7 @@ pub mod executor;
 pub mod pipeline;
 pub mod registry;
 pub mod replay;
+pub mod run;
 pub mod sandbox;
 pub mod sanitize;
 pub mod schema;
@@ -60,11 +63,12 @@ pub use events::{
     default_event_queue, event_queue, EventReceiver, EventSink, ModelDelta, ToolEvent,
     ToolEventKind, DEFAULT_EVENT_QUEUE_DEPTH,
 };
-pub use executor::{CallOutcome, Executor, ToolCall};
+pub use executor::{CallOutcome, ToolCall};
 pub use registry::{
     registrations, ApprovalPredicate, CollisionNote, CollisionStrategy, DynamicTool,
     IdempotencyKeyFn, Registry, Tool, ToolHandler, ToolQuery, ToolRegistration,
 };
+pub use run::Run;
 pub use sanitize::{Sanitization, SanitizePolicy};
 pub use shape::{FileSpillWriter, Shaping, Spill, SpillWriter, Summarizer};
 pub use spec::{

@@ -30,6 +30,20 @@ pub fn input_schema<T: JsonSchema>() -> Value {
     value
 }
 
+/// The schema an agent's answer of type `T` must match (deserialize view: what
+/// `T` reads), with optional fields never nullable. Unlike [`input_schema`], its
+/// root may be any type.
+pub fn answer_schema<T: JsonSchema>() -> Value {
+    let mut schema = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    OptionalNotNullable.transform(&mut schema);
+    let mut value = schema.to_value();
+    canonical_root(&mut value);
+    value
+}
+
 /// The output schema of `T` (serialize view).
 ///
 /// `()` gives `null` *or a string*: a tool that returns nothing may stream chunks with

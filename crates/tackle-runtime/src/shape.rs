@@ -12,7 +12,7 @@
 //!   default writer, [`FileSpillWriter`], writes
 //!   `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>` (`txt` for text, `json`
 //!   otherwise), the file readable by its owner only (mode 0600), the directories mode
-//!   0700. The run id is the context's ([`ToolContext::with_run_id`]) or, without one,
+//!   0700. The run id is the call's run's ([`Run::with_id`](crate::run::Run::with_id)) or, for a plain call,
 //!   the runtime's own. A `secret` tool's results are never spilled (they are shaped as
 //!   `middle`, and the report says why);
 //! * `summarize` passes the text to the runtime's [`Summarizer`] hook. Without a hook,

@@ -30,15 +30,14 @@
 //! use std::sync::Arc;
 //! use tackle::agent::model::{ChatResponse, FunctionModel};
 //! use tackle::agent::react::ReactSkill;
-//! use tackle::{Executor, Runtime, ToolContext};
+//! use tackle::{Runtime, ToolContext};
 //! use tackle_temporal::{AgentWorker, Agents, SignalApprover};
 //!
 //! # async fn worker() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = Runtime::from_inventory()?.with_approver(SignalApprover);
-//! let executor = Arc::new(Executor::new(Arc::new(runtime)));
+//! let runtime = Arc::new(Runtime::from_inventory()?.with_approver(SignalApprover));
 //! let model = Arc::new(FunctionModel::new("bot", |_| Ok(ChatResponse::text("done"))));
-//! let skill = ReactSkill::new(model, executor, &[])?;
-//! let agents = Agents::new().with("clerk", skill, ToolContext::new().with_grant("llm:*"));
+//! let skill = ReactSkill::new(model, runtime.registry(), &[])?;
+//! let agents = Agents::new(&runtime).with("clerk", skill, ToolContext::new().with_grant("llm:*"));
 //! AgentWorker::new("http://127.0.0.1:7233", "default", "agents", agents)
 //!     .run()
 //!     .await?;
@@ -59,7 +58,7 @@ use tackle_runtime::agent::react::{ReactSkill, ReactState, StepControl, StepEffe
 use tackle_runtime::approval::ApprovalFuture;
 use tackle_runtime::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
 use tackle_runtime::{
-    ApprovalRequest, Approver, CancellationToken, ToolCall, ToolContext, ToolError,
+    ApprovalRequest, Approver, CancellationToken, Run, Runtime, ToolCall, ToolContext, ToolError,
 };
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_common::RetryPolicy;
@@ -106,6 +105,7 @@ pub enum TemporalError {
 pub struct Agent {
     skill: Arc<ReactSkill>,
     context: ToolContext,
+    runtime: Arc<Runtime>,
 }
 
 impl Agent {
@@ -115,12 +115,20 @@ impl Agent {
     }
 }
 
-/// The agents a worker runs, by name. Every worker of a task queue must have the same
-/// agents, built the same way: a workflow replayed on another worker must take the
-/// same steps.
-#[derive(Clone, Default)]
+/// The agents a worker runs, by name, over the worker's runtime. Every worker of a
+/// task queue must have the same agents, built the same way: a workflow replayed on
+/// another worker must take the same steps.
+#[derive(Clone)]
 pub struct Agents {
+    runtime: Arc<Runtime>,
     agents: HashMap<String, Agent>,
+}
+
+impl Default for Agents {
+    /// No agents, over an empty runtime.
+    fn default() -> Agents {
+        Agents::new(&Arc::new(Runtime::default()))
+    }
 }
 
 impl std::fmt::Debug for Agents {
@@ -132,9 +140,17 @@ impl std::fmt::Debug for Agents {
 }
 
 impl Agents {
-    /// No agents.
-    pub fn new() -> Agents {
-        Agents::default()
+    /// No agents yet, over `runtime` (every activity is a run of it).
+    pub fn new(runtime: &Arc<Runtime>) -> Agents {
+        Agents {
+            runtime: Arc::clone(runtime),
+            agents: HashMap::new(),
+        }
+    }
+
+    /// The runtime the agents' calls go through.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
     }
 
     /// Adds `skill` under `name`, its calls running with `context` (replacing an agent
@@ -150,6 +166,7 @@ impl Agents {
             Agent {
                 skill: Arc::new(skill),
                 context,
+                runtime: Arc::clone(&self.runtime),
             },
         );
         self
@@ -433,7 +450,7 @@ impl StepEffects for WorkflowEffects<'_> {
     }
 
     async fn execute(&self, step: usize, calls: Vec<ToolCall>) -> Vec<Result<Value, ToolError>> {
-        let registry = self.agent.skill.executor().runtime().registry();
+        let registry = self.agent.runtime.registry();
         let read_only = calls.iter().all(|c| {
             registry
                 .resolve(&c.key)
@@ -575,10 +592,12 @@ impl DoorActivities {
         call: ModelCall,
     ) -> Result<ChatResponse, ActivityError> {
         let agent = self.agent(&call.agent)?;
-        let (context, _watch) = with_activity_cancellation(&agent.context, &ctx);
+        let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
         let reply = heartbeating(
             &ctx,
-            agent.skill.ask_model(call.model, &call.request, &context),
+            agent
+                .skill
+                .ask_model(&run, call.model, &call.request, &agent.context),
         )
         .await;
         reply.map_err(|error| {
@@ -606,10 +625,10 @@ impl DoorActivities {
         call: DoorCall,
     ) -> Result<DoorOutcome, ActivityError> {
         let agent = self.agent(&call.agent)?;
-        let executor = agent.skill.executor();
         let attempt = ctx.info().attempt;
         if attempt > 1 {
-            let safe = executor
+            let safe = self
+                .agents
                 .runtime()
                 .registry()
                 .resolve(&call.key)
@@ -622,12 +641,11 @@ impl DoorActivities {
             decisions: call.decisions,
             pending: Mutex::new(Vec::new()),
         });
-        let (context, _watch) = with_activity_cancellation(&agent.context, &ctx);
-        // Straight through the runtime's door, with this activity's context: its
-        // cancellation reaches the call, and no worker-wide run memory (the
-        // executor's) answers a call with another run's outcome.
-        let run = executor.runtime().call(&call.key, call.input, &context);
-        let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), run)).await;
+        // A run of its own per activity: the activity's cancellation reaches the call,
+        // and no other run's memory answers it with another run's outcome.
+        let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
+        let door = run.call(&call.key, call.input, &agent.context);
+        let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), door)).await;
         let requests = std::mem::take(
             &mut *approvals
                 .pending
@@ -652,21 +670,20 @@ impl DoorActivities {
     }
 }
 
-/// `context`, cancelled when the activity is, for as long as the guard lives.
-fn with_activity_cancellation(
-    context: &ToolContext,
-    ctx: &ActivityContext,
-) -> (ToolContext, CancelWatch) {
-    let token = context
-        .cancellation()
-        .map_or_else(CancellationToken::new, CancellationToken::child_token);
+/// A run of `runtime` for one activity, cancelled when the activity is, for as long
+/// as the guard lives.
+fn activity_run(runtime: &Arc<Runtime>, ctx: &ActivityContext) -> (Run, CancelWatch) {
+    let token = CancellationToken::new();
     let activity = ctx.clone();
     let cancel = token.clone();
     let watch = tokio::spawn(async move {
         activity.cancelled().await;
         cancel.cancel();
     });
-    (context.clone().with_cancellation(token), CancelWatch(watch))
+    (
+        Run::new(runtime).with_cancellation(token),
+        CancelWatch(watch),
+    )
 }
 
 /// Stops watching an activity's cancellation when dropped.

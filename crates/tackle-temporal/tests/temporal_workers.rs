@@ -33,7 +33,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
-use tackle::{tool, Executor, Runtime, ToolContext};
+use tackle::{tool, Runtime, ToolContext};
 use tackle_temporal::client::{
     errors::WorkflowGetResultError, Client, WorkflowCancelOptions, WorkflowGetResultOptions,
     WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
@@ -206,25 +206,26 @@ fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 /// Worker mode: run the agents until killed.
 fn worker() -> ExitCode {
     let address = std::env::var("TACKLE_TEMPORAL_ADDRESS").expect("address");
-    let runtime = Runtime::from_inventory()
-        .expect("registry")
-        .with_approver(SignalApprover);
-    let executor = Arc::new(Executor::new(Arc::new(runtime)));
+    let runtime = Arc::new(
+        Runtime::from_inventory()
+            .expect("registry")
+            .with_approver(SignalApprover),
+    );
     let payouts = ReactSkill::new(
         Arc::new(FunctionModel::new("ledger-bot", payout_model)),
-        Arc::clone(&executor),
+        runtime.registry(),
         &["ledger.post", "mail.notify"],
     )
     .expect("skill");
     let refunds = ReactSkill::new(
         Arc::new(FunctionModel::new("refund-bot", refund_model)),
-        executor,
+        runtime.registry(),
         &["bank.refund"],
     )
     .expect("skill")
     .with_error_budget(5);
     let context = ToolContext::new().with_grant("llm:*");
-    let agents = Agents::new()
+    let agents = Agents::new(&runtime)
         .with("payouts", payouts, context.clone())
         .with("refunds", refunds, context);
     let worker = AgentWorker::new(format!("http://{address}"), "default", QUEUE, agents)

@@ -51,11 +51,12 @@ use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
 use crate::bounds::dispose;
-use crate::call::{Operation, Runtime};
+use crate::call::Operation;
 use crate::content::ContentPart;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::events::{ModelDelta, ToolEventKind};
+use crate::run::Run;
 use crate::spec::{SideEffects, ToolSpec};
 
 /// Who said a message.
@@ -174,6 +175,22 @@ pub struct ToolCallRequest {
     pub name: String,
     /// The arguments.
     pub arguments: Value,
+}
+
+impl ToolCallRequest {
+    /// A call of the tool the model was offered as `name`, with `arguments`,
+    /// identified by `id`.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> ToolCallRequest {
+        ToolCallRequest {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
 }
 
 /// A model's answer.
@@ -425,20 +442,22 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
     // The request and the answer are typed on both sides; the door has nothing to check.
     spec.input_schema = Value::Bool(true);
     spec.output_schema = Value::Bool(true);
+    // A completion is never shaped: cut, it would no longer be a reply.
+    spec.max_result_tokens = Some(0);
     Operation::new(spec)
 }
 
-/// Calls `model` through the door of `runtime`, as the operation `completion` (made
-/// by [`completion`] for this model), with the caller's `ctx`: every stage applies
-/// (permissions, replay, time limits, audit). The request is serialized only when a
-/// stage needs it (a cassette is attached). When `ctx` has an event sink, the model
-/// streams its reply into it (see the [module docs](self)).
+/// Calls `model` through the door as a call of `run`, as the operation `completion`
+/// (made by [`completion`] for this model), with the caller's `ctx`: every stage
+/// applies (permissions, replay, time limits, audit). The request is serialized only
+/// when a stage needs it (the run has a cassette). When the run has an event sink,
+/// the model streams its reply into it (see the [module docs](self)).
 ///
 /// A model's own failure keeps its kind on a live call; recorded, it replays as
 /// [`ModelError::Failed`] with the same message. What the door stops is
 /// [`ModelError::Door`].
 pub async fn complete(
-    runtime: &Runtime,
+    run: &Run,
     completion: &Operation,
     model: &dyn ChatModel,
     request: &ChatRequest,
@@ -455,10 +474,10 @@ pub async fn complete(
         error.type = tracing::field::Empty,
     );
     if span.is_disabled() {
-        return complete_in_door(runtime, completion, model, request, ctx).await;
+        return complete_in_door(run, completion, model, request, ctx).await;
     }
     span.record("otel.name", format!("chat {}", model.model()).as_str());
-    let result = complete_in_door(runtime, completion, model, request, ctx)
+    let result = complete_in_door(run, completion, model, request, ctx)
         .instrument(span.clone())
         .await;
     match &result {
@@ -488,27 +507,29 @@ fn otel_provider(provider: &str) -> &str {
 
 /// [`complete`], without its span.
 async fn complete_in_door(
-    runtime: &Runtime,
+    run: &Run,
     completion: &Operation,
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
 ) -> Result<ChatResponse, ModelError> {
     let key = completion.key();
+    let runtime = run.runtime();
     // The model's own error, kept typed for the caller; the door sees its text.
     let failed: Mutex<Option<ModelError>> = Mutex::new(None);
-    let listens = ctx.listens();
+    let listens = run.events().is_some();
     let live = AtomicBool::new(false);
     let (failure, streamed) = (&failed, &live);
     let (outcome, call_id) = runtime
         .perform_identified(
+            Some(run.state()),
             completion,
             || serde_json::to_value(request).unwrap_or(Value::Null),
             ctx,
             |call_id| async move {
                 let answer = if listens {
                     streamed.store(true, Ordering::Relaxed);
-                    let sink = |delta: ModelDelta| emit_delta(ctx, call_id, key, delta);
+                    let sink = |delta: ModelDelta| emit_delta(run, ctx, call_id, key, delta);
                     model.stream(request, &sink).await
                 } else {
                     model.complete(request).await
@@ -562,7 +583,7 @@ async fn complete_in_door(
             if listens && !streamed.load(Ordering::Relaxed) {
                 // Replayed: the recorded reply streams at once.
                 for delta in deltas_of(&response) {
-                    emit_delta(ctx, call_id, key, delta);
+                    emit_delta(run, ctx, call_id, key, delta);
                 }
             }
             Ok(response)
@@ -577,7 +598,8 @@ async fn complete_in_door(
 
 /// Sends `delta` as an event of the model call `call_id`, with the caller's secrets
 /// redacted.
-fn emit_delta(ctx: &ToolContext, call_id: u64, key: &str, mut delta: ModelDelta) {
+fn emit_delta(run: &Run, ctx: &ToolContext, call_id: u64, key: &str, mut delta: ModelDelta) {
+    let Some(sink) = run.events() else { return };
     match &mut delta {
         ModelDelta::Text(text) => {
             ctx.redact_secrets(text);
@@ -586,7 +608,7 @@ fn emit_delta(ctx: &ToolContext, call_id: u64, key: &str, mut delta: ModelDelta)
             ctx.redact_secrets(arguments);
         }
     }
-    ctx.emit_for(call_id, key, ToolEventKind::Model(delta));
+    sink.push(call_id, key, ToolEventKind::Model(delta));
 }
 
 /// A reply as deltas: its text as one (when there is text), then one per tool call
@@ -706,10 +728,19 @@ impl DeltaAssembler {
 }
 
 /// A model that answers with scripted turns, in order.
+///
+/// Its `n`th turn answers the conversation's `n`th model reply: the turn it gives a
+/// request is the number of assistant messages the request holds (or, when it was
+/// called more often than that, its own count of calls). So a run resumed in another
+/// process, whose earlier turns come from its journal, gets the next turn, not the
+/// first one again. A model that answers only part of a conversation (one given with
+/// [`ReactSkill::with_model_for`](crate::agent::react::ReactSkill::with_model_for))
+/// counts its own calls instead: make it with [`ScriptedModel::in_call_order`].
 pub struct ScriptedModel {
     turns: Vec<Result<ChatResponse, ModelError>>,
     next: Mutex<usize>,
     requests: Mutex<Vec<ChatRequest>>,
+    by_conversation: bool,
 }
 
 impl fmt::Debug for ScriptedModel {
@@ -735,6 +766,17 @@ impl ScriptedModel {
             turns: turns.into_iter().collect(),
             next: Mutex::new(0),
             requests: Mutex::new(Vec::new()),
+            by_conversation: true,
+        }
+    }
+
+    /// A model whose `n`th call gets `turns[n]`, whatever the conversation holds: for
+    /// a model that answers only some steps of a run. Not safe to resume in another
+    /// process (its count starts again from the first turn).
+    pub fn in_call_order(turns: impl IntoIterator<Item = ChatResponse>) -> ScriptedModel {
+        ScriptedModel {
+            by_conversation: false,
+            ..ScriptedModel::new(turns)
         }
     }
 
@@ -782,14 +824,24 @@ impl ChatModel for ScriptedModel {
             .unwrap_or_else(PoisonError::into_inner)
             .push(request.clone());
         let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-        let answer = match self.turns.get(*next) {
+        let replies = if self.by_conversation {
+            request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count()
+        } else {
+            0
+        };
+        let at = (*next).max(replies);
+        let answer = match self.turns.get(at) {
             Some(turn) => turn.clone(),
             None => Err(ModelError::ScriptExhausted {
                 turns: self.turns.len(),
-                call: *next + 1,
+                call: at + 1,
             }),
         };
-        *next += 1;
+        *next = at + 1;
         Box::pin(std::future::ready(answer))
     }
 }

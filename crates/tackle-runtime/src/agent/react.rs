@@ -5,8 +5,8 @@
 //! either answers (a reply without tool calls that the run takes as an answer, see
 //! [`TextAnswers`] and [`ReactSkill::with_answer_schema`]: the run is done) or asks for
 //! tool calls,
-//! which run as one batch through the [`Executor`] (so in parallel where safe, and
-//! every call through the door). Each result comes back to the model as an
+//! which run as one batch of the [`Run`] (so in parallel where safe, and every call
+//! through the door). Each result comes back to the model as an
 //! observation. The run ends, checked in this order, when:
 //!
 //! 1. the model answered (`done`);
@@ -16,14 +16,18 @@
 //!
 //! A tool result that holds an image or a file ([`crate::content`]) reaches the model
 //! as its text, naming each part, with the images and files as parts of the tool
-//! message. When the caller's context has an event sink, each step's model reply
+//! message. When the run has an event sink, each step's model reply
 //! streams into it as it is written (see [`crate::agent::model`]).
 //!
 //! Failures are observations, not errors of the run: the model reads what went wrong
 //! and may try again. For invalid arguments there is one optional repair round through
 //! a [`RepairHook`] before the failure counts.
 //!
-//! Model calls go through the door of the executor's runtime ([`complete`]), as tool
+//! The skill is a definition: model, tools offered, prompt, limits, answer type. It
+//! holds no runtime; each run of it is made on a [`Run`], which owns the run's
+//! cassette, cancellation and events, so one skill serves many runs at once.
+//!
+//! Model calls go through the door as calls of the run ([`complete`]), as tool
 //! calls do: the caller needs the model's permissions (`llm:<provider>` by default),
 //! each call is audited, and a recorded run replays offline with a model that is never
 //! called, step for step.
@@ -33,16 +37,19 @@
 //! other name, even one that resolves in the registry and that the caller may call, is
 //! a `NotFound` observation, and nothing runs.
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::{
-    complete, completion, ChatModel, ChatRequest, ChatResponse, Message, ModelError, Pricing,
+    complete, completion, ChatModel, ChatRequest, ChatResponse, Message, ModelError, Pricing, Role,
     ToolCallRequest, ToolDefinition, UnreadableCall, Usage,
 };
 use crate::agent::providers::drop_nulls;
@@ -52,8 +59,9 @@ use crate::call::Operation;
 use crate::content::{split_output, ContentPart};
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::executor::{Executor, ToolCall};
-use crate::registry::Tool;
+use crate::executor::ToolCall;
+use crate::registry::{Registry, Tool};
+use crate::run::Run;
 use crate::spec::{ModelHint, PreferredModel};
 use crate::validate::{SchemaValidator, ValidationIssue};
 
@@ -68,7 +76,7 @@ pub enum StepControl {
 
 /// Where a run's effects go: its model calls and its tool calls.
 ///
-/// [`ReactSkill::run_observed`] sends them through the door of the skill's executor,
+/// [`ReactSkill::run_observed`] sends them through the door as calls of its run,
 /// in this process, with the caller's context. A run driven elsewhere implements this
 /// trait: `tackle-temporal` makes each call an activity that a worker runs through its
 /// own door, while the loop itself, which only decides, runs as a workflow. Given the
@@ -94,10 +102,11 @@ pub trait StepEffects {
     ) -> impl Future<Output = Vec<Result<Value, ToolError>>>;
 }
 
-/// The effects of a run in this process: through the skill's executor, with the
-/// caller's context.
+/// The effects of a run in this process: calls of `run` through its runtime's door,
+/// with the caller's context.
 struct LocalEffects<'a> {
     skill: &'a ReactSkill,
+    run: &'a Run,
     ctx: &'a ToolContext,
 }
 
@@ -108,7 +117,7 @@ impl StepEffects for LocalEffects<'_> {
         model: Option<usize>,
         request: &ChatRequest,
     ) -> impl Future<Output = Result<ChatResponse, ModelError>> {
-        self.skill.ask_model(model, request, self.ctx)
+        self.skill.ask_model(self.run, model, request, self.ctx)
     }
 
     fn execute(
@@ -116,7 +125,7 @@ impl StepEffects for LocalEffects<'_> {
         _step: usize,
         calls: Vec<ToolCall>,
     ) -> impl Future<Output = Vec<Result<Value, ToolError>>> {
-        self.skill.run_calls(calls, self.ctx)
+        self.skill.run_calls(self.run, calls, self.ctx)
     }
 }
 
@@ -190,9 +199,10 @@ pub struct ReactState {
     /// Steps taken so far.
     #[serde(default)]
     pub step_index: usize,
-    /// Why the run stopped without an answer, if it did.
+    /// Why the run stopped: `done` once answered, else why it stopped without an
+    /// answer (`None` while it runs). Its `Display` says it in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub stop_reason: Option<StopReason>,
     /// The tokens the run's model calls used, as their providers reported them
     /// (written only when some were reported).
     #[serde(default, skip_serializing_if = "Usage::is_zero")]
@@ -211,6 +221,48 @@ fn default_error_budget() -> u32 {
     3
 }
 
+/// Why a ReAct run stopped ([`ReactState::stop_reason`]). On the wire, an object
+/// tagged by `reason` (`{"reason": "step_limit", "max_steps": 10}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model answered.
+    Done,
+    /// An observer paused the run at a step boundary (a durable run's checkpoint).
+    Paused {
+        /// Steps taken before the pause.
+        after_steps: usize,
+    },
+    /// A call of the last step waits for a decision (a durable run).
+    AwaitingApproval,
+    /// Calls in flight when a process died may or may not have happened: an operator
+    /// resolves them (a durable run).
+    UnknownOutcome,
+    /// Failed calls spent the error budget.
+    ErrorBudgetSpent,
+    /// `max_steps` steps were taken without an answer.
+    StepLimit {
+        /// The limit.
+        max_steps: usize,
+    },
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Done => f.write_str("answered"),
+            StopReason::Paused { after_steps } => write!(f, "paused after {after_steps} step(s)"),
+            StopReason::AwaitingApproval => f.write_str("awaiting approval"),
+            StopReason::UnknownOutcome => {
+                f.write_str("calls of unknown outcome wait for an operator")
+            }
+            StopReason::ErrorBudgetSpent => f.write_str("the error budget is spent"),
+            StopReason::StepLimit { max_steps } => write!(f, "no answer within {max_steps} steps"),
+        }
+    }
+}
+
 impl Default for ReactState {
     fn default() -> ReactState {
         ReactState {
@@ -220,11 +272,104 @@ impl Default for ReactState {
             error_budget: default_error_budget(),
             final_answer: None,
             step_index: 0,
-            stopped: None,
+            stop_reason: None,
             usage: Usage::default(),
             final_value: None,
             cost: None,
         }
+    }
+}
+
+/// One turn of a conversation ([`ReactSkill::run_turn`]): the run's state and the
+/// messages the turn added (the user's task, the model's turns, tool results, the
+/// answer), to pass as history to the next turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Turn {
+    /// The run's state.
+    pub state: ReactState,
+    /// The messages this turn added to the conversation.
+    pub new_messages: Vec<Message>,
+}
+
+/// A typed answer ([`ReactSkill::run_for`]): the value, and the run's state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer<T> {
+    /// The answer.
+    pub value: T,
+    /// The run's state.
+    pub state: ReactState,
+}
+
+/// A conversation with a skill, turn after turn, on one [`Run`]: each
+/// [`ask`](Session::ask) continues from the messages of the turns before. Every turn's
+/// calls are the run's, so a session with a cassette records and replays whole.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tackle::agent::model::{ChatResponse, ScriptedModel};
+/// use tackle::agent::react::{ReactSkill, Session};
+/// use tackle::{Run, Runtime, ToolContext};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Arc::new(Runtime::from_inventory()?);
+/// let model = ScriptedModel::new([ChatResponse::text("Hi Ada."), ChatResponse::text("Ada.")]);
+/// let skill = ReactSkill::new(Arc::new(model), runtime.registry(), &[])?;
+/// let mut chat = Session::new(&skill, Run::new(&runtime));
+/// let ctx = ToolContext::new().with_grant("llm:*");
+/// chat.ask("I am Ada.", &ctx).await?;
+/// let second = chat.ask("What is my name?", &ctx).await?;
+/// assert_eq!(second.final_answer.as_deref(), Some("Ada."));
+/// assert_eq!(chat.history().len(), 4); // two questions, two answers
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Session<'s> {
+    skill: &'s ReactSkill,
+    run: Run,
+    history: Vec<Message>,
+}
+
+impl<'s> Session<'s> {
+    /// A new conversation with `skill`, its calls made on `run`.
+    pub fn new(skill: &'s ReactSkill, run: Run) -> Session<'s> {
+        Session {
+            skill,
+            run,
+            history: Vec::new(),
+        }
+    }
+
+    /// A conversation that continues from `history` (messages of earlier turns).
+    pub fn with_history(mut self, history: Vec<Message>) -> Session<'s> {
+        self.history = history;
+        self
+    }
+
+    /// Asks the next question: one turn, continuing the conversation.
+    pub async fn ask(&mut self, text: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
+        let turn = self
+            .skill
+            .run_turn(&self.run, &self.history, text, ctx)
+            .await?;
+        self.history.extend(turn.new_messages);
+        Ok(turn.state)
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The run the turns' calls are made on (to finish its cassette, say).
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The conversation, to keep or to continue later.
+    pub fn into_history(self) -> Vec<Message> {
+        self.history
     }
 }
 
@@ -253,6 +398,23 @@ pub enum AgentError {
     /// The schema a run's answer must match is not a valid JSON Schema.
     #[error("the answer schema is not valid: {0}")]
     InvalidAnswerSchema(String),
+    /// The run ended without an answer (its error budget or step limit); its state
+    /// says why ([`ReactState::stop_reason`]).
+    #[error("the run ended without an answer: {}", state.stop_reason.as_ref().map_or_else(|| "no reason given".to_owned(), ToString::to_string))]
+    NoAnswer {
+        /// The run's state.
+        state: Box<ReactState>,
+    },
+    /// The answer matched the schema but could not be read as the Rust type.
+    #[error("the answer could not be read as `{type_name}`: {message}")]
+    AnswerType {
+        /// The type asked for.
+        type_name: &'static str,
+        /// Why.
+        message: String,
+        /// The run's state (its `final_value` holds the answer).
+        state: Box<ReactState>,
+    },
     /// Two tools offered to the model would have the same name.
     #[error("`{first}` and `{second}` would both be offered to the model as `{name}`")]
     NameCollision {
@@ -288,7 +450,7 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 /// use serde_json::json;
 /// use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
 /// use tackle::agent::react::ReactSkill;
-/// use tackle::{tool, Executor, Runtime, ToolContext};
+/// use tackle::{tool, Run, Runtime, ToolContext};
 ///
 /// /// Adds two integers.
 /// #[tool(namespace = "math", side_effects = none)]
@@ -306,10 +468,11 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 ///     }]),
 ///     ChatResponse::text("2 + 3 = 5"),
 /// ]);
-/// let executor = Arc::new(Executor::new(Arc::new(Runtime::from_inventory()?)));
-/// let agent = ReactSkill::new(Arc::new(model), executor, &["math.add"])?.with_max_steps(4);
+/// let runtime = Arc::new(Runtime::from_inventory()?);
+/// let agent = ReactSkill::new(Arc::new(model), runtime.registry(), &["math.add"])?.with_max_steps(4);
 /// // Deny by default: the caller grants the model's permission.
-/// let state = agent.run("What is 2 + 3?", &ToolContext::new().with_grant("llm:*")).await?;
+/// let ctx = ToolContext::new().with_grant("llm:*");
+/// let state = agent.run(&Run::new(&runtime), "What is 2 + 3?", &ctx).await?;
 /// assert_eq!(state.final_answer.as_deref(), Some("2 + 3 = 5"));
 /// assert_eq!(state.tool_calls[0].result, Some(json!(5)));
 /// # Ok(())
@@ -318,9 +481,14 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 pub struct ReactSkill {
     model: Arc<dyn ChatModel>,
     completion: Operation,
-    executor: Arc<Executor>,
     tools: Vec<ToolDefinition>,
+    /// The model name of every offered tool, and its key.
     names: HashMap<String, String>,
+    /// The `preferred_model` of offered tools that have one, by key.
+    preferences: HashMap<String, PreferredModel>,
+    /// Other names an offered tool answers to (its key, `namespace.name`, a bare
+    /// name no other offered tool has), and its key.
+    aliases: HashMap<String, String>,
     deferred: HashMap<String, ToolDefinition>,
     deferred_tools: Vec<Arc<Tool>>,
     deferred_index: Option<ToolIndex>,
@@ -335,6 +503,8 @@ pub struct ReactSkill {
     pricing: HashMap<String, Pricing>,
     /// The schema a final answer must match, and its validator.
     answer_schema: Option<(Value, Arc<SchemaValidator>)>,
+    /// The Rust type that schema was made from ([`ReactSkill::with_answer`]).
+    answer_type: Option<TypeId>,
     /// Which replies without tool calls are answers (when there is no schema).
     text_answers: TextAnswers,
 }
@@ -439,23 +609,27 @@ impl ReactSkill {
     /// The failed calls a run tolerates unless told otherwise: 3.
     pub const DEFAULT_ERROR_BUDGET: u32 = 3;
 
-    /// A skill that lets `model` use the tools `keys` (each must resolve in the
-    /// executor's registry), with default limits. Tools whose spec sets
-    /// `defer_loading` are deferred (see [`with_deferred`](Self::with_deferred)).
+    /// A skill that lets `model` use the tools `keys` (each must resolve in
+    /// `registry`), with default limits. Tools whose spec sets `defer_loading` are
+    /// deferred (see [`with_deferred`](Self::with_deferred)). The skill keeps the
+    /// tools' definitions, not the registry: it runs on any [`Run`] whose runtime has
+    /// those tools.
     pub fn new(
         model: Arc<dyn ChatModel>,
-        executor: Arc<Executor>,
+        registry: &Registry,
         keys: &[&str],
     ) -> Result<ReactSkill, AgentError> {
         let mut tools = Vec::with_capacity(keys.len());
         let mut names = HashMap::new();
         let mut deferred = Vec::new();
+        let mut preferences = HashMap::new();
         for key in keys {
-            let tool = executor
-                .runtime()
-                .registry()
+            let tool = registry
                 .resolve(key)
                 .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+            if let Some(preferred) = &tool.spec().preferred_model {
+                preferences.insert(tool.key().to_owned(), preferred.clone());
+            }
             if tool.spec().defer_loading {
                 deferred.push(tool.key().to_owned());
                 continue;
@@ -470,9 +644,10 @@ impl ReactSkill {
         let skill = ReactSkill {
             completion: completion(model.as_ref()),
             model,
-            executor,
             tools,
             names,
+            aliases: HashMap::new(),
+            preferences,
             deferred: HashMap::new(),
             deferred_tools: Vec::new(),
             deferred_index: None,
@@ -484,13 +659,36 @@ impl ReactSkill {
             repair: None,
             pricing: HashMap::new(),
             answer_schema: None,
+            answer_type: None,
             text_answers: TextAnswers::default(),
         };
         if deferred.is_empty() {
-            return Ok(skill);
+            return Ok(skill.with_aliases());
         }
         let deferred: Vec<&str> = deferred.iter().map(String::as_str).collect();
-        skill.with_deferred(&deferred)
+        skill.with_deferred(registry, &deferred)
+    }
+
+    /// Fills the other names offered tools answer to from their keys.
+    fn with_aliases(mut self) -> ReactSkill {
+        let mut aliases: HashMap<String, String> = HashMap::new();
+        let mut bare: HashMap<String, Option<String>> = HashMap::new();
+        for key in self.names.values() {
+            let path = key.split_once('@').map_or(key.as_str(), |(p, _)| p);
+            aliases.insert(key.clone(), key.clone());
+            aliases.insert(path.to_owned(), key.clone());
+            let name = path.rsplit_once('.').map_or(path, |(_, n)| n).to_owned();
+            bare.entry(name)
+                .and_modify(|k| *k = None)
+                .or_insert_with(|| Some(key.clone()));
+        }
+        for (name, key) in bare {
+            if let Some(key) = key {
+                aliases.entry(name).or_insert(key);
+            }
+        }
+        self.aliases = aliases;
+        self
     }
 
     /// Gives `tool_search` an embedder: its first tier ranks the deferred tools by
@@ -522,6 +720,7 @@ impl ReactSkill {
         let validator =
             SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;
         self.answer_schema = Some((schema, Arc::new(validator)));
+        self.answer_type = None;
         Ok(self)
     }
 
@@ -559,12 +758,10 @@ impl ReactSkill {
         if self.preferred.is_empty() {
             return None;
         }
-        let registry = self.executor.runtime().registry();
         let wanted: Vec<PreferredModel> = calls
             .iter()
             .filter_map(|c| self.names.get(&c.name))
-            .filter_map(|key| registry.resolve(key).ok())
-            .filter_map(|tool| tool.spec().preferred_model.clone())
+            .filter_map(|key| self.preferences.get(key).cloned())
             .collect();
         let index_of = |p: &PreferredModel| self.preferred.iter().position(|(q, _, _)| q == p);
         let named = wanted
@@ -607,14 +804,19 @@ impl ReactSkill {
     /// Adds tools that are not offered at first: the model gets a `tool_search` tool
     /// instead, and each tool it finds is offered from the next step on. For large
     /// toolsets, where offering everything would drown the model.
-    pub fn with_deferred(mut self, keys: &[&str]) -> Result<ReactSkill, AgentError> {
+    pub fn with_deferred(
+        mut self,
+        registry: &Registry,
+        keys: &[&str],
+    ) -> Result<ReactSkill, AgentError> {
         for key in keys {
-            let tool = self
-                .executor
-                .runtime()
-                .registry()
+            let tool = registry
                 .resolve(key)
                 .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+            if let Some(preferred) = &tool.spec().preferred_model {
+                self.preferences
+                    .insert(tool.key().to_owned(), preferred.clone());
+            }
             let name = offer(&mut self.names, tool.key())?;
             self.deferred.insert(
                 tool.key().to_owned(),
@@ -632,7 +834,7 @@ impl ReactSkill {
             self.deferred_tools.iter().map(|t| &**t),
             self.embedder.clone(),
         ));
-        Ok(self)
+        Ok(self.with_aliases())
     }
 
     /// The tool definitions the model is offered at the start of a run (with
@@ -645,59 +847,155 @@ impl ReactSkill {
         tools
     }
 
-    /// Runs the loop on `task` with the caller's context.
-    pub async fn run(&self, task: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
-        self.run_observed(task, ctx, &mut |_| StepControl::Continue)
+    /// Runs one turn of a conversation as `run`'s calls: `history` (the messages of
+    /// earlier turns, as [`Turn::new_messages`] gave them; a system message in it is
+    /// left out, the skill's prompt stands), then `task` as the user's new message.
+    /// The turn's messages come back to continue from (as pydantic-ai's
+    /// `message_history`). A chat loop uses [`Session`].
+    pub async fn run_turn(
+        &self,
+        run: &Run,
+        history: &[Message],
+        task: &str,
+        ctx: &ToolContext,
+    ) -> Result<Turn, AgentError> {
+        let effects = LocalEffects {
+            skill: self,
+            run,
+            ctx,
+        };
+        self.converse(
+            history,
+            task,
+            self.answer_schema.as_ref(),
+            &effects,
+            &mut |_| StepControl::Continue,
+        )
+        .await
+    }
+
+    /// Requires the answer to be a `T`: its schema ([`crate::schema::answer_schema`])
+    /// becomes the skill's answer schema (see
+    /// [`with_answer_schema`](Self::with_answer_schema)), and [`run_for`](Self::run_for)
+    /// reads the answer as a `T`.
+    pub fn with_answer<T: JsonSchema + 'static>(self) -> Result<ReactSkill, AgentError> {
+        let mut skill = self.with_answer_schema(crate::schema::answer_schema::<T>())?;
+        skill.answer_type = Some(TypeId::of::<T>());
+        Ok(skill)
+    }
+
+    /// Runs the loop on `task` as `run`'s calls and returns its answer as a `T`.
+    ///
+    /// The answer must match `T`'s schema: it is sent natively to a model whose
+    /// provider enforces schemas, and told in the prompt otherwise; a reply that does
+    /// not parse or does not match is a repair turn. A skill built
+    /// [`with_answer::<T>()`](Self::with_answer) uses the schema it compiled; any
+    /// other compiles `T`'s for this run. A run that ends without an answer is
+    /// [`AgentError::NoAnswer`], with its state.
+    pub async fn run_for<T: JsonSchema + DeserializeOwned + 'static>(
+        &self,
+        run: &Run,
+        task: &str,
+        ctx: &ToolContext,
+    ) -> Result<Answer<T>, AgentError> {
+        let compiled;
+        let schema = match (&self.answer_schema, self.answer_type) {
+            (Some(schema), Some(t)) if t == TypeId::of::<T>() => schema,
+            _ => {
+                let schema = crate::schema::answer_schema::<T>();
+                let validator =
+                    SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;
+                compiled = (schema, Arc::new(validator));
+                &compiled
+            }
+        };
+        let effects = LocalEffects {
+            skill: self,
+            run,
+            ctx,
+        };
+        let turn = self
+            .converse(&[], task, Some(schema), &effects, &mut |_| {
+                StepControl::Continue
+            })
+            .await?;
+        let Some(value) = turn.state.final_value.clone() else {
+            return Err(AgentError::NoAnswer {
+                state: Box::new(turn.state),
+            });
+        };
+        match serde_json::from_value(value) {
+            Ok(value) => Ok(Answer {
+                value,
+                state: turn.state,
+            }),
+            Err(e) => Err(AgentError::AnswerType {
+                type_name: std::any::type_name::<T>(),
+                message: e.to_string(),
+                state: Box::new(turn.state),
+            }),
+        }
+    }
+
+    /// Runs the loop on `task` as `run`'s calls, with the caller's context.
+    pub async fn run(
+        &self,
+        run: &Run,
+        task: &str,
+        ctx: &ToolContext,
+    ) -> Result<ReactState, AgentError> {
+        self.run_observed(run, task, ctx, &mut |_| StepControl::Continue)
             .await
     }
 
     /// Runs the loop on `task`, showing `observe` the state at each step boundary
     /// (after a step's observations, before the next model call); when it answers
-    /// [`StepControl::Pause`], the run stops there, not done, with `stopped` saying
+    /// [`StepControl::Pause`], the run stops there, not done, with `stop_reason` saying
     /// so. A durable run checkpoints its state this way (see [`crate::durable`]).
     pub async fn run_observed(
         &self,
+        run: &Run,
         task: &str,
         ctx: &ToolContext,
         observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
     ) -> Result<ReactState, AgentError> {
-        let effects = LocalEffects { skill: self, ctx };
+        let effects = LocalEffects {
+            skill: self,
+            run,
+            ctx,
+        };
         self.run_with(task, &effects, observe).await
     }
 
-    /// Asks a model through the door of the skill's executor: the run's model when
+    /// Asks a model through the door as a call of `run`: the skill's model when
     /// `model` is `None`, else the `model`-th model given with
     /// [`with_model_for`](Self::with_model_for) (`None` past the last). The effect of
     /// a run's model call ([`StepEffects::complete`]).
     pub async fn ask_model(
         &self,
+        run: &Run,
         model: Option<usize>,
         request: &ChatRequest,
         ctx: &ToolContext,
     ) -> Result<ChatResponse, ModelError> {
         let (model, operation) = self.model_at(model);
-        complete(self.executor.runtime(), operation, model, request, ctx).await
+        complete(run, operation, model, request, ctx).await
     }
 
-    /// Runs tool calls as one batch through the skill's executor (in parallel where
-    /// safe, every call through the door), one outcome per call, in call order. The
-    /// effect of a run's tool calls ([`StepEffects::execute`]).
+    /// Runs tool calls as one batch of `run` (in parallel where safe, every call
+    /// through the door), one outcome per call, in call order. The effect of a run's
+    /// tool calls ([`StepEffects::execute`]).
     pub async fn run_calls(
         &self,
+        run: &Run,
         calls: Vec<ToolCall>,
         ctx: &ToolContext,
     ) -> Vec<Result<Value, ToolError>> {
-        self.executor
-            .execute_batch(calls, ctx)
+        run.execute_batch(calls, ctx)
             .await
             .into_iter()
             .map(|outcome| outcome.report.result)
             .collect()
-    }
-
-    /// The executor whose registry the skill's tools come from.
-    pub fn executor(&self) -> &Arc<Executor> {
-        &self.executor
     }
 
     /// The model `model` names (see [`ask_model`](Self::ask_model)), with its
@@ -718,20 +1016,39 @@ impl ReactSkill {
         effects: &E,
         observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
     ) -> Result<ReactState, AgentError> {
+        let turn = self
+            .converse(&[], task, self.answer_schema.as_ref(), effects, observe)
+            .await?;
+        Ok(turn.state)
+    }
+
+    /// The loop over a conversation: `history` (earlier turns, without the system
+    /// prompt), then `task` as the user's message. Returns the state and the new
+    /// messages (the task, the model's turns, the tool results, the answer).
+    async fn converse<E: StepEffects>(
+        &self,
+        history: &[Message],
+        task: &str,
+        answer_schema: Option<&(Value, Arc<SchemaValidator>)>,
+        effects: &E,
+        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
+    ) -> Result<Turn, AgentError> {
         let mut state = ReactState {
             error_budget: self.error_budget,
             ..ReactState::default()
         };
         // The conversation and the offered tools grow in place, step by step.
+        let mut messages = Vec::with_capacity(history.len() + 2);
+        messages.push(Message::system(&self.system_prompt));
+        messages.extend(history.iter().filter(|m| m.role != Role::System).cloned());
+        let first_new = messages.len();
+        messages.push(Message::user(task));
         let mut request = ChatRequest {
-            messages: vec![Message::system(&self.system_prompt), Message::user(task)],
+            messages,
             tools: self.tools(),
-            response_schema: self
-                .answer_schema
-                .as_ref()
-                .map(|(schema, _)| schema.clone()),
+            response_schema: answer_schema.map(|(schema, _)| schema.clone()),
         };
-        if let Some((schema, _)) = &self.answer_schema {
+        if let Some((schema, _)) = answer_schema {
             if !self.model.structured_output() {
                 // This model does not enforce the schema: it reads it.
                 request.messages[0].content.push_str(&format!(
@@ -744,8 +1061,12 @@ impl ReactSkill {
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
             if step > 0 && observe(&state) == StepControl::Pause {
-                state.stopped = Some(format!("paused after {step} step(s)"));
-                return Ok(state);
+                state.stop_reason = Some(StopReason::Paused { after_steps: step });
+                let new_messages = request.messages.split_off(first_new);
+                return Ok(Turn {
+                    state,
+                    new_messages,
+                });
             }
             let (model, _) = self.model_at(preferred);
             let response = effects
@@ -762,7 +1083,7 @@ impl ReactSkill {
             preferred = self.preferred_after(&response.tool_calls);
             state.step_index += 1;
             if response.tool_calls.is_empty() {
-                let checked = match &self.answer_schema {
+                let checked = match answer_schema {
                     Some((schema, validator)) => answer_value(&response.text, schema, validator)
                         .map(Some)
                         .map_err(|problem| {
@@ -804,8 +1125,12 @@ impl ReactSkill {
                     tool_call: None,
                     observation: None,
                 });
+                request
+                    .messages
+                    .push(Message::assistant(response.text.clone(), Vec::new()));
                 state.final_answer = Some(response.text);
                 state.done = true;
+                state.stop_reason = Some(StopReason::Done);
                 break;
             }
             let observations = self
@@ -830,13 +1155,19 @@ impl ReactSkill {
             request.messages.extend(results);
         }
         if !state.done {
-            state.stopped = Some(if state.error_budget == 0 {
-                "the error budget is spent".to_owned()
+            state.stop_reason = Some(if state.error_budget == 0 {
+                StopReason::ErrorBudgetSpent
             } else {
-                format!("no answer within {} steps", self.max_steps)
+                StopReason::StepLimit {
+                    max_steps: self.max_steps,
+                }
             });
         }
-        Ok(state)
+        let new_messages = request.messages.split_off(first_new);
+        Ok(Turn {
+            state,
+            new_messages,
+        })
     }
 
     /// Runs one turn's tool calls (the registry's as one batch; `tool_search`
@@ -878,6 +1209,7 @@ impl ReactSkill {
                 outcomes[i] = Some(Err(ToolError::NotFound {
                     query: c.name.clone(),
                     suggestions: self.closest_offered(&c.name),
+                    registry_empty: false,
                 }));
             } else if self.deferred.contains_key(&key)
                 && !offered
@@ -887,6 +1219,7 @@ impl ReactSkill {
                 outcomes[i] = Some(Err(ToolError::NotFound {
                     query: c.name.clone(),
                     suggestions: vec![format!("find it first with `{SEARCH_TOOL}`")],
+                    registry_empty: false,
                 }));
             } else {
                 batch.push((
@@ -967,13 +1300,9 @@ impl ReactSkill {
     /// The key of the run's tool that `name` calls: the name the model was given, or
     /// the tool's key, `namespace.name` or bare name. `None` for anything else.
     fn offered_key(&self, name: &str) -> Option<String> {
-        if let Some(key) = self.names.get(name) {
-            return Some(key.clone());
-        }
-        let tool = self.executor.runtime().registry().resolve(name).ok()?;
         self.names
-            .values()
-            .find(|key| key.as_str() == tool.key())
+            .get(name)
+            .or_else(|| self.aliases.get(name))
             .cloned()
     }
 

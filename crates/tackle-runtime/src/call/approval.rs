@@ -1,10 +1,10 @@
 //! Stage 6, approval: a yes before a call that needs one runs.
 //!
 //! A call needs approval when its tool says so for every call or its approval
-//! predicate says so for the validated input. The runtime's [`Approver`] is asked,
-//! with the call bound to its exact arguments; with no approver, the call is refused.
-//! An approval the approver asked to remember lets later calls with the same key and
-//! arguments through without asking. A replayed call never reaches an approver, nor
+//! predicate says so for the validated input. The run's [`Approver`] (else the
+//! runtime's) is asked, with the call bound to its exact arguments; with no approver,
+//! the call is refused. An approval the approver asked to remember lets later calls
+//! of the same run with the same key and arguments through without asking. A replayed call never reaches an approver, nor
 //! does a call of a run already cancelled (execution then ends it).
 //!
 //! [`Approver`]: crate::approval::Approver
@@ -14,7 +14,7 @@ use std::sync::PoisonError;
 
 use serde_json::Value;
 
-use super::{Call, Flow, Gate, Runtime};
+use super::{Call, Flow, Gate, RunState, Runtime};
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
@@ -22,7 +22,7 @@ use crate::registry::Tool;
 
 #[inline]
 pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
-    if call.outcome.is_some() || call.ctx.is_cancelled() {
+    if call.outcome.is_some() || call.run.is_some_and(RunState::is_cancelled) {
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
@@ -34,7 +34,8 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     }
     // Boxed, like the other rare stages, to keep the common call's future small.
     let call_id = call.id();
-    let decision = Box::pin(ask(door, tool, call.input.get(), call_id)).await;
+    let run = call.run;
+    let decision = Box::pin(ask(door, run, tool, call.input.get(), call_id)).await;
     let refusal = match &decision {
         GateDecision::Refused(reason) => Some(ToolError::ApprovalDenied {
             key: tool.key().to_owned(),
@@ -50,18 +51,29 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
 }
 
 /// Asks for approval of a call of `tool` with the validated `input`.
-async fn ask(door: &Runtime, tool: &Tool, input: &Value, call_id: u64) -> GateDecision {
+async fn ask(
+    door: &Runtime,
+    run: Option<&RunState>,
+    tool: &Tool,
+    input: &Value,
+    call_id: u64,
+) -> GateDecision {
     let binding = ApprovalBinding::new(tool.key(), input);
-    let remembered = door
-        .remembered
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains(&binding);
+    let remembered = run.is_some_and(|run| {
+        run.memory
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&binding)
+    });
     if remembered {
         door.counters.approval(false, true);
         return GateDecision::RememberedApproval;
     }
-    let Some(approver) = &door.approver else {
+    let approver = run
+        .and_then(|run| run.approver.as_ref())
+        .or(door.approver());
+    let Some(approver) = approver else {
         door.counters.approval(false, false);
         return GateDecision::Refused(
             "the tool needs approval and no approver is configured".to_owned(),
@@ -75,8 +87,9 @@ async fn ask(door: &Runtime, tool: &Tool, input: &Value, call_id: u64) -> GateDe
     };
     let decision = match approver.review(&request).await {
         ApprovalDecision::Approve(approval) if *approval.binding() == request.binding => {
-            if approval.remember() {
-                door.remembered
+            if let (true, Some(run)) = (approval.remember(), run) {
+                run.memory
+                    .remembered
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(request.binding);

@@ -1,14 +1,13 @@
 //! Stage 4, deduplicate: one execution per idempotency key within a run.
 //!
 //! A `write` or `external` tool whose spec names an `idempotency_key` input field runs
-//! once per tool and value of that field within an executor run (the run's memory
-//! travels in the context the executor gives its calls). A later call with the same
+//! once per tool and value of that field within a [`Run`](crate::run::Run) (the run keeps
+//! the memory; a plain call has none). A later call with the same
 //! key, having passed its own capability and input stages, gets the first call's
 //! outcome (marked `deduplicated`) without running the tool; while the first call is
 //! still running, it waits for it. If the first call is dropped before it ends, a
 //! waiting call runs in its place.
 
-use std::any::Any;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -26,13 +25,6 @@ use crate::shape::ShapeReport;
 #[derive(Debug, Default)]
 pub(crate) struct Idempotency {
     slots: Mutex<FnvMap<String, Arc<Slot>>>,
-}
-
-impl Idempotency {
-    /// A new memory, as the context's per-run state.
-    pub(crate) fn new_shared() -> Arc<dyn Any + Send + Sync> {
-        Arc::new(Idempotency::default())
-    }
 }
 
 #[derive(Debug, Default)]
@@ -127,13 +119,12 @@ fn idempotency_key<'a>(call: &mut Call<'a>) -> Option<(&'a Idempotency, String)>
     if !spec.side_effects.mutates() {
         return None;
     }
+    let memory = &call.run?.memory.idempotency;
     if let Some(make) = &tool.idempotency_fn {
-        let memory = ctx.run_memory()?.downcast_ref::<Idempotency>()?;
         let key = (make.0)(call.input.get(), ctx);
         return Some((memory, format!("{}\n{key}", tool.key())));
     }
     let field = spec.idempotency_key.as_deref()?;
-    let memory = ctx.run_memory()?.downcast_ref::<Idempotency>()?;
     let value = call.input.get().get(field)?;
     Some((memory, format!("{}\n{}", tool.key(), canonical(value))))
 }

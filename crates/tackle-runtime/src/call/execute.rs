@@ -1,11 +1,14 @@
 //! Stage 7, execute: the tool runs, within its limits.
 //!
 //! * a run already cancelled ends the call with `Cancelled`: the tool never starts;
-//! * the time limit is the tool's `timeout_ms`, else the context's default; past it,
+//! * the time limit is the tool's `timeout_ms`, else the run's default; past it,
 //!   the call ends with `Timeout`;
 //! * when the run is cancelled while the tool runs, the tool is asked to stop (it sees
 //!   it through its context) and stopped after the grace window with `Aborted`.
-//!   Stopping means dropping the tool's future;
+//!   Stopping means dropping the tool's future. A synchronous tool with no time
+//!   limit runs where it is called (no thread hop): it cannot be stopped mid-way, so
+//!   it finishes; one with a time limit, or marked `blocking`, runs on a blocking
+//!   thread, where the timer and the grace window can still end the call;
 //! * a panic, while starting or while running, becomes `Panicked`: the process goes on;
 //! * a tool that sees its context gets one of its own for the call (its id, its
 //!   declared secrets, its stream); a `()` tool that streamed returns its stream;
@@ -34,9 +37,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, Call, Flow, Runtime};
+use super::{panics, Call, Flow, RunState, Runtime};
 use crate::audit::Execution;
-use crate::context::{CallScope, ToolContext};
+use crate::context::{CallScope, CancellationToken, RunScope, ToolContext, DEFAULT_GRACE};
 use crate::error::{panic_message, ToolError, ToolOrigin};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
@@ -51,16 +54,15 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     }
     let tool = call.tool();
     let ctx = call.ctx;
-    if ctx.is_cancelled() {
+    if call.run.is_some_and(RunState::is_cancelled) {
         return ControlFlow::Break(Err(ToolError::Cancelled {
             key: tool.key().to_owned(),
         }));
     }
-    if let (Some(cassette), Some(pending)) = (&door.cassette, &call.pending) {
+    if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
         let spec = call.spec();
-        let rerun_safe =
-            spec.rerun_safe() || (call.run.is_some() && tool.key().starts_with("llm."));
+        let rerun_safe = spec.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
         if let Err(why) = cassette.start(pending, rerun_safe) {
             return ControlFlow::Break(Err(ToolError::Execution {
                 key: tool.key().to_owned(),
@@ -69,20 +71,24 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         }
     }
     call.trail.execution = Execution::Live;
-    let limit = call
-        .spec()
-        .timeout_ms
-        .map(Duration::from_millis)
-        .or(ctx.default_timeout());
-    let limited = limit.is_some() || ctx.cancellation().is_some();
+    let bounds = Bounds {
+        limit: call
+            .spec()
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(call.run.and_then(|run| run.scope.default_timeout)),
+        cancel: call.run.map(|run| (&run.scope.cancel, run.scope.grace)),
+    };
     if let Some(policy) = call.sandbox.take() {
-        let result = Box::pin(sandboxed(door, call, &policy, limit, limited)).await;
+        let result = Box::pin(sandboxed(door, call, &policy, bounds)).await;
         call.outcome = Some(result);
         return ControlFlow::Continue(());
     }
-    let result = match (&tool.handler().0, limited, tool.takes_context()) {
-        (HandlerKind::Sync(run), false, false) if call.run.is_none() => {
-            // The common case: a synchronous tool with no limit, run right here.
+    let inline = bounds.limit.is_none() && !call.spec().blocking;
+    let result = match (&tool.handler().0, tool.takes_context()) {
+        (HandlerKind::Sync(run), false) if inline && !call.operation => {
+            // The common case: a synchronous tool with no time limit, run right here
+            // (cancellation cannot stop it mid-way; it was checked above).
             let input = call.input.take();
             let secrets = panics::secrets_of(ctx);
             settle(
@@ -93,24 +99,35 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             )
         }
         // Boxed: it keeps the common call's future small.
-        _ => Box::pin(run_awaited(call, limit, limited)).await,
+        _ => Box::pin(run_awaited(call, bounds)).await,
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
 }
 
-/// Runs an operation's code, an async tool, or any tool under a limit.
-async fn run_awaited(
-    call: &mut Call<'_>,
+/// What can end a running call early: its time limit, and its run's cancellation
+/// with the run's grace window.
+#[derive(Clone, Copy)]
+struct Bounds<'a> {
     limit: Option<Duration>,
-    limited: bool,
-) -> Result<Value, ToolError> {
+    cancel: Option<(&'a CancellationToken, Duration)>,
+}
+
+impl Bounds<'_> {
+    /// Whether anything can end the call early.
+    fn any(&self) -> bool {
+        self.limit.is_some() || self.cancel.is_some()
+    }
+}
+
+/// Runs an operation's code, an async tool, or any tool under a limit.
+async fn run_awaited(call: &mut Call<'_>, bounds: Bounds<'_>) -> Result<Value, ToolError> {
     let tool = call.tool();
     let ctx = call.ctx;
-    if let Some(run) = call.run.take() {
-        let work = guard_future(tool, run(call.id()));
-        return if limited {
-            limit_call(work, tool.key(), limit, ctx, false).await
+    if let Some(code) = call.code.take() {
+        let work = guard_future(tool, code(call.id()));
+        return if bounds.any() {
+            limit_call(work, tool.key(), bounds, false).await
         } else {
             work.await
         };
@@ -118,16 +135,16 @@ async fn run_awaited(
     let input = call.input.take();
     if tool.takes_context() {
         let call_id = call.id();
-        return scoped(tool, ctx, call_id, input, limit, limited).await;
+        let run = call.run.map(|run| Arc::clone(&run.scope));
+        return scoped(tool, ctx, (call_id, run), input, bounds).await;
     }
     // The tool never sees its context: no scope, no stream, no events.
-    if limited {
-        let off_thread = off_thread(tool);
+    if bounds.any() {
+        let off_thread = off_thread(tool, bounds);
         limit_call(
             guarded(tool, ctx, input, off_thread),
             tool.key(),
-            limit,
-            ctx,
+            bounds,
             off_thread || tool.spec().blocking,
         )
         .await
@@ -142,8 +159,7 @@ async fn sandboxed(
     door: &Runtime,
     call: &mut Call<'_>,
     policy: &SandboxPolicy,
-    limit: Option<Duration>,
-    limited: bool,
+    bounds: Bounds<'_>,
 ) -> Result<Value, ToolError> {
     let tool = call.tool();
     let ctx = call.ctx;
@@ -191,8 +207,8 @@ async fn sandboxed(
         no_network = run.no_network;
         run.result
     };
-    let result = if limited {
-        limit_call(work, tool.key(), limit, ctx, false).await
+    let result = if bounds.any() {
+        limit_call(work, tool.key(), bounds, false).await
     } else {
         work.await
     };
@@ -202,11 +218,14 @@ async fn sandboxed(
     result.map_err(|e| rekey(e, tool.key()))
 }
 
-/// Whether a limited call of `tool` runs on a blocking thread: a synchronous tool
-/// could not be stopped by its time limit where it is, so it goes where the timer can
-/// still fire (and a timeout reports it as still running).
-fn off_thread(tool: &Tool) -> bool {
+/// Whether a call of `tool` runs on a blocking thread: a synchronous tool under a
+/// time limit (or marked `blocking`) could not be stopped where it is, so it goes
+/// where the timer can still fire (and a timeout reports it as still running). With
+/// only its run's cancellation to watch, it runs where it is: a thread hop per call
+/// would cost more than most tools take.
+fn off_thread(tool: &Tool, bounds: Bounds<'_>) -> bool {
     matches!(tool.handler().0, HandlerKind::Sync(_))
+        && (bounds.limit.is_some() || tool.spec().blocking)
         && tokio::runtime::Handle::try_current().is_ok()
 }
 
@@ -214,25 +233,24 @@ fn off_thread(tool: &Tool) -> bool {
 async fn scoped(
     tool: &Tool,
     ctx: &ToolContext,
-    call_id: u64,
+    (call_id, run): (u64, Option<Arc<RunScope>>),
     input: Value,
-    limit: Option<Duration>,
-    limited: bool,
+    bounds: Bounds<'_>,
 ) -> Result<Value, ToolError> {
     let info = tool.call_info();
     let scoped = ctx.for_call(CallScope::new(
         call_id,
         Arc::clone(&info.key),
         Arc::clone(&info.secrets),
+        run,
     ));
     scoped.emit(ToolEventKind::Started);
-    let mut result = if limited {
-        let off_thread = off_thread(tool);
+    let mut result = if bounds.any() {
+        let off_thread = off_thread(tool, bounds);
         limit_call(
             guarded(tool, &scoped, input, off_thread),
             tool.key(),
-            limit,
-            &scoped,
+            bounds,
             off_thread || tool.spec().blocking,
         )
         .await
@@ -255,11 +273,11 @@ async fn scoped(
 async fn limit_call(
     work: impl Future<Output = Result<Value, ToolError>>,
     key: &str,
-    limit: Option<Duration>,
-    ctx: &ToolContext,
+    bounds: Bounds<'_>,
     still_running: bool,
 ) -> Result<Value, ToolError> {
-    let grace = ctx.grace();
+    let limit = bounds.limit;
+    let grace = bounds.cancel.map_or(DEFAULT_GRACE, |(_, grace)| grace);
     let timer = async {
         match limit {
             Some(limit) => tokio::time::sleep(limit).await,
@@ -267,8 +285,8 @@ async fn limit_call(
         }
     };
     let abort = async {
-        match ctx.cancellation() {
-            Some(token) => {
+        match bounds.cancel {
+            Some((token, _)) => {
                 token.cancelled().await;
                 tokio::time::sleep(grace).await;
             }

@@ -131,7 +131,7 @@ impl Runtime {
         validate: bool,
     ) -> InvokeResult {
         let begun = Instant::now();
-        let mut call = self.start(name, None, Input::Value(input_data), ctx);
+        let mut call = self.start(None, name, None, Input::Value(input_data), ctx);
         call.validate = validate;
         let start = self.audit.is_some().then_some(begun);
         let result = self.pass(&mut call, start).await;

@@ -74,15 +74,15 @@ mod resolve;
 mod sanitize;
 mod secrets;
 mod shape;
+pub(crate) mod state;
 mod validate;
 
-use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -91,8 +91,9 @@ use tracing::Instrument;
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::Operation;
+pub(crate) use state::RunState;
 
-use crate::approval::{ApprovalBinding, Approver};
+use crate::approval::Approver;
 use crate::audit::{AuditSink, Counters, Execution, GateDecision, Gates};
 use crate::bounds::Limits;
 use crate::context::ToolContext;
@@ -106,7 +107,10 @@ use crate::shape::{ShapeReport, Shaping};
 use crate::spec::ToolSpec;
 
 /// The tools of a program and the door to call them, with the door's settings:
-/// cassette, approver, shaping, sanitization and audit.
+/// approver, shaping, sanitization, limits, sandbox and audit. What every run shares:
+/// build it once, keep it in an `Arc`, and make a [`Run`](crate::run::Run) of it for each task (a
+/// run owns its cassette, cancellation, events and memory). A plain call, as below,
+/// is a run of one call.
 ///
 /// ```
 /// use serde_json::json;
@@ -131,13 +135,12 @@ use crate::spec::ToolSpec;
 #[derive(Default)]
 pub struct Runtime {
     registry: Registry,
-    cassette: Option<Cassette>,
     approver: Option<Arc<dyn Approver>>,
-    remembered: Mutex<HashSet<ApprovalBinding>>,
     shaping: Shaping,
     sanitization: Sanitization,
     audit: Option<Arc<dyn AuditSink>>,
     counters: Counters,
+    /// Numbers the plain calls (those of no run).
     next_call: AtomicU64,
     memory_guard: Option<Arc<dyn MemoryGuard>>,
     limits: Limits,
@@ -149,7 +152,6 @@ impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
             .field("registry", &self.registry)
-            .field("cassette", &self.cassette)
             .field("approver", &self.approver.is_some())
             .field("shaping", &self.shaping)
             .field("sanitization", &self.sanitization)
@@ -164,7 +166,8 @@ impl fmt::Debug for Runtime {
 /// Everything known about one finished call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallReport {
-    /// The call's id, unique within the runtime (as in audit and progress events).
+    /// The call's number within its run (within the runtime for a plain call), as in
+    /// audit and progress events.
     pub call_id: u64,
     /// The tool's registered key, or the key asked for when it did not resolve.
     pub key: String,
@@ -184,7 +187,7 @@ pub struct CallReport {
 pub(crate) type Flow = ControlFlow<Result<Value, ToolError>>;
 
 /// The code of an operation's call, given by its caller; it gets the call's id.
-type OperationRun<'a> = Box<
+type OperationCode<'a> = Box<
     dyn FnOnce(u64) -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>
         + Send
         + 'a,
@@ -192,9 +195,13 @@ type OperationRun<'a> = Box<
 
 /// One call on its way through the door: what the stages read and write.
 pub(crate) struct Call<'a> {
-    /// Unique within the runtime; taken when first read (see [`Call::id`]).
+    /// Unique within the run; taken when first read (see [`Call::id`]).
     id: Option<u64>,
     next_id: &'a AtomicU64,
+    /// The run the call belongs to; `None` for a plain call.
+    pub(crate) run: Option<&'a RunState>,
+    /// Whether the call is an operation (its code given by the caller).
+    pub(crate) operation: bool,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
     /// The tool or operation, once resolved.
@@ -202,7 +209,7 @@ pub(crate) struct Call<'a> {
     /// Its spec, once resolved (read by most stages).
     pub(crate) spec: Option<&'a ToolSpec>,
     /// The code an operation runs (tools run their registered handler).
-    pub(crate) run: Option<OperationRun<'a>>,
+    pub(crate) code: Option<OperationCode<'a>>,
     pub(crate) input: Input<'a>,
     pub(crate) ctx: &'a ToolContext,
     /// Whether the schema stages check (a trusted caller may skip them).
@@ -263,7 +270,7 @@ impl Input<'_> {
 }
 
 impl<'a> Call<'a> {
-    /// The call's id, unique within the runtime. Taken from the runtime's counter when
+    /// The call's id, unique within the run. Taken from the run's counter when
     /// someone first reads it (an audit sink, a report, a tool that sees its context,
     /// an approver, a spilled result), so a call nobody identifies costs no atomic.
     #[inline]
@@ -290,6 +297,12 @@ impl<'a> Call<'a> {
             Some(spec) => spec,
             None => unreachable!("a stage after resolve ran for a call that did not resolve"),
         }
+    }
+
+    /// The cassette of the call's run, if it has one.
+    #[inline]
+    pub(crate) fn cassette(&self) -> Option<&'a Cassette> {
+        self.run.and_then(|run| run.cassette.as_ref())
     }
 
     /// The key the call answers to: the tool's, or the one asked for.
@@ -392,22 +405,6 @@ impl Runtime {
         }
     }
 
-    /// Routes every call through this cassette (record or replay, by its mode).
-    pub fn with_cassette(mut self, cassette: Cassette) -> Runtime {
-        self.cassette = Some(cassette);
-        self
-    }
-
-    /// Attaches or removes the cassette, returning the one attached before.
-    pub fn set_cassette(&mut self, cassette: Option<Cassette>) -> Option<Cassette> {
-        std::mem::replace(&mut self.cassette, cassette)
-    }
-
-    /// The attached cassette, if any.
-    pub fn cassette(&self) -> Option<&Cassette> {
-        self.cassette.as_ref()
-    }
-
     /// Asks `approver` about calls that need approval. Without one, they are denied.
     pub fn with_approver(mut self, approver: impl Approver + 'static) -> Runtime {
         self.approver = Some(Arc::new(approver));
@@ -488,24 +485,54 @@ impl Runtime {
         &mut self.registry
     }
 
+    /// The approver calls of no run ask (a run may bring its own).
+    pub(crate) fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
     /// Calls a tool through the door (see the [module docs](self)): resolves `key`
-    /// (full key, `namespace.name` or a unique bare name), then every stage.
+    /// (full key, `namespace.name` or a unique bare name), then every stage. A plain
+    /// call: it belongs to no [`Run`](crate::run::Run), so no cassette records it and
+    /// it has no cancellation or default time limit
+    /// ([`Run::call`](crate::run::Run::call) makes it a call of a run).
     pub async fn call(
         &self,
         key: &str,
         input: Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
-        let mut call = self.start(key, None, Input::Value(input), ctx);
+        self.call_in(None, key, input, ctx).await
+    }
+
+    /// Like [`Runtime::call`], with everything the door learned about the call.
+    pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
+        self.call_report_in(None, key, input, ctx).await
+    }
+
+    /// A tool call of `run` (or a plain call) through the door.
+    pub(crate) async fn call_in(
+        &self,
+        run: Option<&RunState>,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        let mut call = self.start(run, key, None, Input::Value(input), ctx);
         // Time is taken only for someone who reads it.
         let start = self.audit.is_some().then(Instant::now);
         self.pass(&mut call, start).await
     }
 
-    /// Like [`Runtime::call`], with everything the door learned about the call.
-    pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
+    /// [`Runtime::call_in`], with the report.
+    pub(crate) async fn call_report_in(
+        &self,
+        run: Option<&RunState>,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> CallReport {
         let start = Instant::now();
-        let mut call = self.start(key, None, Input::Value(input), ctx);
+        let mut call = self.start(run, key, None, Input::Value(input), ctx);
         let result = self.pass(&mut call, Some(start)).await;
         CallReport {
             call_id: call.id(),
@@ -521,7 +548,8 @@ impl Runtime {
     /// Performs an [`Operation`] through the door: every stage a tool call passes,
     /// with `run` as the code the execute stage runs. `input` makes the call's input
     /// (what replay keys and records it by); it is called only when a stage needs it,
-    /// for example when a cassette is attached.
+    /// for example when a cassette is attached. A plain call, as [`Runtime::call`];
+    /// [`Run::perform`](crate::run::Run::perform) makes it a call of a run.
     ///
     /// ```
     /// use serde_json::{json, Value};
@@ -563,30 +591,32 @@ impl Runtime {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
     {
-        self.perform_identified(operation, input, ctx, move |_| run())
+        self.perform_identified(None, operation, input, ctx, move |_| run())
             .await
             .0
     }
 
-    /// [`Runtime::perform`], where `run` gets the call's id (as events and audit
-    /// events give it), and the id comes back with the outcome, whether `run` ran or
-    /// the call was replayed or stopped.
+    /// [`Runtime::perform`] as a call of `run` (or a plain call), where `code` gets the
+    /// call's id (as events and audit events give it), and the id comes back with the
+    /// outcome, whether `code` ran or the call was replayed or stopped.
     pub(crate) async fn perform_identified<'a, I, F, Fut>(
         &'a self,
+        run: Option<&'a RunState>,
         operation: &'a Operation,
         input: I,
         ctx: &'a ToolContext,
-        run: F,
+        code: F,
     ) -> (Result<Value, ToolError>, u64)
     where
         I: FnOnce() -> Value + Send + 'a,
         F: FnOnce(u64) -> Fut + Send + 'a,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
     {
-        let run: OperationRun<'a> = Box::new(move |id| Box::pin(run(id)));
+        let code: OperationCode<'a> = Box::new(move |id| Box::pin(code(id)));
         let mut call = self.start(
+            run,
             operation.key(),
-            Some((operation.tool(), run)),
+            Some((operation.tool(), code)),
             Input::Lazy(Box::new(input)),
             ctx,
         );
@@ -598,22 +628,29 @@ impl Runtime {
     /// A call, before the first stage.
     fn start<'a>(
         &'a self,
+        run: Option<&'a RunState>,
         asked: &'a str,
-        operation: Option<(&'a Tool, OperationRun<'a>)>,
+        operation: Option<(&'a Tool, OperationCode<'a>)>,
         input: Input<'a>,
         ctx: &'a ToolContext,
     ) -> Call<'a> {
-        let (tool, run) = match operation {
-            Some((tool, run)) => (Some(tool), Some(run)),
+        let (tool, code) = match operation {
+            Some((tool, code)) => (Some(tool), Some(code)),
             None => (None, None),
+        };
+        let next_id = match run {
+            Some(run) => &run.memory.next_call,
+            None => &self.next_call,
         };
         let mut call = Call {
             id: None,
-            next_id: &self.next_call,
+            next_id,
+            run,
+            operation: code.is_some(),
             asked,
             tool,
             spec: None,
-            run,
+            code,
             input,
             ctx,
             validate: true,
@@ -641,7 +678,7 @@ impl Runtime {
         capability::stage(call)?;
         validate::input(call)?;
         dedupe::stage(call).await?;
-        replay::stage(self, call)?;
+        replay::stage(call)?;
         approval::stage(self, call).await?;
         let snapshot = guard::before(self, call);
         execute::stage(self, call).await?;
@@ -651,7 +688,7 @@ impl Runtime {
         secrets::output(call)?;
         shape::stage(self, call).await?;
         sanitize::stage(self, call)?;
-        record::stage(self, call)
+        record::stage(call)
     }
 
     /// One call through every stage, then the audit stage.

@@ -7,13 +7,13 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::error::ToolError;
 
 #[inline]
-pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
-    let (Some(cassette), Some(pending)) = (&door.cassette, call.pending.take()) else {
+pub(super) fn stage(call: &mut Call<'_>) -> Flow {
+    let (Some(cassette), Some(pending)) = (call.cassette(), call.pending.take()) else {
         return ControlFlow::Continue(());
     };
     if call.trail.execution != Execution::Live {

@@ -11,19 +11,19 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::replay::router::Route;
 use crate::replay::InteractionKind;
 
 #[inline]
-pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
-    let Some(cassette) = &door.cassette else {
+pub(super) fn stage(call: &mut Call<'_>) -> Flow {
+    let Some(cassette) = call.cassette() else {
         return ControlFlow::Continue(());
     };
     let tool = call.tool();
     // Operations are ordered and have no schema of their own to check.
-    let (kind, fingerprint) = if call.run.is_some() {
+    let (kind, fingerprint) = if call.operation {
         (InteractionKind::Operation, None)
     } else {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))

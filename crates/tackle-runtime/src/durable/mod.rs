@@ -22,9 +22,13 @@
 //! [`resolve`](DurableRun::resolve)s each call with what happened (its output, its
 //! error) or asks for it to run again, and resumes.
 //!
-//! **Approvals across processes.** Give the run's runtime the run's approver
-//! ([`DurableRun::approver`]). A call that needs approval and has no decision yet does
-//! not run: its request ([`PendingApproval`]: key, canonical arguments, binding) is
+//! A durable run is a [`Run`] whose journal is the store: [`DurableRun::drive`] makes
+//! that run over a shared runtime (its cassette is the journal, its approver the
+//! run's decisions), so there is nothing to wire by hand, and [`DurableRun::open`]
+//! starts a run or resumes it, whichever the store says, in this process or another.
+//!
+//! **Approvals across processes.** A call that needs approval and has no decision yet
+//! does not run: its request ([`PendingApproval`]: key, canonical arguments, binding) is
 //! kept in the run's record, every pending call of a parallel step alike, and the run
 //! stops at the end of the step with status [`RunStatus::AwaitingApproval`]. Any
 //! process lists them ([`DurableRun::pending_approvals`]) and records a decision per
@@ -41,16 +45,18 @@
 //! use tackle::agent::model::{ChatResponse, ScriptedModel};
 //! use tackle::agent::react::ReactSkill;
 //! use tackle::durable::{DurableRun, MemoryStore, RunStatus, RunStore};
-//! use tackle::{Executor, Runtime, ToolContext};
+//! use tackle::{Runtime, ToolContext};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Arc::new(Runtime::from_inventory()?);
 //! let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
-//! let run = DurableRun::start(store.clone(), "run-1", "Say hello.")?;
-//! let runtime = Runtime::from_inventory()?.with_cassette(run.cassette());
 //! let model = Arc::new(ScriptedModel::new([ChatResponse::text("Hello!")]));
-//! let skill = ReactSkill::new(model, Arc::new(Executor::new(Arc::new(runtime))), &[])?;
-//! let state = run.drive(&skill, &ToolContext::new().with_grant("llm:*"), None).await?;
+//! let skill = ReactSkill::new(model, runtime.registry(), &[])?;
+//! // Starts the run, or resumes it where a killed process left it.
+//! let run = DurableRun::open(store.clone(), "run-1", "Say hello.")?;
+//! let ctx = ToolContext::new().with_grant("llm:*");
+//! let state = run.drive(&runtime, &skill, &ctx, None).await?;
 //! assert_eq!(state.final_answer.as_deref(), Some("Hello!"));
 //! assert_eq!(store.load("run-1")?.unwrap().status, RunStatus::Done);
 //! assert_eq!(store.journal("run-1")?.len(), 2); // the model call: started, finished
@@ -67,16 +73,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::ChatModel;
-use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl};
+use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl, StopReason};
 use crate::agent::skill::{Skill, SkillError, SkillRun, SkillState};
 use crate::approval::{ApprovalFuture, ApprovalRequest, Approver};
+use crate::call::Runtime;
 use crate::canonical::canonical;
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::executor::Executor;
 use crate::replay::{
     CallStarted, Cassette, CassetteConfig, CassetteError, Interaction, Journal, Outcome,
 };
+use crate::run::Run;
 
 pub use memory::MemoryStore;
 
@@ -703,10 +710,9 @@ impl DurableRun {
         self.record().attempts
     }
 
-    /// The approver of this run: give it to the runtime of the run's agent
-    /// ([`Runtime::with_approver`](crate::Runtime::with_approver)). A call with a
-    /// decision gets it; one without is kept pending and does not run (see the
-    /// [module docs](self)).
+    /// The approver of this run (the run made by [`run`](Self::run) asks it). A call
+    /// with a decision gets it; one without is kept pending and does not run (see
+    /// the [module docs](self)).
     pub fn approver(&self) -> impl Approver + 'static {
         RunApprover {
             store: Arc::clone(&self.store),
@@ -755,11 +761,20 @@ impl DurableRun {
         Ok(())
     }
 
-    /// The cassette of this attempt: attach it to the runtime of the run's agent
-    /// ([`Runtime::with_cassette`](crate::Runtime::with_cassette)), and every door call
-    /// and model call of the run goes to the journal.
+    /// The cassette of this attempt, over the run's journal.
     pub fn cassette(&self) -> Cassette {
         self.cassette.clone()
+    }
+
+    /// This attempt as a [`Run`] over `runtime`: its id is the run's, its cassette
+    /// the journal (every door call and model call made on it is journaled), its
+    /// approver the run's decisions. [`drive`](Self::drive) makes its calls on it;
+    /// code that makes calls of its own does too.
+    pub fn run(&self, runtime: &Arc<Runtime>) -> Run {
+        Run::new(runtime)
+            .with_id(self.run_id())
+            .with_cassette(self.cassette.clone())
+            .with_approver(self.approver())
     }
 
     /// Runs `skill` on the run's task with `ctx`, checkpointing the run's state at
@@ -768,10 +783,12 @@ impl DurableRun {
     /// to its end ([`RunStatus::Done`], or [`RunStatus::Failed`] with the error).
     pub async fn drive(
         &self,
+        runtime: &Arc<Runtime>,
         skill: &ReactSkill,
         ctx: &ToolContext,
         pause_after: Option<usize>,
     ) -> Result<ReactState, DurableError> {
+        let run = self.run(runtime);
         let task = self.task();
         // Steps up to the last checkpoint replay from the journal: saved already.
         let saved = self.record().state.as_ref().map_or(0, |s| s.step_index);
@@ -798,20 +815,18 @@ impl DurableRun {
                 _ => StepControl::Continue,
             }
         };
-        let outcome = skill.run_observed(&task, ctx, &mut observe).await;
+        let outcome = skill.run_observed(&run, &task, ctx, &mut observe).await;
         if let Some(e) = failed_checkpoint {
             return Err(e.into());
         }
         let mut record = self.record().clone();
         let result = match outcome {
-            Ok(state) => {
+            Ok(mut state) => {
                 let paused = !state.done
                     && pause_after.is_some_and(|n| state.step_index >= n)
-                    && state
-                        .stopped
-                        .as_deref()
-                        .is_some_and(|s| s.starts_with("paused"));
+                    && matches!(state.stop_reason, Some(StopReason::Paused { .. }));
                 record.status = if !record.pending.is_empty() {
+                    state.stop_reason = Some(StopReason::AwaitingApproval);
                     RunStatus::AwaitingApproval
                 } else if paused {
                     RunStatus::Paused
@@ -833,15 +848,14 @@ impl DurableRun {
         result
     }
 
-    /// Runs the agent skill `skill` as this run, with `model` over `executor` (whose
-    /// runtime has this run's [cassette](Self::cassette)): as [`drive`](Self::drive)
-    /// to the end, then reads the answer as the skill's state `S`, as
-    /// [`Skill::run`] does.
+    /// Runs the agent skill `skill` as this run, with `model` over `runtime`: as
+    /// [`drive`](Self::drive) to the end, then reads the answer as the skill's state
+    /// `S`, as [`Skill::run`] does.
     pub async fn drive_skill<S: SkillState>(
         &self,
+        runtime: &Arc<Runtime>,
         skill: &Skill,
         model: Arc<dyn ChatModel>,
-        executor: Arc<Executor>,
         ctx: &ToolContext,
     ) -> Result<SkillRun<S>, DurableError> {
         if !skill.runs_as_agent() {
@@ -849,8 +863,8 @@ impl DurableRun {
                 site_id: skill.site_id(),
             });
         }
-        let react = skill.react(model, executor, ctx)?;
-        let state = self.drive(&react, ctx, None).await?;
+        let react = skill.react(model, runtime.registry(), ctx)?;
+        let state = self.drive(runtime, &react, ctx, None).await?;
         Ok(skill.answer(state)?)
     }
 

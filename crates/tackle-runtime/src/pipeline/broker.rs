@@ -29,11 +29,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{field_path, kind_of, PipelineError};
-use crate::call::{Operation, Runtime};
+use crate::call::Operation;
 use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::DynamicTool;
+use crate::run::Run;
 use crate::spec::{SideEffects, ToolSpec};
 
 /// The capability a broker request requires: `tools:broker_request`.
@@ -238,21 +239,21 @@ impl BrokerNode {
     /// ([`PipelineError::Broker`]).
     pub async fn execute(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         state: &Value,
         ctx: &ToolContext,
     ) -> Result<Map<String, Value>, PipelineError> {
         let Value::Object(map) = state else {
             return Err(PipelineError::StateNotObject(kind_of(state).into()));
         };
-        self.patch(runtime, map, ctx)
+        self.patch(run, map, ctx)
             .await
             .map_err(|failure| failure.into_error(&self.id, Box::new(state.clone())))
     }
 
     pub(super) async fn patch(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         state: &Map<String, Value>,
         ctx: &ToolContext,
     ) -> Result<Map<String, Value>, Failure> {
@@ -262,7 +263,7 @@ impl BrokerNode {
         // The broker is looked up only when the request really runs: the door checks
         // the grant first, and a replay needs no broker.
         let no_broker = AtomicBool::new(false);
-        let response = runtime
+        let response = run
             .perform(
                 operation,
                 || json!({ "agent_id": agent_id, "intent": intent }),

@@ -60,11 +60,11 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::call::Runtime;
 use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::Registry;
+use crate::run::Run;
 
 use broker::Failure;
 pub use broker::{
@@ -294,8 +294,9 @@ impl Pipeline {
     ///
     /// ```
     /// use serde_json::json;
+    /// use std::sync::Arc;
     /// use tackle::pipeline::Pipeline;
-    /// use tackle::{tool, Runtime, ToolContext};
+    /// use tackle::{tool, Run, Runtime, ToolContext};
     ///
     /// /// Greets someone.
     /// #[tool(namespace = "text", side_effects = none)]
@@ -309,7 +310,7 @@ impl Pipeline {
     ///     "name: greet\nnodes:\n  - id: hi\n    kind: tool\n    tool: text.hello\n    inputs:\n      name: \"{{state.who}}\"\n    out: greeting\n",
     /// )?;
     /// let state = doc
-    ///     .run(&Runtime::from_inventory()?, json!({"who": "Ada"}), &ToolContext::new())
+    ///     .run(&Run::new(&Arc::new(Runtime::from_inventory()?)), json!({"who": "Ada"}), &ToolContext::new())
     ///     .await?;
     /// assert_eq!(state["greeting"], "hello, Ada");
     /// # Ok(())
@@ -402,13 +403,13 @@ impl Pipeline {
     /// context; the final state, or the first failure with the state at that point.
     pub async fn run(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         state: Value,
         ctx: &ToolContext,
     ) -> Result<Value, PipelineError> {
-        self.check(runtime.registry())?;
+        self.check(run.runtime().registry())?;
         // The state is cloned into errors and walked by templates: measure it first.
-        if let Err(exceeded) = runtime.limits().check(&state) {
+        if let Err(exceeded) = run.runtime().limits().check(&state) {
             crate::bounds::dispose(state);
             return Err(PipelineError::StateOutOfBounds(exceeded.to_string()));
         }
@@ -432,11 +433,11 @@ impl Pipeline {
             }
             let result = match node.broker() {
                 None => self
-                    .run_tool(node, runtime, &state, ctx)
+                    .run_tool(node, run, &state, ctx)
                     .await
                     .map(|value| (node.output_key().to_owned(), value)),
                 Some(broker) => broker
-                    .patch(runtime, &state, ctx)
+                    .patch(run, &state, ctx)
                     .await
                     .map(|patch| patch.into_iter().next().unwrap_or_default()),
             };
@@ -453,14 +454,14 @@ impl Pipeline {
     async fn run_tool(
         &self,
         node: &Node,
-        runtime: &Runtime,
+        run: &Run,
         state: &Map<String, Value>,
         ctx: &ToolContext,
     ) -> Result<Value, Failure> {
         let inputs = Value::Object(node.inputs.clone().unwrap_or_default());
         let input = render(&inputs, state)?;
         let tool = node.tool.as_deref().unwrap_or_default();
-        runtime.call(tool, input, ctx).await.map_err(Failure::Tool)
+        run.call(tool, input, ctx).await.map_err(Failure::Tool)
     }
 }
 

@@ -229,6 +229,7 @@ impl Registry {
             Found::Missing => Err(ToolError::NotFound {
                 query: clip(query),
                 suggestions: self.suggest(query),
+                registry_empty: self.tools.is_empty(),
             }),
         }
     }

@@ -26,8 +26,9 @@ use crate::spec::ReplayPolicy;
 ///
 /// ```
 /// use serde_json::json;
+/// use std::sync::Arc;
 /// use tackle::replay::Mode;
-/// use tackle::{tool, Cassette, CassetteConfig, Runtime, ToolContext};
+/// use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
 ///
 /// /// Sends a greeting (an external effect).
 /// #[tool(namespace = "mail", side_effects = external)]
@@ -41,15 +42,17 @@ use crate::spec::ReplayPolicy;
 /// let config = |mode| CassetteConfig::new().with_mode(mode).with_env_overrides(false);
 /// let ctx = ToolContext::new();
 ///
-/// // Record once...
-/// let rt = Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Rewrite))?);
-/// rt.call("mail.greet", json!({"to": "ada"}), &ctx).await?;
-/// rt.cassette().unwrap().finish()?;
+/// let runtime = Arc::new(Runtime::from_inventory()?);
+///
+/// // Record once (a run with its own cassette)...
+/// let run = Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Rewrite))?);
+/// run.call("mail.greet", json!({"to": "ada"}), &ctx).await?;
+/// run.finish()?;
 ///
 /// // ...then replay: the recorded outcome stands in, and the tool does not run.
-/// let rt = Runtime::from_inventory()?.with_cassette(Cassette::open(&path, config(Mode::Replay))?);
-/// assert_eq!(rt.call("mail.greet", json!({"to": "ada"}), &ctx).await?, "sent to ada");
-/// let miss = rt.call("mail.greet", json!({"to": "bob"}), &ctx).await.unwrap_err();
+/// let run = Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Replay))?);
+/// assert_eq!(run.call("mail.greet", json!({"to": "ada"}), &ctx).await?, "sent to ada");
+/// let miss = run.call("mail.greet", json!({"to": "bob"}), &ctx).await.unwrap_err();
 /// assert_eq!(miss.kind(), tackle::ToolErrorKind::CassetteMiss); // never sent live
 /// # std::fs::remove_file(&path)?;
 /// # Ok(())
@@ -66,6 +69,9 @@ pub(super) struct Inner {
     mode: Mode,
     pub(super) effective: Effective,
     pub(super) strict: bool,
+    /// Whether recorded-result misses may run live during a replay without failing
+    /// the run.
+    live_reads: bool,
     pub(super) redactor: Redactor,
     /// Where each call is appended as it happens, for a journaled cassette.
     pub(super) journal: Option<Arc<dyn Journal>>,
@@ -204,6 +210,7 @@ impl Cassette {
                 mode,
                 effective,
                 strict: config.strict,
+                live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: None,
                 usage: config.use_env
@@ -238,6 +245,7 @@ impl Cassette {
                 mode: Mode::New,
                 effective: Effective::New,
                 strict: config.strict,
+                live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: Some(journal),
                 usage: false,
@@ -305,8 +313,10 @@ impl Cassette {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Ends the run: fails when recorded must-stub calls were never replayed (replay
-    /// modes), and writes the cassette in recording modes.
+    /// Ends the run: fails when recorded must-stub calls were never replayed, or when
+    /// `recorded-result` calls the cassette lacks ran live (replay modes, unless
+    /// [live reads are allowed](super::CassetteConfig::with_live_reads)), and writes
+    /// the cassette in recording modes.
     pub fn finish(&self) -> Result<FinishReport, CassetteError> {
         self.finish_with(None)
     }
@@ -346,6 +356,20 @@ impl Cassette {
                 path: self.inner.path.clone(),
                 calls: unused,
             });
+        }
+        if replaying && !self.inner.live_reads {
+            let ran_live: Vec<String> = state
+                .warnings
+                .iter()
+                .filter(|w| matches!(w, CassetteWarning::RanLive { .. }))
+                .map(ToString::to_string)
+                .collect();
+            if !ran_live.is_empty() {
+                return Err(CassetteError::RanLive {
+                    path: self.inner.path.clone(),
+                    calls: ran_live,
+                });
+            }
         }
         if replaying && self.inner.usage {
             let usage = file::Usage {

@@ -34,6 +34,8 @@ pub enum CassetteWarning {
         key: String,
         /// The call's number in this run.
         call: u64,
+        /// Its input, redacted, as canonical JSON.
+        input: String,
     },
 }
 
@@ -55,9 +57,11 @@ impl fmt::Display for CassetteWarning {
                 f,
                 "the schema of `{key}` changed since the cassette was recorded (fingerprint {recorded} -> {now}); replayed outputs are checked against the new schema"
             ),
-            CassetteWarning::RanLive { key, call } => {
-                write!(f, "call #{call} of `{key}` was not recorded and ran live")
-            }
+            CassetteWarning::RanLive { key, call, input } => write!(
+                f,
+                "call #{call} of `{key}` with {} was not recorded and ran live",
+                abbreviated(input.clone())
+            ),
         }
     }
 }
@@ -83,10 +87,7 @@ impl Cassette {
                 return ToolError::Divergence {
                     key: key.to_owned(),
                     call,
-                    message: format!(
-                        "{message}; the recording expects {}",
-                        describe(expected, Some(&redacted))
-                    ),
+                    message: divergence(expected, &redacted),
                 };
             }
         }
@@ -150,6 +151,67 @@ impl Cassette {
             message,
         }
     }
+}
+
+/// Why an operation (a model call) does not match the one recorded at its position:
+/// the differences first, then which earlier tool result changed (a model's request
+/// holds the conversation, so a changed request most often means a tool answered
+/// differently), then the recorded call.
+fn divergence(expected: &Interaction, now: &Value) -> String {
+    let differences = diff(&expected.input, now);
+    let mut message = if differences.is_empty() {
+        "the request differs from the recorded one".to_owned()
+    } else {
+        format!(
+            "the request differs from the recorded one at {}",
+            differences.join(", ")
+        )
+    };
+    let changed: Vec<String> = first_pointers(&expected.input, now)
+        .iter()
+        .filter_map(|pointer| tool_of_message(now, pointer))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !changed.is_empty() {
+        message.push_str(&format!(
+            "; the result of {} changed since the recording (the tool answers differently \
+             now: re-record with TACKLE_CASSETTE=rewrite if that is intended)",
+            changed.join(", ")
+        ));
+    }
+    message.push_str(&format!(
+        "; recorded as call #{} `{}`",
+        expected.call, expected.key
+    ));
+    message
+}
+
+/// The pointers of the differences between two values (as [`diff`] finds them).
+fn first_pointers(recorded: &Value, now: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_at("", recorded, now, &mut out);
+    out.into_iter()
+        .filter_map(|line| line.split_once(": ").map(|(p, _)| p.to_owned()))
+        .collect()
+}
+
+/// For a pointer into a chat request's `/messages/N/...` where message N is a tool
+/// result: the tool that gave it, named as the model called it, with its call id.
+fn tool_of_message(request: &Value, pointer: &str) -> Option<String> {
+    let rest = pointer.strip_prefix("/messages/")?;
+    let index: usize = rest.split('/').next()?.parse().ok()?;
+    let messages = request.get("messages")?.as_array()?;
+    let message = messages.get(index)?;
+    let id = message.get("tool_call_id")?.as_str()?;
+    messages[..index].iter().rev().find_map(|m| {
+        m.get("tool_calls")?
+            .as_array()?
+            .iter()
+            .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+            .and_then(|c| c.get("name")?.as_str())
+            .map(|name| format!("`{name}` (call `{id}`)"))
+    })
 }
 
 /// How much of an input a divergence message shows; the differences follow in full.

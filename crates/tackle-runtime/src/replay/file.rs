@@ -127,7 +127,11 @@ impl Outcome {
 }
 
 /// Why a cassette could not be opened, read, written or finished.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` form is its message, so a test's `.expect()` or `.unwrap()` shows
+/// what to do (`no cassette at ...: record one with TACKLE_CASSETTE=once`), not a
+/// struct.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum CassetteError {
     /// The file could not be read.
@@ -194,6 +198,15 @@ pub enum CassetteError {
         /// The mode asked for.
         mode: String,
     },
+    /// `recorded-result` calls that the cassette does not hold ran live during a
+    /// replay: the recording is incomplete, and the test needed the live world.
+    #[error("{} call(s) ran live during the replay of {} because the cassette does not hold them: {}. Record them with TACKLE_CASSETTE=new (appends what is missing) or TACKLE_CASSETTE=rewrite, or allow live reads with CassetteConfig::with_live_reads(true)", calls.len(), path.display(), calls.join("; "))]
+    RanLive {
+        /// The file.
+        path: PathBuf,
+        /// Each call that ran live, described.
+        calls: Vec<String>,
+    },
     /// Recorded must-stub calls were never replayed: the run took another path.
     #[error("{} recorded must-stub call(s) in {} were never replayed: {}", calls.len(), path.display(), calls.join("; "))]
     Unused {
@@ -202,6 +215,12 @@ pub enum CassetteError {
         /// Each unused call, described.
         calls: Vec<String>,
     },
+}
+
+impl std::fmt::Debug for CassetteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// Where review mode ([`Mode::Review`](super::Mode::Review)) writes a fresh recording

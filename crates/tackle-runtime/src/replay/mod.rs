@@ -10,7 +10,7 @@
 //! |---|---|---|---|---|---|
 //! | must-stub | hit: recorded; miss: `CassetteMiss`, never executed | file missing: execute + record | miss: execute + append | execute + record | execute |
 //! | fail-loud | `ReplayGap` before any lookup, never executed | file missing: execute, record a tombstone | execute, tombstone | execute, tombstone | execute |
-//! | recorded-result | hit: recorded; miss: execute with a warning (an error when strict) | as replay | miss: execute + append | execute + record | execute |
+//! | recorded-result | hit: recorded; miss: execute, and [`Cassette::finish`] fails naming the call (a warning when live reads are allowed; the call's own error when strict) | file missing: execute + record | miss: execute + append | execute + record | execute |
 //!
 //! Mode `review` routes as `rewrite`, but [`Cassette::finish`] writes the recording
 //! beside the cassette as a pending file ([`file::pending_path`]) for a person to

@@ -96,6 +96,7 @@ impl fmt::Display for Mode {
 pub struct CassetteConfig {
     pub(super) mode: Mode,
     pub(super) strict: bool,
+    pub(super) live_reads: bool,
     pub(super) redactor: Redactor,
     pub(super) use_env: bool,
 }
@@ -107,11 +108,13 @@ impl Default for CassetteConfig {
 }
 
 impl CassetteConfig {
-    /// Replay mode, not strict, token redaction, environment overrides on.
+    /// Replay mode, not strict, live reads not allowed, token redaction,
+    /// environment overrides on.
     pub fn new() -> CassetteConfig {
         CassetteConfig {
             mode: Mode::Replay,
             strict: false,
+            live_reads: false,
             redactor: Redactor::new(),
             use_env: true,
         }
@@ -123,9 +126,21 @@ impl CassetteConfig {
         self
     }
 
-    /// Strict: a recorded-result miss under replay is an error instead of a warning.
+    /// Strict: a recorded-result miss under replay is an error of the call itself,
+    /// and nothing runs (by default the call runs live and the run fails at
+    /// [`Cassette::finish`](super::Cassette::finish)).
     pub fn with_strict(mut self, strict: bool) -> CassetteConfig {
         self.strict = strict;
+        self
+    }
+
+    /// Allows `recorded-result` calls that are not in the cassette to run live during
+    /// a replay: each is a [`CassetteWarning::RanLive`](super::CassetteWarning::RanLive)
+    /// in the finish report instead of a failed run (default `false`: a replay that
+    /// needed the live world fails at [`Cassette::finish`](super::Cassette::finish),
+    /// naming the calls).
+    pub fn with_live_reads(mut self, allowed: bool) -> CassetteConfig {
+        self.live_reads = allowed;
         self
     }
 

@@ -73,9 +73,9 @@ impl Cassette {
                 call,
             }),
             (ReplayPolicy::FailLoud, _) => Ok(pending(true)),
-            (_, Effective::Rewrite) | (ReplayPolicy::MustStub, Effective::OnceRecording) => {
-                Ok(pending(false))
-            }
+            // Recording from nothing: every call, reads included, so that the replay
+            // needs nothing live.
+            (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(false)),
             (_, Effective::New) => match self.lookup(&mut state, kind, key, input, call)? {
                 Some(served) => Ok(served),
                 None => Ok(pending(false)),
@@ -92,6 +92,7 @@ impl Cassette {
                         state.warnings.push(CassetteWarning::RanLive {
                             key: key.to_owned(),
                             call,
+                            input: canonical::canonical(&self.inner.redactor.redact(input)),
                         });
                         Ok(Route::Run(None))
                     }

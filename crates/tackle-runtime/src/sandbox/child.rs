@@ -98,6 +98,7 @@ fn answer(request: ChildRequest, input: Value) -> Result<Value, ToolError> {
         call_id,
         Arc::from(key.as_str()),
         spec.secrets.into(),
+        None,
     ));
     let outcome = match registration.handler {
         RegisteredHandler::Sync(run) => catch_unwind(AssertUnwindSafe(|| run(&ctx, input))),

@@ -54,11 +54,10 @@ use serde_json::Value;
 
 use crate::agent::model::ChatModel;
 use crate::agent::react::{AgentError, ReactSkill, ReactState};
-use crate::call::Runtime;
 use crate::context::ToolContext;
-use crate::executor::Executor;
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
+use crate::run::Run;
 use crate::schema::output_schema;
 use crate::validate::SchemaValidator;
 
@@ -489,7 +488,7 @@ impl Skill {
     /// read back as `S`. See the [module docs](self).
     pub async fn run_workflow<S: SkillState>(
         &self,
-        runtime: &Runtime,
+        run: &Run,
         inputs: Value,
         ctx: &ToolContext,
     ) -> Result<SkillRun<S>, SkillError> {
@@ -502,13 +501,13 @@ impl Skill {
         if !missing.is_empty() {
             return Err(SkillError::Denied { site_id, missing });
         }
-        let ctx = &*self.events_scope(ctx);
+        let run = &self.events_scope(run);
         let input_keys: Vec<String> = inputs
             .as_object()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
         let end = graph
-            .run(runtime, inputs, ctx)
+            .run(run, inputs, ctx)
             .await
             .map_err(|error| SkillError::Workflow {
                 site_id: site_id.clone(),
@@ -550,13 +549,14 @@ impl Skill {
         })
     }
 
-    /// The context the skill's calls run with: the caller's, or without its event
-    /// sink when the skill keeps its events to itself (`bubble_events = false`).
-    fn events_scope<'c>(&self, ctx: &'c ToolContext) -> std::borrow::Cow<'c, ToolContext> {
+    /// The run the skill's calls are made on: the caller's, or the same run without
+    /// its event sink when the skill keeps its events to itself (`bubble_events =
+    /// false`).
+    fn events_scope(&self, run: &Run) -> Run {
         if self.bubble_events {
-            std::borrow::Cow::Borrowed(ctx)
+            run.clone()
         } else {
-            std::borrow::Cow::Owned(ctx.clone().without_events())
+            run.without_events()
         }
     }
 
@@ -579,7 +579,7 @@ impl Skill {
     pub async fn run<S: SkillState>(
         &self,
         model: Arc<dyn ChatModel>,
-        executor: Arc<Executor>,
+        run: &Run,
         task: &str,
         ctx: &ToolContext,
     ) -> Result<SkillRun<S>, SkillError> {
@@ -587,12 +587,12 @@ impl Skill {
         self.check_state::<S>()?;
         if self.graph.is_some() && self.kind != SkillKind::Agent {
             let inputs = serde_json::json!({ "task": task });
-            return self.run_workflow(executor.runtime(), inputs, ctx).await;
+            return self.run_workflow(run, inputs, ctx).await;
         }
-        let react = self.react(model, executor, ctx)?;
-        let ctx = &*self.events_scope(ctx);
+        let react = self.react(model, run.runtime().registry(), ctx)?;
+        let run = &self.events_scope(run);
         let run = react
-            .run(task, ctx)
+            .run(run, task, ctx)
             .await
             .map_err(|error| SkillError::Agent {
                 site_id: site_id.clone(),
@@ -607,11 +607,11 @@ impl Skill {
     }
 
     /// The ReAct loop this skill runs for an agent: its tools and prompt, with
-    /// `model` over `executor`, once `ctx` holds what the skill requires.
+    /// `model` over tools of `registry`, once `ctx` holds what the skill requires.
     pub(crate) fn react(
         &self,
         model: Arc<dyn ChatModel>,
-        executor: Arc<Executor>,
+        registry: &Registry,
         ctx: &ToolContext,
     ) -> Result<ReactSkill, SkillError> {
         let site_id = self.site_id();
@@ -622,7 +622,7 @@ impl Skill {
         let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
         // The state's schema is the answer's: sent natively to models that enforce
         // it, and a reply that does not fit is a repair turn, not the run's end.
-        ReactSkill::new(model, executor, &keys)
+        ReactSkill::new(model, registry, &keys)
             .and_then(|react| react.with_answer_schema(self.state_schema.clone()))
             .map(|react| react.with_system_prompt(self.prompt()))
             .map_err(|error| SkillError::Agent { site_id, error })
@@ -633,7 +633,10 @@ impl Skill {
         self.check_state::<S>()?;
         let site_id = self.site_id();
         let Some(answer) = run.final_answer.as_deref() else {
-            let reason = run.stopped.clone().unwrap_or_else(|| "no answer".into());
+            let reason = run
+                .stop_reason
+                .as_ref()
+                .map_or_else(|| "no answer".to_owned(), ToString::to_string);
             return Err(SkillError::NoAnswer {
                 site_id,
                 reason,

@@ -1,0 +1,132 @@
+//! Many runs, one runtime: the workload of `tests/many_runs.rs` as a benchmark.
+//!
+//! * `many_runs/recording`: 1,000 agent runs at once over one `Arc<Runtime>`, each
+//!   with its own cassette that records every call (three model calls and two tool
+//!   calls a run; `finish`, which writes the file, is left out: that is the disk's
+//!   time, not tackle's);
+//! * `many_runs/no_cassette`: the in-run baseline, the same runs with no cassette.
+//!
+//! Criterion reports runs per second (throughput: 1,000 elements an iteration).
+//! Before measuring, the bench prints the peak heap memory per run of each, measured
+//! by a counting allocator over one round of 1,000 runs at once. The same workload on
+//! pydantic-ai: `scripts/bench-pydantic-ai` (see `docs/performance.md`).
+
+#[path = "../tests/support/fleet.rs"]
+mod fleet;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tackle::agent::react::ReactSkill;
+use tackle::replay::Mode;
+use tackle::{Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tokio::task::JoinSet;
+
+/// Counts the bytes allocated now and at the most.
+struct Counting;
+
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator with the same arguments; the
+// counters only observe.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = NOW.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: the caller's layout, as given.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's pointer and layout, as given.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const RUNS: usize = 1000;
+
+/// 1,000 runs of `skill` at once; each records into a cassette when `dir` is given.
+async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&PathBuf>) {
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let mut runs = JoinSet::new();
+    for i in 0..RUNS {
+        let mut run = Run::new(runtime);
+        if let Some(dir) = dir {
+            let config = CassetteConfig::new()
+                .with_mode(Mode::Rewrite)
+                .with_env_overrides(false);
+            let cassette = Cassette::open(dir.join(format!("run-{i}.json")), config)
+                .expect("the cassette opens");
+            run = run.with_cassette(cassette);
+        }
+        let (skill, ctx) = (Arc::clone(skill), ctx.clone());
+        runs.spawn(async move {
+            let state = skill.run(&run, &fleet::task(i), &ctx).await;
+            let right = state.is_ok_and(|s| s.final_answer == Some(fleet::answer(i)));
+            black_box((right, run))
+        });
+    }
+    while let Some(joined) = runs.join_next().await {
+        let (right, _run) = joined.expect("no run panics");
+        assert!(right, "every run answers right");
+    }
+}
+
+/// The peak heap bytes per run of one round of `fleet`.
+fn peak_per_run(
+    tokio_rt: &tokio::runtime::Runtime,
+    runtime: &Arc<Runtime>,
+    skill: &Arc<ReactSkill>,
+    dir: Option<&PathBuf>,
+) -> f64 {
+    let base = NOW.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    tokio_rt.block_on(fleet(runtime, skill, dir));
+    (PEAK.load(Ordering::Relaxed) - base) as f64 / RUNS as f64
+}
+
+fn many_runs(c: &mut Criterion) {
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let runtime = Arc::new(Runtime::from_inventory().expect("the registry builds"));
+    let skill = Arc::new(fleet::skill(fleet::model(), runtime.registry()));
+    let dir = std::env::temp_dir().join(format!("tackle-bench-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+
+    for (name, dir) in [("recording", Some(&dir)), ("no_cassette", None)] {
+        // Warm up once, so the first round's one-time allocations do not count.
+        tokio_rt.block_on(fleet(&runtime, &skill, dir));
+        let peak = peak_per_run(&tokio_rt, &runtime, &skill, dir);
+        eprintln!(
+            "many_runs/{name}: peak heap {:.1} KiB per run ({RUNS} runs at once)",
+            peak / 1024.0
+        );
+    }
+
+    let mut group = c.benchmark_group("many_runs");
+    group.throughput(Throughput::Elements(RUNS as u64));
+    group.sample_size(20);
+    group.bench_function("recording", |b| {
+        b.iter(|| tokio_rt.block_on(fleet(&runtime, &skill, Some(&dir))))
+    });
+    group.bench_function("no_cassette", |b| {
+        b.iter(|| tokio_rt.block_on(fleet(&runtime, &skill, None)))
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, many_runs);
+criterion_main!(benches);

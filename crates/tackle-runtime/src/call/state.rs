@@ -1,0 +1,52 @@
+//! What the door keeps of a run: the state a [`Run`](crate::run::Run) owns, as the
+//! stages read it.
+//!
+//! The door takes it from the call (`Call::run`); a plain call has none. The scope
+//! (id, cancellation, time limits, events) is what the run shares with its tools'
+//! contexts; the memory (idempotency, remembered approvals, numbering) is what the
+//! run learns as it goes.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use super::dedupe::Idempotency;
+use crate::approval::{ApprovalBinding, Approver};
+use crate::context::RunScope;
+use crate::replay::Cassette;
+
+/// A run's state, as the door reads it. Cheap to clone: clones share the memory.
+#[derive(Clone)]
+pub(crate) struct RunState {
+    pub(crate) scope: Arc<RunScope>,
+    pub(crate) cassette: Option<Cassette>,
+    /// Asked instead of the runtime's approver (a durable run's decisions).
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) memory: Arc<RunMemory>,
+}
+
+/// What a run learns as it goes.
+#[derive(Default)]
+pub(crate) struct RunMemory {
+    pub(crate) idempotency: Idempotency,
+    pub(crate) remembered: Mutex<HashSet<ApprovalBinding>>,
+    pub(crate) next_call: AtomicU64,
+}
+
+impl RunState {
+    /// A run's state with the default scope, named `id`.
+    pub(crate) fn new(id: Arc<str>) -> RunState {
+        RunState {
+            scope: Arc::new(RunScope::new(id)),
+            cassette: None,
+            approver: None,
+            memory: Arc::default(),
+        }
+    }
+
+    /// Whether the run was cancelled.
+    #[inline]
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.scope.cancel.is_cancelled()
+    }
+}

@@ -11,6 +11,10 @@
 //! the crash stops the resume with `UnknownOutcome`, and the operator (this test)
 //! looks at the ledger and resolves it as done or to be retried.
 //!
+//! A second check kills a scripted run (a `ScriptedModel`, as in `docs/durable.md`)
+//! at every step boundary and in the middle of every step, and resumes it in a new
+//! process: each model turn is played once.
+//!
 //! Run with `--nocapture` for the kill points; the seed is printed, and
 //! `TACKLE_CRASH_SEED` replays one.
 
@@ -25,7 +29,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ToolCallRequest};
+use tackle::agent::model::{
+    ChatModel, ChatRequest, ChatResponse, FunctionModel, ModelFuture, Role, ScriptedModel,
+    ToolCallRequest,
+};
 use tackle::agent::react::ReactSkill;
 use tackle::durable::{DurableError, DurableRun, JournalEntry, Resolution, RunStatus, RunStore};
 use tackle::{tool, Runtime, ToolContext};
@@ -338,12 +345,180 @@ fn killed_runs_resume_to_the_same_answer_with_every_write_once() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+// ---- a scripted run, killed at every step boundary and in the middle of every step ----
+
+const SCRIPTED_CHILD: &str = "TACKLE_DURABLE_SCRIPTED_CHILD";
+const STEPS: usize = 4;
+
+/// Reads a note; the test kills its process in the middle of step `step` when
+/// `TACKLE_KILL_AT` is `mid:<step>`.
+#[tool(namespace = "notes", side_effects = read)]
+fn read(step: u64) -> String {
+    if std::env::var("TACKLE_KILL_AT").ok() == Some(format!("mid:{step}")) {
+        kill_self();
+    }
+    format!("note {step}")
+}
+
+/// SIGKILL to this process: nothing runs after it, as in a crash.
+fn kill_self() -> ! {
+    let _ = Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    // `kill` is not there: end as abruptly as the platform allows.
+    std::process::abort()
+}
+
+/// A scripted model that logs each turn it plays (to `turns.txt` beside the store),
+/// and kills its process before turn `k` when `TACKLE_KILL_AT` is `boundary:<k>`.
+struct Logged(ScriptedModel);
+
+impl ChatModel for Logged {
+    fn provider(&self) -> &str {
+        self.0.provider()
+    }
+
+    fn model(&self) -> &str {
+        self.0.model()
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count();
+        if std::env::var("TACKLE_KILL_AT").ok() == Some(format!("boundary:{turn}")) {
+            kill_self();
+        }
+        Box::pin(async move {
+            let reply = self.0.complete(request).await;
+            append_to(
+                &ledger().with_file_name("turns.txt"),
+                &(self.0.used() - 1).to_string(),
+            );
+            reply
+        })
+    }
+}
+
+/// The script: a note read per step, then the answer. A `ScriptedModel` takes its
+/// turn from the conversation, so the resumed process, whose earlier turns come from
+/// the journal, plays the next turn (counting its own calls, it would play the
+/// first turn again).
+fn script() -> ScriptedModel {
+    let mut turns: Vec<ChatResponse> = (0..STEPS)
+        .map(|step| {
+            ChatResponse::calls(
+                format!("Reading note {step}."),
+                vec![call(
+                    &format!("n{step}"),
+                    "notes_read",
+                    json!({ "step": step }),
+                )],
+            )
+        })
+        .collect();
+    turns.push(ChatResponse::text(format!("Read {STEPS} notes.")));
+    ScriptedModel::new(turns)
+}
+
+/// The scripted child: open (start or resume) the run and drive it to its end.
+fn scripted_child() -> ExitCode {
+    let store =
+        SqliteStore::open(std::env::var_os("TACKLE_STORE").unwrap_or_default()).expect("store");
+    let store: Arc<dyn RunStore> = Arc::new(store);
+    let run = DurableRun::open(store, "notes-1", "Read the notes.").expect("the run opens");
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
+    let skill = ReactSkill::new(
+        Arc::new(Logged(script())),
+        runtime.registry(),
+        &["notes.read"],
+    )
+    .expect("skill");
+    let ctx = ToolContext::new().with_grant("llm:*");
+    harness::tokio()
+        .block_on(run.drive(&runtime, &skill, &ctx, None))
+        .expect("the run");
+    ExitCode::SUCCESS
+}
+
+fn spawn_scripted(dir: &Path, kill_at: Option<&str>) -> std::process::ExitStatus {
+    let mut command = Command::new(std::env::current_exe().expect("this test"));
+    command
+        .env(SCRIPTED_CHILD, "1")
+        .env("TACKLE_STORE", dir.join("runs.db"))
+        .env("TACKLE_LEDGER", dir.join("ledger.txt"));
+    if let Some(at) = kill_at {
+        command.env("TACKLE_KILL_AT", at);
+    }
+    command.status().expect("the child runs")
+}
+
+/// The run's final state and the turns the model played, in order.
+fn scripted_outcome(dir: &Path) -> (tackle::agent::react::ReactState, Vec<String>) {
+    let store = SqliteStore::open(dir.join("runs.db")).expect("store");
+    let record = store.load("notes-1").expect("load").expect("the run");
+    assert_eq!(record.status, RunStatus::Done, "{record:?}");
+    (
+        record.state.expect("a state"),
+        ledger_lines(&dir.join("turns.txt")),
+    )
+}
+
+/// The scripted run of `docs/durable.md`'s kind, killed (SIGKILL) at every step
+/// boundary and in the middle of every step, then resumed in a new process: each
+/// model turn is played once, and the run ends as the uninterrupted one.
+fn a_resumed_scripted_run_plays_each_turn_once() {
+    let root = std::env::temp_dir().join(format!("tackle-scripted-{}", std::process::id()));
+    let fresh = |name: &str| {
+        let dir = root.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir
+    };
+    let baseline = fresh("baseline");
+    assert!(spawn_scripted(&baseline, None).success());
+    let (state, turns) = scripted_outcome(&baseline);
+    let every_turn: Vec<String> = (0..=STEPS).map(|t| t.to_string()).collect();
+    assert_eq!(turns, every_turn);
+    assert_eq!(state.final_answer.as_deref(), Some("Read 4 notes."));
+
+    let kills = (1..=STEPS)
+        .map(|k| format!("boundary:{k}"))
+        .chain((0..STEPS).map(|k| format!("mid:{k}")));
+    for at in kills {
+        let dir = fresh(&at.replace(':', "-"));
+        let killed = spawn_scripted(&dir, Some(&at));
+        assert!(!killed.success(), "{at}: the child was killed: {killed:?}");
+        assert!(
+            spawn_scripted(&dir, None).success(),
+            "{at}: the resume ends"
+        );
+        let (resumed, turns) = scripted_outcome(&dir);
+        assert_eq!(turns, every_turn, "{at}: each turn played once, in order");
+        assert_eq!(resumed.final_answer, state.final_answer, "{at}");
+        assert_eq!(resumed.trajectory, state.trajectory, "{at}");
+        println!("killed at {at}: resumed, turns {turns:?}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         return child();
     }
-    harness::run(&[(
-        "killed_runs_resume_to_the_same_answer_with_every_write_once",
-        killed_runs_resume_to_the_same_answer_with_every_write_once,
-    )])
+    if std::env::var_os(SCRIPTED_CHILD).is_some() {
+        return scripted_child();
+    }
+    harness::run(&[
+        (
+            "killed_runs_resume_to_the_same_answer_with_every_write_once",
+            killed_runs_resume_to_the_same_answer_with_every_write_once,
+        ),
+        (
+            "a_resumed_scripted_run_plays_each_turn_once",
+            a_resumed_scripted_run_plays_each_turn_once,
+        ),
+    ])
 }

@@ -17,7 +17,7 @@ mod fleet;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -26,24 +26,31 @@ use tackle::replay::Mode;
 use tackle::{Cassette, CassetteConfig, Run, Runtime, ToolContext};
 use tokio::task::JoinSet;
 
-/// Counts the bytes allocated now and at the most.
+/// Counts the bytes allocated now and at the most, while `COUNTING` is on (only for
+/// the memory round: the shared counters would slow the timed rounds down).
 struct Counting;
 
-static NOW: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static NOW: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 // SAFETY: every call goes to the system allocator with the same arguments; the
 // counters only observe.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = NOW.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            let size = layout.size() as isize;
+            let now = NOW.fetch_add(size, Ordering::Relaxed) + size;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
         // SAFETY: the caller's layout, as given.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+        if COUNTING.load(Ordering::Relaxed) {
+            NOW.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
         // SAFETY: the caller's pointer and layout, as given.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -88,10 +95,14 @@ fn peak_per_run(
     skill: &Arc<ReactSkill>,
     dir: Option<&PathBuf>,
 ) -> f64 {
-    let base = NOW.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    // Counted from here: what is freed later but allocated before counts as negative
+    // growth, so the peak is measured against this round's start.
+    NOW.store(0, Ordering::Relaxed);
+    PEAK.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
     tokio_rt.block_on(fleet(runtime, skill, dir));
-    (PEAK.load(Ordering::Relaxed) - base) as f64 / RUNS as f64
+    COUNTING.store(false, Ordering::Relaxed);
+    PEAK.load(Ordering::Relaxed) as f64 / RUNS as f64
 }
 
 fn many_runs(c: &mut Criterion) {

@@ -24,9 +24,9 @@ use std::any::{type_name, Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use tokio_util::sync::CancellationToken;
 
@@ -65,7 +65,8 @@ struct ContextInner {
 /// event sink (the run module's `Run` holds it; the door hands it to each call).
 #[derive(Clone, Debug)]
 pub(crate) struct RunScope {
-    pub(crate) id: Arc<str>,
+    /// The run's id, given or generated when first read.
+    id: OnceLock<Arc<str>>,
     pub(crate) cancel: CancellationToken,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) grace: Duration,
@@ -73,16 +74,38 @@ pub(crate) struct RunScope {
 }
 
 impl RunScope {
-    /// A run's scope with the defaults: no time limit, [`DEFAULT_GRACE`], no events.
-    pub(crate) fn new(id: Arc<str>) -> RunScope {
+    /// A run's scope with the defaults: no time limit, [`DEFAULT_GRACE`], no events;
+    /// its id is generated when first read.
+    pub(crate) fn new() -> RunScope {
         RunScope {
-            id,
+            id: OnceLock::new(),
             cancel: CancellationToken::new(),
             default_timeout: None,
             grace: DEFAULT_GRACE,
             events: None,
         }
     }
+
+    /// The run's id: the one given, else a process-unique `run-<pid>-<time>-<n>`
+    /// made when first read (most runs never need one).
+    pub(crate) fn id(&self) -> &str {
+        self.id.get_or_init(generated_id)
+    }
+
+    /// Names the run.
+    pub(crate) fn set_id(&mut self, id: Arc<str>) {
+        self.id = OnceLock::from(id);
+    }
+}
+
+/// A process-unique run id: `run-<pid>-<time>-<n>`.
+fn generated_id() -> Arc<str> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    Arc::from(format!("run-{}-{nanos:x}-{n}", std::process::id()))
 }
 
 /// What the door adds to the context for one call.
@@ -266,7 +289,7 @@ impl ToolContext {
 
     /// The id of the running call's run, when it belongs to one.
     pub fn run_id(&self) -> Option<&str> {
-        self.run().map(|run| &*run.id)
+        self.run().map(RunScope::id)
     }
 
     /// The id of the running call; `None` outside a call.

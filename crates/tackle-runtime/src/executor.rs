@@ -104,6 +104,14 @@ pub(crate) async fn execute_batch(
     calls: Vec<ToolCall>,
     ctx: &ToolContext,
 ) -> Vec<CallOutcome> {
+    if calls.len() == 1 {
+        // One call: nothing to schedule.
+        let mut calls = calls;
+        return match calls.pop() {
+            Some(call) => vec![run_one(runtime, run, call, ctx).await],
+            None => Vec::new(),
+        };
+    }
     let door = Door {
         runtime,
         run,
@@ -255,6 +263,28 @@ async fn drain(
 /// One call through the door, in an `execute_tool` span (the OpenTelemetry GenAI
 /// conventions: `otel.name = "execute_tool {name}"`, `gen_ai.operation.name`,
 /// `gen_ai.tool.name`, `gen_ai.tool.call.id`, and `error.type` when it fails).
+/// A batch's results alone, in call order (what an agent's step reads): a batch of
+/// one call with nobody tracing goes straight through the door, with no report to
+/// build; any other is [`execute_batch`].
+pub(crate) async fn results(
+    runtime: &Arc<Runtime>,
+    run: &RunState,
+    max_parallel: usize,
+    mut calls: Vec<ToolCall>,
+    ctx: &ToolContext,
+) -> Vec<Result<Value, ToolError>> {
+    if calls.len() == 1 && !tracing::enabled!(tracing::Level::INFO) {
+        if let Some(ToolCall { key, input, .. }) = calls.pop() {
+            return vec![runtime.call_in(Some(run), &key, input, ctx).await];
+        }
+    }
+    execute_batch(runtime, run, max_parallel, calls, ctx)
+        .await
+        .into_iter()
+        .map(|outcome| outcome.report.result)
+        .collect()
+}
+
 pub(crate) async fn run_one(
     runtime: &Runtime,
     run: &RunState,

@@ -52,9 +52,8 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -93,7 +92,7 @@ impl fmt::Debug for Run {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = &self.inner.state;
         f.debug_struct("Run")
-            .field("id", &state.scope.id)
+            .field("id", &state.scope.id())
             .field("cassette", &state.cassette)
             .field("cancelled", &state.is_cancelled())
             .field("default_timeout", &state.scope.default_timeout)
@@ -105,16 +104,6 @@ impl fmt::Debug for Run {
     }
 }
 
-/// A process-unique run id: `run-<pid>-<time>-<n>`.
-fn generated_id() -> Arc<str> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    Arc::from(format!("run-{}-{nanos:x}-{n}", std::process::id()))
-}
-
 impl Run {
     /// A new run over `runtime`, with a generated id, no cassette, its own
     /// cancellation token, no default time limit, the default grace window
@@ -124,7 +113,7 @@ impl Run {
             inner: Arc::new(RunInner {
                 runtime: Arc::clone(runtime),
                 max_parallel: DEFAULT_MAX_PARALLEL,
-                state: RunState::new(generated_id()),
+                state: RunState::new(),
             }),
         }
     }
@@ -157,6 +146,8 @@ impl Run {
         if self.inner.state.scope.events.is_none() {
             return self.clone();
         }
+        // The view is the same run: the same id, made now if it was not yet.
+        let _ = self.id();
         let mut view = (*self.inner).clone();
         Arc::make_mut(&mut view.state.scope).events = None;
         Run {
@@ -166,7 +157,7 @@ impl Run {
 
     /// Names the run (spilled results go under `<root>/<id>/`, audit events carry it).
     pub fn with_id(mut self, id: impl Into<String>) -> Run {
-        self.scope().id = Arc::from(id.into());
+        self.scope().set_id(Arc::from(id.into()));
         self
     }
 
@@ -224,7 +215,7 @@ impl Run {
 
     /// The run's id.
     pub fn id(&self) -> &str {
-        &self.inner.state.scope.id
+        self.inner.state.scope.id()
     }
 
     /// The run's cassette, if it has one.
@@ -325,6 +316,17 @@ impl Run {
         let inner = &*self.inner;
         crate::executor::execute_batch(&inner.runtime, &inner.state, inner.max_parallel, calls, ctx)
             .await
+    }
+
+    /// The results of a batch, in call order, as [`Run::execute_batch`] gives them
+    /// (without the rest of each report).
+    pub(crate) async fn execute_results(
+        &self,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+    ) -> Vec<Result<Value, ToolError>> {
+        let inner = &*self.inner;
+        crate::executor::results(&inner.runtime, &inner.state, inner.max_parallel, calls, ctx).await
     }
 
     /// Ends the run's recording: checks its cassette (recorded must-stub calls all

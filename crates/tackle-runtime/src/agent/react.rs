@@ -496,6 +496,8 @@ pub struct ReactSkill {
     /// Models for tools' `preferred_model`, with their completion operations.
     preferred: Vec<(PreferredModel, Arc<dyn ChatModel>, Operation)>,
     system_prompt: String,
+    /// The system prompt, [`normal`]ized (to spot a reply that says it back).
+    system_normal: String,
     max_steps: usize,
     error_budget: u32,
     repair: Option<Arc<dyn RepairHook>>,
@@ -536,25 +538,37 @@ impl std::fmt::Debug for ReactSkill {
 
 /// Whether `text` says something: it is not empty, and not the task or the system
 /// prompt said back; otherwise why not.
+/// `text` in lower case, its words separated by one space.
+fn normal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// Whether `text` says something: it is not empty, and not the task or the system
+/// prompt (given [`normal`]ized) said back; otherwise why not.
 fn substantive(text: &str, task: &str, system: &str) -> Result<(), String> {
-    let normal = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    let (reply, task, system) = (normal(text), normal(task), normal(system));
+    let reply = normal(text);
     if reply.is_empty() {
         return Err("the reply is empty".to_owned());
     }
     // The task itself, or (for a task long enough not to be a word of an answer) the
-    // task with a few characters around it.
-    if reply == task
-        || (task.len() >= 20 && reply.contains(&task) && reply.len() <= task.len() + 10)
-    {
-        return Err("the reply repeats the task".to_owned());
+    // task with a few characters around it. A reply much longer than the task is
+    // neither (lower case may lengthen a text, never past twice its bytes).
+    if reply.len() <= 2 * task.len() + 10 {
+        let task = normal(task);
+        if reply == task
+            || (task.len() >= 20 && reply.contains(&task) && reply.len() <= task.len() + 10)
+        {
+            return Err("the reply repeats the task".to_owned());
+        }
     }
-    if system.len() >= 20 && reply.contains(&system) {
+    if system.len() >= 20 && reply.len() >= system.len() && reply.contains(system) {
         return Err("the reply repeats the instructions".to_owned());
     }
     Ok(())
@@ -653,7 +667,8 @@ impl ReactSkill {
             deferred_index: None,
             embedder: None,
             preferred: Vec::new(),
-            system_prompt: "You solve the task step by step. Call tools when they help; answer in plain text when you are done.".to_owned(),
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            system_normal: normal(DEFAULT_SYSTEM_PROMPT),
             max_steps: ReactSkill::DEFAULT_MAX_STEPS,
             error_budget: ReactSkill::DEFAULT_ERROR_BUDGET,
             repair: None,
@@ -780,6 +795,7 @@ impl ReactSkill {
     /// Replaces the system prompt.
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> ReactSkill {
         self.system_prompt = prompt.into();
+        self.system_normal = normal(&self.system_prompt);
         self
     }
 
@@ -991,11 +1007,7 @@ impl ReactSkill {
         calls: Vec<ToolCall>,
         ctx: &ToolContext,
     ) -> Vec<Result<Value, ToolError>> {
-        run.execute_batch(calls, ctx)
-            .await
-            .into_iter()
-            .map(|outcome| outcome.report.result)
-            .collect()
+        run.execute_results(calls, ctx).await
     }
 
     /// The model `model` names (see [`ask_model`](Self::ask_model)), with its
@@ -1093,7 +1105,7 @@ impl ReactSkill {
                             )
                         }),
                     None if self.text_answers == TextAnswers::Substantive => {
-                        substantive(&response.text, task, &self.system_prompt)
+                        substantive(&response.text, task, &self.system_normal)
                             .map(|()| None)
                             .map_err(|problem| {
                                 format!("{problem}. Answer the task, or call a tool.")
@@ -1230,14 +1242,16 @@ impl ReactSkill {
             keys.push(key);
         }
         let (indices, to_run): (Vec<usize>, Vec<ToolCall>) = batch.into_iter().unzip();
-        let ran = effects.execute(step, to_run.clone()).await;
+        let ran = effects.execute(step, to_run).await;
         // Arguments that a repair round replaced, by call.
-        let mut repaired: Vec<Option<Value>> = vec![None; calls.len()];
-        for ((i, call), mut result) in indices.into_iter().zip(to_run).zip(ran) {
+        // (Empty unless a repair round ran: most turns have none.)
+        let mut repaired: Vec<Option<Value>> = Vec::new();
+        for (i, mut result) in indices.into_iter().zip(ran) {
             if let (Err(e), Some(hook)) = (&result, &self.repair) {
                 if e.kind() == ToolErrorKind::InvalidInput {
                     if let Some(fixed) = hook.repair(&calls[i], e) {
-                        let retry = ToolCall::new(call.id, call.key, fixed.clone());
+                        let retry =
+                            ToolCall::new(calls[i].id.clone(), keys[i].clone(), fixed.clone());
                         result = effects
                             .execute(step, vec![retry])
                             .await
@@ -1248,6 +1262,7 @@ impl ReactSkill {
                                     grace_ms: 0,
                                 })
                             });
+                        repaired.resize(calls.len(), None);
                         repaired[i] = Some(fixed);
                     }
                 }
@@ -1262,7 +1277,10 @@ impl ReactSkill {
                     grace_ms: 0,
                 })
             });
-            let arguments = repaired[i].take().unwrap_or_else(|| c.arguments.clone());
+            let arguments = repaired
+                .get_mut(i)
+                .and_then(Option::take)
+                .unwrap_or_else(|| c.arguments.clone());
             let (content, parts) = match &result {
                 Ok(Value::String(s)) => (s.clone(), Vec::new()),
                 // An image or a file goes beside the text, which names it.
@@ -1273,7 +1291,7 @@ impl ReactSkill {
                 state.error_budget = state.error_budget.saturating_sub(1);
             }
             let record = ToolCallRecord {
-                name: keys[i].clone(),
+                name: std::mem::take(&mut keys[i]),
                 arguments,
                 error: result.as_ref().err().map(ToString::to_string),
                 error_kind: result.as_ref().err().map(ToolError::kind),
@@ -1353,6 +1371,9 @@ impl ReactSkill {
         Value::Array(found)
     }
 }
+
+/// The system prompt of a skill that sets none.
+const DEFAULT_SYSTEM_PROMPT: &str = "You solve the task step by step. Call tools when they help; answer in plain text when you are done.";
 
 /// The name of the search tool offered when some tools are deferred.
 pub const SEARCH_TOOL: &str = "tool_search";

@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 
 use super::{Call, Flow};
 use crate::audit::Execution;
-use crate::replay::router::Route;
+use crate::replay::router::{Route, Routed};
 use crate::replay::InteractionKind;
 
 #[inline]
@@ -32,19 +32,23 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     // The caller's secrets are redacted from what the cassette keys and keeps, as its
     // own configured secrets are: no second configuration.
     let ctx = call.ctx;
-    let redacted;
-    let input = if ctx.has_secrets() {
+    // An operation's input is read by nothing after the router (its code runs on
+    // its own typed input) unless an approval is bound to it: hand it over, so a
+    // recording keeps it without a copy.
+    let hand_over = call.operation && !tool.may_need_approval();
+    let routed = if ctx.has_secrets() {
         let redactor = ctx
             .secret_values()
             .fold(cassette.redactor().clone(), |r, secret| {
                 r.with_secret(secret)
             });
-        redacted = redactor.redact(call.input.get());
-        &redacted
+        Routed::Owned(redactor.redact(call.input.get()))
+    } else if hand_over {
+        Routed::Owned(call.input.take())
     } else {
-        call.input.get()
+        Routed::Borrowed(call.input.get())
     };
-    match cassette.route(kind, tool.key(), policy, input, fingerprint) {
+    match cassette.route(kind, tool.key(), policy, routed, fingerprint) {
         Err(error) => ControlFlow::Break(Err(error)),
         Ok(Route::Serve { outcome, shaped }) => {
             call.trail.execution = Execution::Replayed;

@@ -34,7 +34,7 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     // Boxed: rare, and it keeps the common call's future small.
     let shaped = Box::pin(door.shaping.shape(
         tool.key(),
-        call.run.map(|run| &*run.scope.id),
+        call.run.map(|run| run.scope.id()),
         call_id,
         output,
         max,

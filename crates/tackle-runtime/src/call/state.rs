@@ -34,10 +34,10 @@ pub(crate) struct RunMemory {
 }
 
 impl RunState {
-    /// A run's state with the default scope, named `id`.
-    pub(crate) fn new(id: Arc<str>) -> RunState {
+    /// A run's state with the default scope.
+    pub(crate) fn new() -> RunState {
         RunState {
-            scope: Arc::new(RunScope::new(id)),
+            scope: Arc::new(RunScope::new()),
             cassette: None,
             approver: None,
             memory: Arc::default(),

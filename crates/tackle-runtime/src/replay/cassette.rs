@@ -174,14 +174,19 @@ impl Cassette {
         config: CassetteConfig,
     ) -> Result<Cassette, CassetteError> {
         let path = path.into();
-        // A recorder killed mid-write leaves its temporary file; the next open clears it.
-        super::file::clean_orphans(&path);
         let mode = if config.use_env {
             Mode::resolve(config.mode, |k| std::env::var(k).ok())?
         } else {
             config.mode
         };
-        let exists = path.exists();
+        // A recorder killed mid-write leaves its temporary file: the next open that
+        // reads the file clears it (a cassette recorded anew clears it when it writes).
+        let reads = !matches!(mode, Mode::Rewrite | Mode::Review | Mode::Live);
+        if reads {
+            super::file::clean_orphans(&path);
+        }
+        // Only the modes that read the file ask whether it is there.
+        let exists = reads && path.exists();
         let effective = match mode {
             Mode::Replay if !exists => return Err(CassetteError::Missing { path }),
             Mode::Replay => Effective::Replay,
@@ -434,6 +439,8 @@ impl Cassette {
                 }
                 return Ok(report);
             }
+            // A recorder killed mid-write left its temporary file behind: clear it.
+            file::clean_orphans(&self.inner.path);
             file::save(&self.inner.path, &file)?;
             report.written = true;
         }

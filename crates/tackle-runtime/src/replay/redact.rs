@@ -52,6 +52,21 @@ impl Redactor {
         }
     }
 
+    /// Replaces every secret in `value` where it stands (for a value the caller owns:
+    /// no copy). `value` is within the door's depth limit.
+    pub(crate) fn redact_in_place(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(redacted) = self.redact_str(s) {
+                    *s = redacted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_in_place(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.redact_in_place(v)),
+            _ => {}
+        }
+    }
+
     /// The value with every secret replaced, borrowed when there is none (the common
     /// case, which then costs no copy).
     pub fn redact_cow<'a>(&self, value: &'a Value) -> Cow<'a, Value> {

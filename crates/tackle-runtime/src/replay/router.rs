@@ -27,6 +27,34 @@ pub(crate) enum Route {
     Run(Option<Pending>),
 }
 
+/// A call's input as the router gets it: borrowed from the call, or handed over
+/// (an operation's, which nothing after the router reads: recorded without a copy).
+pub(crate) enum Routed<'v> {
+    Borrowed(&'v Value),
+    Owned(Value),
+}
+
+impl Routed<'_> {
+    fn get(&self) -> &Value {
+        match self {
+            Routed::Borrowed(value) => value,
+            Routed::Owned(value) => value,
+        }
+    }
+
+    /// The input to record, redacted: copied when borrowed, redacted in place when
+    /// owned.
+    fn into_redacted(self, redactor: &super::redact::Redactor) -> Value {
+        match self {
+            Routed::Borrowed(value) => redactor.redact(value),
+            Routed::Owned(mut value) => {
+                redactor.redact_in_place(&mut value);
+                value
+            }
+        }
+    }
+}
+
 /// A call to record once it finishes.
 pub(crate) struct Pending {
     call: u64,
@@ -44,9 +72,10 @@ impl Cassette {
         kind: InteractionKind,
         key: &str,
         policy: ReplayPolicy,
-        input: &Value,
+        routed: Routed<'_>,
         schema: Option<&str>,
     ) -> Result<Route, ToolError> {
+        let input = routed.get();
         let mut state = self.state();
         let call = state.next_call;
         state.next_call += 1;
@@ -57,13 +86,14 @@ impl Cassette {
         if effective == Effective::Live {
             return Ok(Route::Run(None));
         }
-        let pending = |tombstone| {
+        let redactor = &self.inner.redactor;
+        let pending = |routed: Routed<'_>, tombstone| {
             Route::Run(Some(Pending {
                 call,
                 key: key.to_owned(),
                 kind,
                 policy,
-                input: self.inner.redactor.redact(input),
+                input: routed.into_redacted(redactor),
                 tombstone,
             }))
         };
@@ -72,13 +102,13 @@ impl Cassette {
                 key: key.to_owned(),
                 call,
             }),
-            (ReplayPolicy::FailLoud, _) => Ok(pending(true)),
+            (ReplayPolicy::FailLoud, _) => Ok(pending(routed, true)),
             // Recording from nothing: every call, reads included, so that the replay
             // needs nothing live.
-            (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(false)),
+            (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(routed, false)),
             (_, Effective::New) => match self.lookup(&mut state, kind, key, input, call)? {
                 Some(served) => Ok(served),
-                None => Ok(pending(false)),
+                None => Ok(pending(routed, false)),
             },
             (ReplayPolicy::MustStub, _) => match self.lookup(&mut state, kind, key, input, call)? {
                 Some(served) => Ok(served),

@@ -1,7 +1,7 @@
 //! Framework overhead of a ReAct step: a two-step run (one tool call, then the answer)
 //! with a closure model and a pure tool, against an in-run baseline that does the
 //! same model calls and the same door call by hand. The difference, halved, is the
-//! overhead per step (target: within 20 µs).
+//! overhead per step (target: within 2 µs; see `docs/performance.md`).
 //!
 //! `react/streamed_step`: the same two-step run with a model that streams each reply
 //! in pieces (16 text deltas, and the call's arguments in 4), run with an event sink

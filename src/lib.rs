@@ -123,6 +123,8 @@ mod guides {
     struct Macro;
     #[doc = include_str!("../docs/mcp.md")]
     struct Mcp;
+    #[doc = include_str!("../docs/performance.md")]
+    struct Performance;
     #[doc = include_str!("../docs/seeds.md")]
     struct Seeds;
     #[doc = include_str!("../docs/security.md")]

@@ -71,20 +71,17 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         }
     }
     call.trail.execution = Execution::Live;
-    let bounds = Bounds {
-        limit: call
-            .spec()
-            .timeout_ms
-            .map(Duration::from_millis)
-            .or(call.run.and_then(|run| run.scope.default_timeout)),
-        cancel: call.run.map(|run| (&run.scope.cancel, run.scope.grace)),
-    };
+    let limit = call
+        .spec()
+        .timeout_ms
+        .map(Duration::from_millis)
+        .or(call.run.and_then(|run| run.scope.default_timeout));
     if let Some(policy) = call.sandbox.take() {
-        let result = Box::pin(sandboxed(door, call, &policy, bounds)).await;
+        let result = Box::pin(sandboxed(door, call, policy, limit)).await;
         call.outcome = Some(result);
         return ControlFlow::Continue(());
     }
-    let inline = bounds.limit.is_none() && !call.spec().blocking;
+    let inline = limit.is_none() && !call.spec().blocking;
     let result = match (&tool.handler().0, tool.takes_context()) {
         (HandlerKind::Sync(run), false) if inline && !call.operation => {
             // The common case: a synchronous tool with no time limit, run right here
@@ -99,7 +96,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             )
         }
         // Boxed: it keeps the common call's future small.
-        _ => Box::pin(run_awaited(call, bounds)).await,
+        _ => Box::pin(run_awaited(call, limit)).await,
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
@@ -114,6 +111,14 @@ struct Bounds<'a> {
 }
 
 impl Bounds<'_> {
+    /// The bounds of `call`, whose time limit is `limit`.
+    fn of<'c>(call: &Call<'c>, limit: Option<Duration>) -> Bounds<'c> {
+        Bounds {
+            limit,
+            cancel: call.run.map(|run| (&run.scope.cancel, run.scope.grace)),
+        }
+    }
+
     /// Whether anything can end the call early.
     fn any(&self) -> bool {
         self.limit.is_some() || self.cancel.is_some()
@@ -121,7 +126,8 @@ impl Bounds<'_> {
 }
 
 /// Runs an operation's code, an async tool, or any tool under a limit.
-async fn run_awaited(call: &mut Call<'_>, bounds: Bounds<'_>) -> Result<Value, ToolError> {
+async fn run_awaited(call: &mut Call<'_>, limit: Option<Duration>) -> Result<Value, ToolError> {
+    let bounds = Bounds::of(call, limit);
     let tool = call.tool();
     let ctx = call.ctx;
     if let Some(code) = call.code.take() {
@@ -158,9 +164,10 @@ async fn run_awaited(call: &mut Call<'_>, bounds: Bounds<'_>) -> Result<Value, T
 async fn sandboxed(
     door: &Runtime,
     call: &mut Call<'_>,
-    policy: &SandboxPolicy,
-    bounds: Bounds<'_>,
+    policy: Box<SandboxPolicy>,
+    limit: Option<Duration>,
 ) -> Result<Value, ToolError> {
+    let bounds = Bounds::of(call, limit);
     let tool = call.tool();
     let ctx = call.ctx;
     let Some(sandbox) = door.sandbox.as_deref() else {
@@ -198,7 +205,7 @@ async fn sandboxed(
         input: call.input.take(),
         call_id: call.id(),
         secrets,
-        policy,
+        policy: &policy,
         max_bytes: door.limits.max_bytes,
     };
     let mut no_network = false;

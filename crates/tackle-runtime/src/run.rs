@@ -73,7 +73,8 @@ use crate::replay::{Cassette, CassetteError, FinishReport};
 /// A run is cheap to clone: clones are the same run (one cancellation, one
 /// recording). Configure it with the `with_*` methods before its first call; a
 /// `with_*` on a run that was already cloned makes a new run with the settings so
-/// far and none of the state.
+/// far (its cassette and cancellation token are still the ones the clones hold) and
+/// a memory of its own (idempotency, remembered approvals, numbering).
 #[derive(Clone)]
 pub struct Run {
     inner: Arc<RunInner>,
@@ -119,7 +120,8 @@ impl Run {
     }
 
     /// The run's settings, to change before it is shared: a run already cloned is
-    /// made anew, with the settings so far and a fresh memory.
+    /// made anew, with the settings so far (the same cassette and token) and a fresh
+    /// memory.
     fn edit(&mut self) -> &mut RunInner {
         if Arc::get_mut(&mut self.inner).is_none() {
             let mut fresh = (*self.inner).clone();

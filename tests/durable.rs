@@ -290,8 +290,8 @@ impl RunStore for Full {
     fn load(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
         self.0.load(run_id)
     }
-    fn save(&self, record: &RunRecord) -> Result<(), StoreError> {
-        self.0.save(record)
+    fn save(&self, record: &RunRecord, entries: &[JournalEntry]) -> Result<(), StoreError> {
+        self.0.save(record, entries)
     }
     fn append(&self, _: &str, _: &JournalEntry) -> Result<(), StoreError> {
         Err(StoreError::Io {
@@ -321,15 +321,15 @@ async fn a_journal_that_cannot_take_a_call_stops_it_before_it_runs() {
     assert_eq!(err.kind(), tackle::ToolErrorKind::Execution);
     assert!(err.to_string().contains("disk full"), "{err}");
     assert_eq!(SHIPPED.load(Ordering::SeqCst), before, "nothing shipped");
-    // The agent's run fails, and says so in the store.
-    assert!(run
-        .drive(&runtime, &skill(&runtime), &ctx(), None)
-        .await
-        .is_err());
-    assert!(matches!(
-        store.load("r-3").unwrap().unwrap().status,
-        RunStatus::Failed { .. }
-    ));
+    // The attempt's journal failed: it runs nothing more, and the run says why.
+    match run.drive(&runtime, &skill(&runtime), &ctx(), None).await {
+        Err(DurableError::Journal { message, .. }) => assert!(message.contains("disk full")),
+        other => panic!("expected a journal error, got {other:?}"),
+    }
+    match store.load("r-3").unwrap().unwrap().status {
+        RunStatus::Interrupted { error } => assert!(error.contains("disk full"), "{error}"),
+        other => panic!("expected interrupted, got {other:?}"),
+    }
 }
 
 static REFUNDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -538,4 +538,79 @@ async fn a_skill_runs_durably_and_its_answer_is_read_as_its_state() {
     let record = store.load("skill-run").unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Done);
     assert_eq!(record.state.unwrap().step_index, 2);
+}
+
+#[tokio::test]
+async fn the_memory_store_passes_the_conformance_kit() {
+    let stores: std::sync::Mutex<std::collections::HashMap<String, Arc<MemoryStore>>> =
+        Default::default();
+    let open = |name: &str| -> Arc<dyn RunStore> {
+        stores
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    };
+    let report = tackle::durable::conformance::check(&open).await;
+    report.assert_passed();
+    assert_eq!(
+        report.passed.len(),
+        tackle::durable::conformance::CHECKS.len()
+    );
+}
+
+/// A store that writes over whatever is there, as stores did before records had
+/// versions: the kit must catch it.
+#[derive(Default)]
+struct Careless(MemoryStore);
+
+impl RunStore for Careless {
+    fn create(&self, record: &RunRecord) -> Result<(), StoreError> {
+        self.0.create(record)
+    }
+    fn load(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        self.0.load(run_id)
+    }
+    fn save(&self, record: &RunRecord, entries: &[JournalEntry]) -> Result<(), StoreError> {
+        let mut record = record.clone();
+        // Last writer wins.
+        record.version = self.0.load(&record.run_id)?.map_or(0, |r| r.version);
+        self.0.save(&record, entries)
+    }
+    fn append(&self, run_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        self.0.append(run_id, entry)
+    }
+    fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        self.0.journal(run_id)
+    }
+    fn runs(&self) -> Result<Vec<String>, StoreError> {
+        self.0.runs()
+    }
+}
+
+#[tokio::test]
+async fn the_conformance_kit_catches_a_store_whose_saves_overwrite_each_other() {
+    let stores: std::sync::Mutex<std::collections::HashMap<String, Arc<Careless>>> =
+        Default::default();
+    let open = |name: &str| -> Arc<dyn RunStore> {
+        stores
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    };
+    let report = tackle::durable::conformance::check(&open).await;
+    let failed: Vec<&str> = report.failed.iter().map(|(name, _)| *name).collect();
+    assert!(failed.contains(&"versioned saves"), "{failed:?}");
+    assert!(
+        failed.contains(&"a save and its entries are one"),
+        "{failed:?}"
+    );
+    assert!(
+        report.passed.contains(&"journal order"),
+        "{:?}",
+        report.passed
+    );
 }

@@ -34,7 +34,9 @@ use tackle::agent::model::{
     ToolCallRequest,
 };
 use tackle::agent::react::ReactSkill;
-use tackle::durable::{DurableError, DurableRun, JournalEntry, Resolution, RunStatus, RunStore};
+use tackle::durable::{
+    DurableError, DurableOptions, DurableRun, JournalEntry, Resolution, RunStatus, RunStore,
+};
 use tackle::{tool, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
@@ -152,7 +154,7 @@ fn child() -> ExitCode {
     let store =
         SqliteStore::open(std::env::var_os("TACKLE_STORE").unwrap_or_default()).expect("store");
     let store: Arc<dyn RunStore> = Arc::new(store);
-    let run = match DurableRun::open(store, RUN, TASK) {
+    let run = match open_when_free(store, RUN, TASK) {
         Ok(run) => run,
         Err(DurableError::UnknownOutcome { .. }) => return ExitCode::from(3),
         Err(DurableError::Ended { .. }) => return ExitCode::SUCCESS,
@@ -170,6 +172,28 @@ fn child() -> ExitCode {
         .block_on(run.drive(&runtime, &skill, &ctx, None))
         .expect("the run");
     ExitCode::SUCCESS
+}
+
+/// How long a child holds the run: a killed child's run is free again this soon.
+const LEASE: Duration = Duration::from_millis(300);
+
+/// Opens the run, waiting for the lease of a killed child to lapse: a run is held
+/// by one process at a time.
+fn open_when_free(
+    store: Arc<dyn RunStore>,
+    run_id: &str,
+    task: &str,
+) -> Result<DurableRun, DurableError> {
+    let options = DurableOptions::new().with_lease(LEASE);
+    for _ in 0..20 {
+        match DurableRun::open_with(Arc::clone(&store), run_id, task, options.clone()) {
+            Err(DurableError::Held { remaining_ms, .. }) => {
+                std::thread::sleep(Duration::from_millis(remaining_ms + 10));
+            }
+            other => return other,
+        }
+    }
+    panic!("the run stayed held");
 }
 
 fn spawn(dir: &Path) -> std::process::Child {
@@ -217,7 +241,7 @@ fn resume_to_the_end(dir: &Path) {
 /// The run's answer and the ledger, once done.
 fn outcome(dir: &Path) -> (String, Vec<String>) {
     let store = SqliteStore::open(dir.join("runs.db")).expect("store");
-    store.check().expect("the store is sound");
+    RunStore::check(&store).expect("the store is sound");
     let record = store.load(RUN).expect("load").expect("the run");
     assert_eq!(record.status, RunStatus::Done, "{record:?}");
     let answer = record
@@ -428,7 +452,7 @@ fn scripted_child() -> ExitCode {
     let store =
         SqliteStore::open(std::env::var_os("TACKLE_STORE").unwrap_or_default()).expect("store");
     let store: Arc<dyn RunStore> = Arc::new(store);
-    let run = DurableRun::open(store, "notes-1", "Read the notes.").expect("the run opens");
+    let run = open_when_free(store, "notes-1", "Read the notes.").expect("the run opens");
     let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
     let skill = ReactSkill::new(
         Arc::new(Logged(script())),

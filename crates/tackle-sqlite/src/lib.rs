@@ -1,12 +1,26 @@
 //! The embedded run store of tackle's durable runs: one SQLite file.
 //!
 //! [`SqliteStore`] implements [`RunStore`] over a single file, with SQLite compiled in
-//! (nothing to install). Every write is its own transaction, committed in write-ahead
-//! log mode with `synchronous = FULL`: when [`RunStore::append`] returns, the journal
-//! entry survives the process being killed, and a process killed in the middle of a
-//! write leaves the file as it was before it. Several processes may open one file (a
-//! worker resuming a run, an operator resolving a call); SQLite serializes their
-//! writes, waiting up to five seconds for a lock.
+//! (nothing to install). Every write is its own transaction, taken with the write
+//! lock up front (`BEGIN IMMEDIATE`) and committed in write-ahead log mode with
+//! `synchronous = FULL`: when [`RunStore::append`] returns, the journal entry survives
+//! the process being killed, and a process killed in the middle of a write leaves the
+//! file as it was before it. Several processes may open one file (a worker resuming a
+//! run, an operator deciding an approval); SQLite serializes their writes, waiting up
+//! to five seconds for the lock ([`SqliteStore::with_busy_timeout`]). A record is saved
+//! only over the version it was read at, so two writers cannot overwrite each other.
+//!
+//! **The store is the file and its `-wal` file.** Committed writes live in the
+//! write-ahead log until SQLite copies them into the main file, so a copy of the main
+//! file alone is an older state of the runs: resuming from it would run completed
+//! calls again. Back a store up with [`SqliteStore::backup`] (SQLite's online backup,
+//! safe while runs are written; `cargo tackle runs --store PATH backup TO` from a
+//! shell), or copy both files while no process has the store open.
+//!
+//! [`SqliteStore::open`] checks the file first (`PRAGMA quick_check`) and refuses a
+//! damaged one, or an empty file where a store was expected, with
+//! [`StoreError::Corrupt`] naming it; [`check`](RunStore::check) runs SQLite's full
+//! `integrity_check`.
 //!
 //! ```
 //! use tackle_runtime::durable::{RunRecord, RunStore};
@@ -20,7 +34,7 @@
 //! assert_eq!(again.load("run-1")?.unwrap().task, "Say hello.");
 //! again.check()?;
 //! # drop(again);
-//! # std::fs::remove_file(&path).ok();
+//! # for end in ["", "-wal", "-shm"] { std::fs::remove_file(format!("{}{end}", path.display())).ok(); }
 //! # Ok::<(), tackle_runtime::durable::StoreError>(())
 //! ```
 
@@ -28,20 +42,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use tackle_runtime::durable::{JournalEntry, RunRecord, RunStore, StoreError};
+
+/// How long a write waits for another process's lock unless told otherwise.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A [`RunStore`] in one SQLite file. See the [crate docs](crate).
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
     connection: Mutex<Connection>,
-}
-
-fn io(error: rusqlite::Error) -> StoreError {
-    StoreError::Io {
-        message: error.to_string(),
-    }
 }
 
 fn corrupt(what: &str, error: serde_json::Error) -> StoreError {
@@ -57,15 +68,44 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 }
 
 impl SqliteStore {
-    /// Opens the store at `path`, creating the file and its tables when missing.
+    /// Opens the store at `path`, creating the file and its tables when there is no
+    /// file. An existing file is checked first (`PRAGMA quick_check`): a damaged or
+    /// truncated one, or an empty one, is refused with [`StoreError::Corrupt`].
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let connection = Connection::open(&path).map_err(|e| StoreError::Io {
-            message: format!("{}: {e}", path.display()),
-        })?;
+        let existed = match std::fs::metadata(&path) {
+            Ok(meta) if meta.len() == 0 => {
+                return Err(StoreError::Corrupt {
+                    message: format!(
+                        "{} is an empty file, not a run store (truncated?); move it away to \
+                         start a new store there",
+                        path.display()
+                    ),
+                })
+            }
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => {
+                return Err(StoreError::Io {
+                    message: format!("{}: {e}", path.display()),
+                })
+            }
+        };
+        let failed = |e: rusqlite::Error| file_error(&path, e);
+        let connection = Connection::open(&path).map_err(failed)?;
         connection
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(io)?;
+            .busy_timeout(DEFAULT_BUSY_TIMEOUT)
+            .map_err(failed)?;
+        if existed {
+            let verdict: String = connection
+                .query_row("PRAGMA quick_check", [], |row| row.get(0))
+                .map_err(failed)?;
+            if verdict != "ok" {
+                return Err(StoreError::Corrupt {
+                    message: format!("{} is damaged: {verdict}", path.display()),
+                });
+            }
+        }
         connection
             .execute_batch(
                 "PRAGMA journal_mode = WAL;
@@ -81,11 +121,34 @@ impl SqliteStore {
                      PRIMARY KEY (run_id, seq)
                  );",
             )
-            .map_err(io)?;
+            .map_err(failed)?;
+        // Stores written before records had versions gain the column.
+        let versioned: bool = connection
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'version'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(failed)?
+            > 0;
+        if !versioned {
+            connection
+                .execute_batch("ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+                .map_err(failed)?;
+        }
         Ok(SqliteStore {
             path,
             connection: Mutex::new(connection),
         })
+    }
+
+    /// How long a write waits for another process's lock before it fails (default
+    /// [`DEFAULT_BUSY_TIMEOUT`]). A journal write that fails stops the run it is for.
+    pub fn with_busy_timeout(self, timeout: Duration) -> Result<SqliteStore, StoreError> {
+        self.connection()
+            .busy_timeout(timeout)
+            .map_err(|e| self.error(e))?;
+        Ok(self)
     }
 
     /// The file.
@@ -93,27 +156,70 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Checks the file with SQLite's `PRAGMA integrity_check`: `Corrupt` with what it
-    /// found, unless it found nothing wrong.
-    pub fn check(&self) -> Result<(), StoreError> {
-        let verdict: String = self
-            .connection()
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .map_err(io)?;
-        if verdict == "ok" {
-            Ok(())
-        } else {
-            Err(StoreError::Corrupt { message: verdict })
-        }
+    /// Writes a consistent copy of the store to `to` (a new file, or one replaced),
+    /// with SQLite's online backup: safe while other processes write runs, and
+    /// complete, write-ahead log included.
+    pub fn backup(&self, to: impl AsRef<Path>) -> Result<(), StoreError> {
+        let to = to.as_ref();
+        self.connection()
+            .backup("main", to, None::<fn(rusqlite::backup::Progress)>)
+            .map_err(|e| StoreError::Io {
+                message: format!(
+                    "backing {} up to {}: {e}",
+                    self.path.display(),
+                    to.display()
+                ),
+            })
     }
 
     fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
         // A panic while the lock was held leaves the connection as SQLite left it:
-        // every statement is its own transaction.
+        // every write is its own transaction, rolled back unless committed.
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn error(&self, error: rusqlite::Error) -> StoreError {
+        file_error(&self.path, error)
+    }
+}
+
+/// A SQLite error as a store error: `Corrupt` when the file is damaged or not a
+/// database, naming it; `Io` otherwise.
+fn file_error(path: &Path, error: rusqlite::Error) -> StoreError {
+    let damaged = matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    );
+    let message = format!("{}: {error}", path.display());
+    if damaged {
+        StoreError::Corrupt { message }
+    } else {
+        StoreError::Io { message }
+    }
+}
+
+fn decode_record(text: &str, version: i64) -> Result<RunRecord, StoreError> {
+    let mut record: RunRecord =
+        serde_json::from_str(text).map_err(|e| corrupt("a run record", e))?;
+    record.version = u64::try_from(version).unwrap_or_default();
+    Ok(record)
+}
+
+fn insert_entry(
+    tx: &Connection,
+    run_id: &str,
+    entry: &JournalEntry,
+) -> Result<(), rusqlite::Error> {
+    let text = serde_json::to_string(entry)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    tx.execute(
+        "INSERT INTO journal (run_id, seq, entry)
+         SELECT ?1, COALESCE(MAX(seq) + 1, 0), ?2 FROM journal WHERE run_id = ?1",
+        params![run_id, text],
+    )?;
+    Ok(())
 }
 
 impl RunStore for SqliteStore {
@@ -122,10 +228,10 @@ impl RunStore for SqliteStore {
         let inserted = self
             .connection()
             .execute(
-                "INSERT OR IGNORE INTO runs (run_id, record) VALUES (?1, ?2)",
+                "INSERT OR IGNORE INTO runs (run_id, record, version) VALUES (?1, ?2, 0)",
                 params![record.run_id, text],
             )
-            .map_err(io)?;
+            .map_err(|e| self.error(e))?;
         if inserted == 0 {
             return Err(StoreError::Exists {
                 run_id: record.run_id.clone(),
@@ -135,60 +241,82 @@ impl RunStore for SqliteStore {
     }
 
     fn load(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        let text: Option<String> = self
+        let row: Option<(String, i64)> = self
             .connection()
             .query_row(
-                "SELECT record FROM runs WHERE run_id = ?1",
+                "SELECT record, version FROM runs WHERE run_id = ?1",
                 params![run_id],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()
-            .map_err(io)?;
-        text.map(|t| serde_json::from_str(&t).map_err(|e| corrupt("a run record", e)))
+            .map_err(|e| self.error(e))?;
+        row.map(|(text, version)| decode_record(&text, version))
             .transpose()
     }
 
-    fn save(&self, record: &RunRecord) -> Result<(), StoreError> {
+    fn save(&self, record: &RunRecord, entries: &[JournalEntry]) -> Result<(), StoreError> {
         let text = encode(record)?;
-        let updated = self
-            .connection()
-            .execute(
-                "UPDATE runs SET record = ?2 WHERE run_id = ?1",
-                params![record.run_id, text],
+        let mut connection = self.connection();
+        let tx = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let stored: Option<i64> = tx
+            .query_row(
+                "SELECT version FROM runs WHERE run_id = ?1",
+                params![record.run_id],
+                |row| row.get(0),
             )
-            .map_err(io)?;
-        if updated == 0 {
-            return Err(StoreError::Io {
-                message: format!("no run `{}`", record.run_id),
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let Some(stored) = stored else {
+            return Err(StoreError::NotFound {
+                run_id: record.run_id.clone(),
+            });
+        };
+        let stored = u64::try_from(stored).unwrap_or_default();
+        if stored != record.version {
+            return Err(StoreError::Conflict {
+                run_id: record.run_id.clone(),
+                stored,
+                saved: record.version,
             });
         }
-        Ok(())
+        let next = i64::try_from(record.version.saturating_add(1)).unwrap_or(i64::MAX);
+        tx.execute(
+            "UPDATE runs SET record = ?2, version = ?3 WHERE run_id = ?1",
+            params![record.run_id, text, next],
+        )
+        .map_err(|e| self.error(e))?;
+        for entry in entries {
+            insert_entry(&tx, &record.run_id, entry).map_err(|e| self.error(e))?;
+        }
+        tx.commit().map_err(|e| self.error(e))
     }
 
     fn append(&self, run_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
-        let text = encode(entry)?;
-        self.connection()
-            .execute(
-                "INSERT INTO journal (run_id, seq, entry)
-                 SELECT ?1, COALESCE(MAX(seq) + 1, 0), ?2 FROM journal WHERE run_id = ?1",
-                params![run_id, text],
-            )
-            .map_err(io)?;
-        Ok(())
+        let mut connection = self.connection();
+        let tx = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        insert_entry(&tx, run_id, entry).map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))
     }
 
     fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         let connection = self.connection();
         let mut statement = connection
             .prepare("SELECT entry FROM journal WHERE run_id = ?1 ORDER BY seq")
-            .map_err(io)?;
-        let rows = statement
-            .query_map(params![run_id], |row| row.get::<_, String>(0))
-            .map_err(io)?;
+            .map_err(|e| self.error(e))?;
+        let mut rows = statement
+            .query(params![run_id])
+            .map_err(|e| self.error(e))?;
         let mut entries = Vec::new();
-        for row in rows {
-            let text = row.map_err(io)?;
-            entries.push(serde_json::from_str(&text).map_err(|e| corrupt("a journal entry", e))?);
+        while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+            let text = row.get_ref(0).map_err(|e| self.error(e))?;
+            let text = text.as_str().map_err(|e| StoreError::Corrupt {
+                message: format!("a journal entry: {e}"),
+            })?;
+            entries.push(serde_json::from_str(text).map_err(|e| corrupt("a journal entry", e))?);
         }
         Ok(entries)
     }
@@ -197,12 +325,26 @@ impl RunStore for SqliteStore {
         let connection = self.connection();
         let mut statement = connection
             .prepare("SELECT run_id FROM runs ORDER BY run_id")
-            .map_err(io)?;
+            .map_err(|e| self.error(e))?;
         let ids = statement
             .query_map([], |row| row.get::<_, String>(0))
-            .map_err(io)?
+            .map_err(|e| self.error(e))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(io)?;
+            .map_err(|e| self.error(e))?;
         Ok(ids)
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        let verdict: String = self
+            .connection()
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .map_err(|e| self.error(e))?;
+        if verdict == "ok" {
+            Ok(())
+        } else {
+            Err(StoreError::Corrupt {
+                message: format!("{} is damaged: {verdict}", self.path.display()),
+            })
+        }
     }
 }

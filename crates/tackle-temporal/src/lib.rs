@@ -320,10 +320,14 @@ impl AgentWorkflow {
     /// Decides a pending approval. A decision counts only for a request that is
     /// pending, with the same key and canonical arguments; any other is ignored.
     #[signal(name = "tackle.decide")]
-    pub fn decide(&mut self, _ctx: &mut SyncWorkflowContext<Self>, record: ApprovalRecord) {
+    pub fn decide(&mut self, _ctx: &mut SyncWorkflowContext<Self>, mut record: ApprovalRecord) {
         let pending = self.pending.contains(&record.request);
-        let decided = self.decisions.iter().any(|d| d.request == record.request);
+        let decided = self
+            .decisions
+            .iter()
+            .any(|d| !d.used && d.request == record.request);
         if pending && !decided {
+            record.used = false;
             self.decisions.push(record);
         }
     }
@@ -344,7 +348,7 @@ impl AgentWorkflow {
     pub fn pending_approvals(&self, _ctx: &WorkflowContextView) -> Vec<PendingApproval> {
         self.pending
             .iter()
-            .filter(|p| !self.decisions.iter().any(|d| d.request == **p))
+            .filter(|p| !self.decisions.iter().any(|d| !d.used && d.request == **p))
             .cloned()
             .collect()
     }
@@ -510,19 +514,25 @@ impl WorkflowEffects<'_> {
                     let decided = |s: &AgentWorkflow| {
                         requests
                             .iter()
-                            .all(|r| s.decisions.iter().any(|d| d.request == *r))
+                            .all(|r| s.decisions.iter().any(|d| !d.used && d.request == *r))
                     };
                     if self.ctx.wait_condition(decided).await.is_err() {
                         return Err(ToolError::Cancelled {
                             key: call.key.clone(),
                         });
                     }
-                    decisions = self.ctx.state(|s| {
-                        s.decisions
-                            .iter()
-                            .filter(|d| requests.contains(&d.request))
-                            .cloned()
-                            .collect()
+                    // Each decision answers this call and is used up: the same call
+                    // asked again later waits for a new one.
+                    decisions = self.ctx.state_mut(|s| {
+                        let mut taken = Vec::new();
+                        for d in &mut s.decisions {
+                            if !d.used && requests.contains(&d.request) {
+                                d.used = true;
+                                taken.push(d.clone());
+                            }
+                        }
+                        s.pending.retain(|p| !requests.contains(p));
+                        taken
                     });
                 }
                 Ok(DoorOutcome::UnknownOutcome { .. }) => {

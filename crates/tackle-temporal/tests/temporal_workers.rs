@@ -692,7 +692,11 @@ async fn decide(handle: &Handle, request: PendingApproval, decision: Decision) {
     handle
         .signal(
             AgentWorkflow::decide,
-            ApprovalRecord { request, decision },
+            ApprovalRecord {
+                request,
+                decision,
+                used: false,
+            },
             WorkflowSignalOptions::default(),
         )
         .await

@@ -6,6 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use super::{JournalEntry, RunRecord, RunStore, StoreError};
 
 /// A [`RunStore`] in this process's memory: runs survive a pause, not the process.
+/// It keeps the whole store contract (versioned saves, a save and its entries at once).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     runs: Mutex<BTreeMap<String, (RunRecord, Vec<JournalEntry>)>>,
@@ -18,8 +19,8 @@ impl MemoryStore {
 }
 
 fn missing(run_id: &str) -> StoreError {
-    StoreError::Io {
-        message: format!("no run `{run_id}`"),
+    StoreError::NotFound {
+        run_id: run_id.to_owned(),
     }
 }
 
@@ -31,7 +32,9 @@ impl RunStore for MemoryStore {
                 run_id: record.run_id.clone(),
             });
         }
-        runs.insert(record.run_id.clone(), (record.clone(), Vec::new()));
+        let mut record = record.clone();
+        record.version = 0;
+        runs.insert(record.run_id.clone(), (record, Vec::new()));
         Ok(())
     }
 
@@ -39,12 +42,21 @@ impl RunStore for MemoryStore {
         Ok(self.runs().get(run_id).map(|(record, _)| record.clone()))
     }
 
-    fn save(&self, record: &RunRecord) -> Result<(), StoreError> {
+    fn save(&self, record: &RunRecord, entries: &[JournalEntry]) -> Result<(), StoreError> {
         let mut runs = self.runs();
         let run = runs
             .get_mut(&record.run_id)
             .ok_or_else(|| missing(&record.run_id))?;
+        if run.0.version != record.version {
+            return Err(StoreError::Conflict {
+                run_id: record.run_id.clone(),
+                stored: run.0.version,
+                saved: record.version,
+            });
+        }
         run.0 = record.clone();
+        run.0.version = record.version + 1;
+        run.1.extend_from_slice(entries);
         Ok(())
     }
 

@@ -63,21 +63,23 @@
 //! # Ok(()) }
 //! ```
 
+pub mod conformance;
 mod memory;
+mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::ChatModel;
 use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl, StopReason};
 use crate::agent::skill::{Skill, SkillError, SkillRun, SkillState};
 use crate::approval::{ApprovalFuture, ApprovalRequest, Approver};
 use crate::call::Runtime;
-use crate::canonical::canonical;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::replay::{
@@ -86,223 +88,17 @@ use crate::replay::{
 use crate::run::Run;
 
 pub use memory::MemoryStore;
+pub use store::{
+    ApprovalRecord, Decision, InFlight, JournalEntry, Lease, PendingApproval, Resolution,
+    RunRecord, RunStatus, RunStore, StoreError,
+};
 
-/// Where runs and their journals are kept. See the [module docs](self).
-///
-/// Each method is one durable step: when it returns `Ok`, what it wrote survives a
-/// crash of the process.
-pub trait RunStore: Send + Sync {
-    /// Adds a new run; [`StoreError::Exists`] when the id is taken.
-    fn create(&self, record: &RunRecord) -> Result<(), StoreError>;
-    /// The run's record, if there is such a run.
-    fn load(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError>;
-    /// Replaces the run's record.
-    fn save(&self, record: &RunRecord) -> Result<(), StoreError>;
-    /// Appends an entry to the run's journal.
-    fn append(&self, run_id: &str, entry: &JournalEntry) -> Result<(), StoreError>;
-    /// The run's journal, in the order it was written.
-    fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
-    /// The ids of every run, sorted.
-    fn runs(&self) -> Result<Vec<String>, StoreError>;
-}
+/// How long a lease lasts unless [`DurableOptions::with_lease`] says otherwise.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// Why a store failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A run with this id exists already.
-    #[error("a run `{run_id}` exists already")]
-    Exists {
-        /// The id.
-        run_id: String,
-    },
-    /// The store could not be read or written.
-    #[error("the run store failed: {message}")]
-    Io {
-        /// What failed.
-        message: String,
-    },
-    /// What the store holds cannot be read.
-    #[error("the run store holds something unreadable: {message}")]
-    Corrupt {
-        /// What is wrong.
-        message: String,
-    },
-}
-
-/// A run as the store keeps it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// The run's id, unique in its store.
-    pub run_id: String,
-    /// What the agent was asked.
-    pub task: String,
-    /// Where the run stands.
-    pub status: RunStatus,
-    /// The run's state at its last step boundary, or at its end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<ReactState>,
-    /// How many times the run was started: 1, plus one per resume.
-    pub attempts: u32,
-    /// Calls waiting for a decision.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending: Vec<PendingApproval>,
-    /// Decisions made, each bound to one request.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub decisions: Vec<ApprovalRecord>,
-}
-
-/// A call waiting for approval, as any process reads it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingApproval {
-    /// The tool's key.
-    pub key: String,
-    /// The validated arguments, as canonical JSON: what a decision is bound to.
-    pub arguments: String,
-    /// The binding's hash (hex), for logs and for naming the request.
-    pub binding: String,
-}
-
-impl PendingApproval {
-    /// The pending form of `request`.
-    pub fn of(request: &ApprovalRequest) -> PendingApproval {
-        PendingApproval {
-            key: request.key.clone(),
-            arguments: canonical(&request.input),
-            binding: request.binding.to_string(),
-        }
-    }
-
-    /// Whether this is the request of `request`'s call: the same key and the same
-    /// canonical arguments.
-    pub fn binds(&self, request: &ApprovalRequest) -> bool {
-        self.key == request.key && self.arguments == canonical(&request.input)
-    }
-}
-
-/// A decision on one [`PendingApproval`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
-    /// Run the call.
-    Approve,
-    /// Do not run it; the model reads the reason.
-    Reject {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// A decision and the request it was made for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApprovalRecord {
-    /// The request.
-    pub request: PendingApproval,
-    /// The decision.
-    pub decision: Decision,
-}
-
-impl RunRecord {
-    /// A new run's record: running, first attempt, nothing pending.
-    pub fn new(run_id: impl Into<String>, task: impl Into<String>) -> RunRecord {
-        RunRecord {
-            run_id: run_id.into(),
-            task: task.into(),
-            status: RunStatus::Running,
-            state: None,
-            attempts: 1,
-            pending: Vec::new(),
-            decisions: Vec::new(),
-        }
-    }
-}
-
-/// Where a run stands.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Started and not ended: running now, or its process died.
-    Running,
-    /// Stopped at a step boundary, to be resumed.
-    Paused,
-    /// Ended: answered, or stopped by its error budget or step limit (the state says).
-    Done,
-    /// A step asked for approvals that no one has given yet; the record lists them.
-    AwaitingApproval,
-    /// Ended with an error.
-    Failed {
-        /// The error.
-        error: String,
-    },
-    /// A resume found calls in flight that may or may not have happened and are not
-    /// safe to run again: an operator [resolves](DurableRun::resolve) each.
-    UnknownOutcome {
-        /// The calls.
-        calls: Vec<InFlight>,
-    },
-}
-
-/// A call that started and has no outcome in the journal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InFlight {
-    /// The attempt it was made in.
-    pub attempt: u32,
-    /// Its number in that attempt.
-    pub call: u64,
-    /// The tool's key.
-    pub key: String,
-    /// Its input.
-    pub input: Value,
-}
-
-/// One entry of a run's journal. Stored externally tagged
-/// (`{"started": {"attempt": 1, "call": {...}}}`): read without buffering, as entries
-/// hold whole conversations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JournalEntry {
-    /// A call was about to run.
-    Started {
-        /// The attempt.
-        attempt: u32,
-        /// The call.
-        call: CallStarted,
-    },
-    /// A call finished.
-    Finished {
-        /// The attempt.
-        attempt: u32,
-        /// The call and its outcome.
-        interaction: Interaction,
-    },
-    /// An operator said what became of a call in flight.
-    Resolved {
-        /// The attempt the call was made in.
-        attempt: u32,
-        /// Its number in that attempt.
-        call: u64,
-        /// What became of it.
-        resolution: Resolution,
-    },
-}
-
-/// What an operator says became of a call in flight.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "resolution", rename_all = "snake_case")]
-pub enum Resolution {
-    /// It happened, with this output.
-    Succeeded {
-        /// The output.
-        output: Value,
-    },
-    /// It failed, or did not happen and should not: the run gets this error.
-    Failed {
-        /// The error.
-        error: String,
-    },
-    /// It did not happen: run it again.
-    Retry,
-}
+/// How many times a save that lost a race is made again over the fresh record before
+/// [`DurableError::Conflict`].
+const SAVE_ATTEMPTS: usize = 64;
 
 /// Why a durable run could not start, resume or go on.
 #[derive(Debug, thiserror::Error)]
@@ -324,6 +120,33 @@ pub enum DurableError {
         run_id: String,
         /// How it ended.
         status: RunStatus,
+    },
+    /// Another process holds the run (its [`Lease`]): it drives the run now, or died
+    /// less than a lease ago. Try again once the lease has lapsed.
+    #[error("the run `{run_id}` is held by `{holder}` for {remaining_ms} ms more (its lease)")]
+    Held {
+        /// The id.
+        run_id: String,
+        /// Who holds it.
+        holder: String,
+        /// How long the lease has left, in milliseconds.
+        remaining_ms: u64,
+    },
+    /// Others saved the run's record again and again while this save was made: it
+    /// was given up.
+    #[error("the run `{run_id}` kept changing while it was saved; try again")]
+    Conflict {
+        /// The id.
+        run_id: String,
+    },
+    /// The run's journal could not be written, so the run stopped (status
+    /// [`RunStatus::Interrupted`]); resume it once the store takes writes again.
+    #[error("the run `{run_id}` stopped: its journal could not be written: {message}")]
+    Journal {
+        /// The id.
+        run_id: String,
+        /// The store's error.
+        message: String,
     },
     /// Calls were in flight when the run's process died, and may or may not have
     /// happened: resolve each ([`DurableRun::resolve`]), then resume.
@@ -352,7 +175,7 @@ pub enum DurableError {
         /// The call's number.
         call: u64,
     },
-    /// No such approval is pending in this run.
+    /// No such approval is pending in this run (it may have been decided already).
     #[error("the run `{run_id}` has no pending approval of `{key}` with {arguments}")]
     NoSuchApproval {
         /// The id.
@@ -465,66 +288,334 @@ fn replay(journal: Vec<JournalEntry>) -> Replayed {
     }
 }
 
-/// Appends a cassette's calls to a run's journal.
-struct StoreJournal {
+/// Milliseconds since the Unix epoch, as leases count.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A name for this process's leases: its pid, the time and a counter.
+fn holder_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("pid{}-{nanos:x}-{n}", std::process::id())
+}
+
+/// Whether `record` is held by someone other than `holder` at `now`: the error, if so.
+fn held_by_other(record: &RunRecord, holder: &str, now: u64) -> Option<DurableError> {
+    match &record.lease {
+        Some(lease) if lease.holder != holder && lease.holds_at(now) => Some(DurableError::Held {
+            run_id: record.run_id.clone(),
+            holder: lease.holder.clone(),
+            remaining_ms: lease.until_ms - now,
+        }),
+        _ => None,
+    }
+}
+
+fn load(store: &dyn RunStore, run_id: &str) -> Result<RunRecord, DurableError> {
+    store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
+        run_id: run_id.to_owned(),
+    })
+}
+
+/// Loads the run, applies `change` and saves it, again over a fresh read when another
+/// writer saved in between: what an operator's decision or resolution is. `change`
+/// returns the journal entries to append in the same transaction.
+fn update<T>(
+    store: &dyn RunStore,
+    run_id: &str,
+    mut change: impl FnMut(
+        &mut RunRecord,
+        &[JournalEntry],
+    ) -> Result<(Vec<JournalEntry>, T), DurableError>,
+    needs_journal: bool,
+) -> Result<T, DurableError> {
+    for _ in 0..SAVE_ATTEMPTS {
+        let mut record = load(store, run_id)?;
+        let journal = if needs_journal {
+            store.journal(run_id)?
+        } else {
+            Vec::new()
+        };
+        let (entries, value) = change(&mut record, &journal)?;
+        record.journaled = record.journaled.max(journal.len() as u64) + entries.len() as u64;
+        match store.save(&record, &entries) {
+            Ok(()) => return Ok(value),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DurableError::Conflict {
+        run_id: run_id.to_owned(),
+    })
+}
+
+/// Options of a durable run's attempt.
+#[derive(Clone, Debug)]
+pub struct DurableOptions {
+    lease: Duration,
+    holder: String,
+}
+
+impl Default for DurableOptions {
+    fn default() -> DurableOptions {
+        DurableOptions {
+            lease: DEFAULT_LEASE,
+            holder: holder_name(),
+        }
+    }
+}
+
+impl DurableOptions {
+    /// The default options: a [`DEFAULT_LEASE`] lease, held under a name made for
+    /// this attempt.
+    pub fn new() -> DurableOptions {
+        DurableOptions::default()
+    }
+
+    /// How long the attempt's lease lasts (renewed at a third of it while the run is
+    /// driven): how soon another process may take over a run whose process died. A
+    /// zero lease is taken as one millisecond.
+    pub fn with_lease(mut self, lease: Duration) -> DurableOptions {
+        self.lease = lease.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The name the lease is held under (say, the worker's host and pid), shown to a
+    /// process refused with [`DurableError::Held`].
+    pub fn with_holder(mut self, holder: impl Into<String>) -> DurableOptions {
+        self.holder = holder.into();
+        self
+    }
+
+    /// How long the lease lasts.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The name the lease is held under.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+}
+
+/// What one attempt shares between its handle, its journal and its approver: the
+/// record as last saved, the lease, and whether the journal failed.
+struct Attempt {
     store: Arc<dyn RunStore>,
+    record: Mutex<RunRecord>,
+    options: DurableOptions,
+    /// Journal entries known to be in the store.
+    journaled: AtomicU64,
+    /// Why the journal failed, once it has: the attempt then runs nothing more.
+    failure: Mutex<Option<String>>,
+    /// Fires when the lease is lost: the run's calls stop.
+    lost: CancellationToken,
+}
+
+impl Attempt {
+    fn record(&self) -> MutexGuard<'_, RunRecord> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn fail(&self, message: String) {
+        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        failure.get_or_insert(message);
+    }
+
+    fn run_id(&self) -> String {
+        self.record().run_id.clone()
+    }
+
+    /// Applies `change` to the record and saves it, holding the lease (renewed) unless
+    /// `release`. A save that lost a race to another writer (an operator's decision)
+    /// is made again over the fresh record, unless someone else holds the run now:
+    /// then [`DurableError::Held`], and the attempt's calls stop.
+    fn save(
+        &self,
+        release: bool,
+        mut change: impl FnMut(&mut RunRecord),
+    ) -> Result<(), DurableError> {
+        let mut record = self.record();
+        for _ in 0..SAVE_ATTEMPTS {
+            let mut next = record.clone();
+            change(&mut next);
+            let now = now_ms();
+            next.lease = (!release).then(|| Lease {
+                holder: self.options.holder.clone(),
+                until_ms: now.saturating_add(millis(self.options.lease)),
+            });
+            next.journaled = self.journaled.load(Ordering::SeqCst);
+            match self.store.save(&next, &[]) {
+                Ok(()) => {
+                    next.version += 1;
+                    *record = next;
+                    return Ok(());
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    let fresh = load(&*self.store, &record.run_id)?;
+                    if let Some(held) = held_by_other(&fresh, &self.options.holder, now) {
+                        self.lost.cancel();
+                        return Err(held);
+                    }
+                    let holder = self.options.holder.as_str();
+                    let ours = |r: &RunRecord| r.lease.as_ref().is_some_and(|l| l.holder == holder);
+                    if ours(&record) && !ours(&fresh) {
+                        // Our lease lapsed and someone else took the run, then let
+                        // it go: what we hold is stale.
+                        self.lost.cancel();
+                        return Err(DurableError::Held {
+                            run_id: fresh.run_id.clone(),
+                            holder: fresh.lease.map_or_else(String::new, |l| l.holder),
+                            remaining_ms: 0,
+                        });
+                    }
+                    *record = fresh;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(DurableError::Conflict {
+            run_id: record.run_id.clone(),
+        })
+    }
+
+    /// Renews the lease when less than half of it is left.
+    fn keep_lease(&self) -> Result<(), DurableError> {
+        let left = {
+            let record = self.record();
+            match &record.lease {
+                Some(lease) if lease.holder == self.options.holder => {
+                    lease.until_ms.saturating_sub(now_ms())
+                }
+                _ => 0,
+            }
+        };
+        if left > millis(self.options.lease) / 2 {
+            return Ok(());
+        }
+        self.save(false, |_| {})
+    }
+}
+
+/// Appends a cassette's calls to a run's journal, while the attempt holds the run.
+struct StoreJournal {
+    attempt: Arc<Attempt>,
+    number: u32,
     run_id: String,
-    attempt: u32,
+}
+
+impl StoreJournal {
+    fn append(&self, entry: &JournalEntry) -> Result<(), String> {
+        if let Some(failure) = self.attempt.failure() {
+            return Err(failure);
+        }
+        let written = self
+            .attempt
+            .keep_lease()
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                self.attempt
+                    .store
+                    .append(&self.run_id, entry)
+                    .map_err(|e| e.to_string())
+            });
+        match written {
+            Ok(()) => {
+                self.attempt.journaled.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(message) => {
+                // The run stops: nothing the journal does not hold goes on.
+                self.attempt.fail(message.clone());
+                Err(message)
+            }
+        }
+    }
 }
 
 impl Journal for StoreJournal {
     fn started(&self, call: &CallStarted) -> Result<(), String> {
-        let entry = JournalEntry::Started {
-            attempt: self.attempt,
+        self.append(&JournalEntry::Started {
+            attempt: self.number,
             call: call.clone(),
-        };
-        self.store
-            .append(&self.run_id, &entry)
-            .map_err(|e| e.to_string())
+        })
     }
 
     fn finished(&self, interaction: &Interaction) -> Result<(), String> {
-        let entry = JournalEntry::Finished {
-            attempt: self.attempt,
+        self.append(&JournalEntry::Finished {
+            attempt: self.number,
             interaction: interaction.clone(),
-        };
-        self.store
-            .append(&self.run_id, &entry)
-            .map_err(|e| e.to_string())
+        })
     }
-}
-
-/// One attempt of a durable run: its cassette (give it to the runtime the run's agent
-/// uses) and [`drive`](Self::drive). See the [module docs](self).
-pub struct DurableRun {
-    store: Arc<dyn RunStore>,
-    record: Arc<Mutex<RunRecord>>,
-    cassette: Cassette,
 }
 
 /// The approver of a durable run: decisions from the run's record, and every request
 /// without one kept there as pending.
 struct RunApprover {
-    store: Arc<dyn RunStore>,
-    record: Arc<Mutex<RunRecord>>,
+    attempt: Arc<Attempt>,
 }
 
 impl Approver for RunApprover {
     fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
-        let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
-        let decided = record
+        let decided = self
+            .attempt
+            .record()
             .decisions
             .iter()
-            .find(|d| d.request.binds(request))
+            .find(|d| d.answers(request))
             .map(|d| d.decision.clone());
         let answer = match decided {
-            Some(Decision::Approve) => request.approve(),
+            Some(Decision::Approve) => {
+                // Used up before the call runs: it approves this call and no other.
+                let mut used = false;
+                let saved = self.attempt.save(false, |record| {
+                    used = false;
+                    if let Some(d) = record
+                        .decisions
+                        .iter_mut()
+                        .find(|d| d.answers(request) && d.decision == Decision::Approve)
+                    {
+                        d.used = true;
+                        used = true;
+                    }
+                    if !used && !record.pending.iter().any(|p| p.binds(request)) {
+                        record.pending.push(PendingApproval::of(request));
+                    }
+                });
+                match saved {
+                    Ok(()) if used => request.approve(),
+                    Ok(()) => request.deny(format!(
+                        "awaiting approval (request {}): the run stops after this step",
+                        request.binding
+                    )),
+                    Err(e) => request.deny(format!("the approval could not be used: {e}")),
+                }
+            }
             Some(Decision::Reject { reason }) => request.deny(reason),
             None => {
-                if !record.pending.iter().any(|p| p.binds(request)) {
-                    record.pending.push(PendingApproval::of(request));
-                }
-                match self.store.save(&record) {
+                let saved = self.attempt.save(false, |record| {
+                    if !record.pending.iter().any(|p| p.binds(request)) {
+                        record.pending.push(PendingApproval::of(request));
+                    }
+                });
+                match saved {
                     Ok(()) => request.deny(format!(
                         "awaiting approval (request {}): the run stops after this step",
                         request.binding
@@ -537,69 +628,158 @@ impl Approver for RunApprover {
     }
 }
 
+/// One attempt of a durable run, holding the run while it lasts: its cassette (give it
+/// to the runtime the run's agent uses) and [`drive`](Self::drive). See the
+/// [module docs](self).
+pub struct DurableRun {
+    attempt: Arc<Attempt>,
+    cassette: Cassette,
+}
+
 impl std::fmt::Debug for DurableRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let record = self.record();
+        let record = self.attempt.record();
         f.debug_struct("DurableRun")
             .field("run_id", &record.run_id)
             .field("attempt", &record.attempts)
             .field("status", &record.status)
+            .field("lease", &record.lease)
             .finish()
     }
 }
 
+impl Drop for DurableRun {
+    fn drop(&mut self) {
+        // Lets the run go at once rather than when the lease lapses. Best effort: a
+        // process that dies holds it until then.
+        let holds = {
+            let record = self.attempt.record();
+            record
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.holder == self.attempt.options.holder)
+        };
+        if holds {
+            let _ = self.attempt.save(true, |_| {});
+        }
+    }
+}
+
 impl DurableRun {
-    /// Starts a new run `run_id` of `task` in `store`.
+    /// Starts a new run `run_id` of `task` in `store`, holding it.
     pub fn start(
         store: Arc<dyn RunStore>,
         run_id: &str,
         task: &str,
     ) -> Result<DurableRun, DurableError> {
-        let record = RunRecord::new(run_id, task);
+        DurableRun::start_with(store, run_id, task, DurableOptions::default())
+    }
+
+    /// [`start`](Self::start) with `options`.
+    pub fn start_with(
+        store: Arc<dyn RunStore>,
+        run_id: &str,
+        task: &str,
+        options: DurableOptions,
+    ) -> Result<DurableRun, DurableError> {
+        let mut record = RunRecord::new(run_id, task);
+        record.lease = Some(Lease {
+            holder: options.holder.clone(),
+            until_ms: now_ms().saturating_add(millis(options.lease)),
+        });
         store.create(&record)?;
-        Ok(DurableRun::new_attempt(store, record, Vec::new(), 0))
+        Ok(DurableRun::new_attempt(
+            store,
+            record,
+            options,
+            Vec::new(),
+            0,
+            0,
+        ))
     }
 
     /// Resumes the run `run_id` of `store`, in this process: a new attempt over the
-    /// run's journal. Fails with [`DurableError::UnknownOutcome`] (and records that
-    /// status) when calls in flight may not run again, and with
-    /// [`DurableError::Ended`] when the run is done or failed.
+    /// run's journal, holding the run. Fails with [`DurableError::Held`] while another
+    /// process holds it, with [`DurableError::UnknownOutcome`] (and records that
+    /// status) when calls in flight may not run again, with
+    /// [`DurableError::AwaitingApproval`] while a request waits for its decision, and
+    /// with [`DurableError::Ended`] when the run is done or failed.
     pub fn resume(store: Arc<dyn RunStore>, run_id: &str) -> Result<DurableRun, DurableError> {
-        let mut record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
-            run_id: run_id.to_owned(),
-        })?;
+        DurableRun::resume_with(store, run_id, DurableOptions::default())
+    }
+
+    /// [`resume`](Self::resume) with `options`.
+    pub fn resume_with(
+        store: Arc<dyn RunStore>,
+        run_id: &str,
+        options: DurableOptions,
+    ) -> Result<DurableRun, DurableError> {
+        let record = load(&*store, run_id)?;
         if matches!(record.status, RunStatus::Done | RunStatus::Failed { .. }) {
             return Err(DurableError::Ended {
                 run_id: run_id.to_owned(),
                 status: record.status,
             });
         }
-        let replayed = replay(store.journal(run_id)?);
+        if let Some(held) = held_by_other(&record, &options.holder, now_ms()) {
+            return Err(held);
+        }
+        // Take the run first: of several processes resuming it at once, one does.
+        let attempt = Arc::new(Attempt {
+            store: Arc::clone(&store),
+            journaled: AtomicU64::new(record.journaled),
+            record: Mutex::new(record),
+            options,
+            failure: Mutex::new(None),
+            lost: CancellationToken::new(),
+        });
+        take(&attempt)?;
+        let journal = store.journal(run_id)?;
+        let expected = attempt.record().journaled;
+        if (journal.len() as u64) < expected {
+            let _ = attempt.save(true, |_| {});
+            return Err(StoreError::Corrupt {
+                message: format!(
+                    "the journal of run `{run_id}` has {} entries, and had {expected} at its \
+                     last save: entries are missing",
+                    journal.len()
+                ),
+            }
+            .into());
+        }
+        attempt
+            .journaled
+            .store(journal.len() as u64, Ordering::SeqCst);
+        let replayed = replay(journal);
         if !replayed.unknown.is_empty() {
-            record.status = RunStatus::UnknownOutcome {
-                calls: replayed.unknown.clone(),
-            };
-            store.save(&record)?;
+            let calls = replayed.unknown.clone();
+            attempt.save(true, |r| {
+                r.status = RunStatus::UnknownOutcome {
+                    calls: calls.clone(),
+                }
+            })?;
             return Err(DurableError::UnknownOutcome {
                 run_id: run_id.to_owned(),
                 calls: replayed.unknown,
             });
         }
-        if !record.pending.is_empty() {
+        let pending = attempt.record().pending.clone();
+        if !pending.is_empty() {
             // Not every request has its decision: resuming now would stop again.
-            record.status = RunStatus::AwaitingApproval;
-            store.save(&record)?;
+            attempt.save(true, |r| r.status = RunStatus::AwaitingApproval)?;
             return Err(DurableError::AwaitingApproval {
                 run_id: run_id.to_owned(),
-                pending: record.pending,
+                pending,
             });
         }
-        record.attempts = record.attempts.saturating_add(1);
-        record.status = RunStatus::Running;
-        store.save(&record)?;
-        Ok(DurableRun::new_attempt(
-            store,
-            record,
+        attempt.save(false, |r| {
+            r.attempts = r.attempts.saturating_add(1);
+            r.status = RunStatus::Running;
+        })?;
+        let number = attempt.record().attempts;
+        Ok(DurableRun::with_attempt(
+            attempt,
+            number,
             replayed.recorded,
             replayed.next_call,
         ))
@@ -612,111 +792,151 @@ impl DurableRun {
         run_id: &str,
         task: &str,
     ) -> Result<DurableRun, DurableError> {
+        DurableRun::open_with(store, run_id, task, DurableOptions::default())
+    }
+
+    /// [`open`](Self::open) with `options`.
+    pub fn open_with(
+        store: Arc<dyn RunStore>,
+        run_id: &str,
+        task: &str,
+        options: DurableOptions,
+    ) -> Result<DurableRun, DurableError> {
         if store.load(run_id)?.is_some() {
-            DurableRun::resume(store, run_id)
-        } else {
-            DurableRun::start(store, run_id, task)
+            return DurableRun::resume_with(store, run_id, options);
+        }
+        match DurableRun::start_with(Arc::clone(&store), run_id, task, options.clone()) {
+            // Another process started it first.
+            Err(DurableError::Store(StoreError::Exists { .. })) => {
+                DurableRun::resume_with(store, run_id, options)
+            }
+            other => other,
         }
     }
 
     /// Records what became of a call in flight of the run `run_id` (one listed by
-    /// [`DurableError::UnknownOutcome`]), so the run can resume.
+    /// [`DurableError::UnknownOutcome`]), so the run can resume: the journal entry and
+    /// the run's status change in one transaction.
     pub fn resolve(
         store: &dyn RunStore,
         run_id: &str,
         call: &InFlight,
         resolution: Resolution,
     ) -> Result<(), DurableError> {
-        let record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
-            run_id: run_id.to_owned(),
-        })?;
-        let in_flight = replay(store.journal(run_id)?)
-            .unknown
-            .iter()
-            .any(|c| c.attempt == call.attempt && c.call == call.call);
-        if !in_flight {
-            return Err(DurableError::NotInFlight {
-                run_id: run_id.to_owned(),
-                attempt: call.attempt,
-                call: call.call,
-            });
-        }
-        store.append(
+        update(
+            store,
             run_id,
-            &JournalEntry::Resolved {
-                attempt: call.attempt,
-                call: call.call,
-                resolution,
+            |record, journal| {
+                let in_flight = replay(journal.to_vec())
+                    .unknown
+                    .iter()
+                    .any(|c| c.attempt == call.attempt && c.call == call.call);
+                if !in_flight {
+                    return Err(DurableError::NotInFlight {
+                        run_id: run_id.to_owned(),
+                        attempt: call.attempt,
+                        call: call.call,
+                    });
+                }
+                if let RunStatus::UnknownOutcome { calls } = &record.status {
+                    let left: Vec<InFlight> = calls
+                        .iter()
+                        .filter(|c| !(c.attempt == call.attempt && c.call == call.call))
+                        .cloned()
+                        .collect();
+                    record.status = if left.is_empty() {
+                        RunStatus::Paused
+                    } else {
+                        RunStatus::UnknownOutcome { calls: left }
+                    };
+                }
+                let entry = JournalEntry::Resolved {
+                    attempt: call.attempt,
+                    call: call.call,
+                    resolution: resolution.clone(),
+                };
+                Ok((vec![entry], ()))
             },
-        )?;
-        if let RunStatus::UnknownOutcome { calls } = &record.status {
-            let left: Vec<InFlight> = calls
-                .iter()
-                .filter(|c| !(c.attempt == call.attempt && c.call == call.call))
-                .cloned()
-                .collect();
-            let mut record = record.clone();
-            record.status = if left.is_empty() {
-                RunStatus::Paused
-            } else {
-                RunStatus::UnknownOutcome { calls: left }
-            };
-            store.save(&record)?;
-        }
-        Ok(())
+            true,
+        )
     }
 
     fn new_attempt(
         store: Arc<dyn RunStore>,
         record: RunRecord,
+        options: DurableOptions,
+        recorded: Vec<Interaction>,
+        first_call: u64,
+        journaled: u64,
+    ) -> DurableRun {
+        let number = record.attempts;
+        let attempt = Arc::new(Attempt {
+            store,
+            record: Mutex::new(record),
+            options,
+            journaled: AtomicU64::new(journaled),
+            failure: Mutex::new(None),
+            lost: CancellationToken::new(),
+        });
+        DurableRun::with_attempt(attempt, number, recorded, first_call)
+    }
+
+    fn with_attempt(
+        attempt: Arc<Attempt>,
+        number: u32,
         recorded: Vec<Interaction>,
         first_call: u64,
     ) -> DurableRun {
+        let run_id = attempt.run_id();
         let journal = Arc::new(StoreJournal {
-            store: Arc::clone(&store),
-            run_id: record.run_id.clone(),
-            attempt: record.attempts,
+            attempt: Arc::clone(&attempt),
+            number,
+            run_id: run_id.clone(),
         });
         let cassette = Cassette::journaled(
-            record.run_id.clone(),
+            run_id,
             recorded,
             first_call,
             journal,
             CassetteConfig::new().with_env_overrides(false),
         );
-        DurableRun {
-            store,
-            record: Arc::new(Mutex::new(record)),
-            cassette,
-        }
-    }
-
-    fn record(&self) -> std::sync::MutexGuard<'_, RunRecord> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+        DurableRun { attempt, cassette }
     }
 
     /// The run's id.
     pub fn run_id(&self) -> String {
-        self.record().run_id.clone()
+        self.attempt.run_id()
     }
 
     /// The run's task.
     pub fn task(&self) -> String {
-        self.record().task.clone()
+        self.attempt.record().task.clone()
     }
 
     /// This attempt's number: 1 for a new run, one more per resume.
     pub fn attempt(&self) -> u32 {
-        self.record().attempts
+        self.attempt.record().attempts
+    }
+
+    /// The run's record as this attempt last saved or read it.
+    pub fn record(&self) -> RunRecord {
+        self.attempt.record().clone()
+    }
+
+    /// Lets the run go now (its lease ends): another process may open it at once.
+    /// [`drive`](Self::drive) lets it go when it returns, and takes it again when
+    /// called again.
+    pub fn release(&self) -> Result<(), DurableError> {
+        self.attempt.save(true, |_| {})
     }
 
     /// The approver of this run (the run made by [`run`](Self::run) asks it). A call
-    /// with a decision gets it; one without is kept pending and does not run (see
-    /// the [module docs](self)).
+    /// with a decision gets it, and an approval is used up by the call it approves;
+    /// a call without one is kept pending and does not run (see the
+    /// [module docs](self)).
     pub fn approver(&self) -> impl Approver + 'static {
         RunApprover {
-            store: Arc::clone(&self.store),
-            record: Arc::clone(&self.record),
+            attempt: Arc::clone(&self.attempt),
         }
     }
 
@@ -725,40 +945,47 @@ impl DurableRun {
         store: &dyn RunStore,
         run_id: &str,
     ) -> Result<Vec<PendingApproval>, DurableError> {
-        let record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
-            run_id: run_id.to_owned(),
-        })?;
-        Ok(record.pending)
+        Ok(load(store, run_id)?.pending)
     }
 
-    /// Records `decision` on the pending request `request` of the run `run_id`. The
-    /// decision is bound to the request's key and exact arguments. Once every pending
-    /// request has one, the run can be resumed.
+    /// Records `decision` on the pending request `request` of the run `run_id`, in one
+    /// transaction that another operator's decision cannot undo. The decision is bound
+    /// to the request's key and exact arguments; an approval is used up by the call it
+    /// approves. Once every pending request has one, the run can be resumed. A request
+    /// decided already (by another operator at the same moment, say) is
+    /// [`DurableError::NoSuchApproval`].
     pub fn decide(
         store: &dyn RunStore,
         run_id: &str,
         request: &PendingApproval,
         decision: Decision,
     ) -> Result<(), DurableError> {
-        let mut record = store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
-            run_id: run_id.to_owned(),
-        })?;
-        let at = record
-            .pending
-            .iter()
-            .position(|p| p.key == request.key && p.arguments == request.arguments)
-            .ok_or_else(|| DurableError::NoSuchApproval {
-                run_id: run_id.to_owned(),
-                key: request.key.clone(),
-                arguments: request.arguments.clone(),
-            })?;
-        let request = record.pending.remove(at);
-        record.decisions.push(ApprovalRecord { request, decision });
-        if record.pending.is_empty() && record.status == RunStatus::AwaitingApproval {
-            record.status = RunStatus::Paused;
-        }
-        store.save(&record)?;
-        Ok(())
+        update(
+            store,
+            run_id,
+            |record, _| {
+                let at = record
+                    .pending
+                    .iter()
+                    .position(|p| p.key == request.key && p.arguments == request.arguments)
+                    .ok_or_else(|| DurableError::NoSuchApproval {
+                        run_id: run_id.to_owned(),
+                        key: request.key.clone(),
+                        arguments: request.arguments.clone(),
+                    })?;
+                let request = record.pending.remove(at);
+                record.decisions.push(ApprovalRecord {
+                    request,
+                    decision: decision.clone(),
+                    used: false,
+                });
+                if record.pending.is_empty() && record.status == RunStatus::AwaitingApproval {
+                    record.status = RunStatus::Paused;
+                }
+                Ok((Vec::new(), ()))
+            },
+            false,
+        )
     }
 
     /// The cassette of this attempt, over the run's journal.
@@ -768,19 +995,25 @@ impl DurableRun {
 
     /// This attempt as a [`Run`] over `runtime`: its id is the run's, its cassette
     /// the journal (every door call and model call made on it is journaled), its
-    /// approver the run's decisions. [`drive`](Self::drive) makes its calls on it;
-    /// code that makes calls of its own does too.
+    /// approver the run's decisions, and its calls stop when the attempt loses the
+    /// run (its lease lapsed and another process took it). [`drive`](Self::drive)
+    /// makes its calls on it; code that makes calls of its own does too.
     pub fn run(&self, runtime: &Arc<Runtime>) -> Run {
         Run::new(runtime)
             .with_id(self.run_id())
             .with_cassette(self.cassette.clone())
             .with_approver(self.approver())
+            .with_cancellation(self.attempt.lost.child_token())
     }
 
     /// Runs `skill` on the run's task with `ctx`, checkpointing the run's state at
-    /// each step boundary. With `pause_after = Some(n)`, the run stops at the first
-    /// step boundary after `n` steps, status [`RunStatus::Paused`]; otherwise it runs
-    /// to its end ([`RunStatus::Done`], or [`RunStatus::Failed`] with the error).
+    /// each step boundary and renewing the run's lease while it runs. With
+    /// `pause_after = Some(n)`, the run stops at the first step boundary after `n`
+    /// steps, status [`RunStatus::Paused`]; otherwise it runs to its end
+    /// ([`RunStatus::Done`], or [`RunStatus::Failed`] with the error). A journal write
+    /// that fails stops the run at once: [`DurableError::Journal`], status
+    /// [`RunStatus::Interrupted`], and the model is not asked again. When it returns,
+    /// the run is let go.
     pub async fn drive(
         &self,
         runtime: &Arc<Runtime>,
@@ -788,40 +1021,84 @@ impl DurableRun {
         ctx: &ToolContext,
         pause_after: Option<usize>,
     ) -> Result<ReactState, DurableError> {
+        if let Some(message) = self.attempt.failure() {
+            return self.interrupted(message);
+        }
+        take(&self.attempt)?;
         let run = self.run(runtime);
         let task = self.task();
         // Steps up to the last checkpoint replay from the journal: saved already.
-        let saved = self.record().state.as_ref().map_or(0, |s| s.step_index);
-        let mut failed_checkpoint: Option<StoreError> = None;
+        let saved = self
+            .attempt
+            .record()
+            .state
+            .as_ref()
+            .map_or(0, |s| s.step_index);
+        let mut failed_checkpoint: Option<DurableError> = None;
+        let attempt = &self.attempt;
         let mut observe = |state: &ReactState| {
-            let mut record = self.record();
-            if state.step_index <= saved && record.pending.is_empty() {
-                return match pause_after {
-                    Some(n) if state.step_index >= n => StepControl::Pause,
-                    _ => StepControl::Continue,
-                };
-            }
-            record.state = Some(state.clone());
-            if let Err(e) = self.store.save(&record) {
-                failed_checkpoint = Some(e);
+            if attempt.failure().is_some() || attempt.lost.is_cancelled() {
                 return StepControl::Pause;
             }
-            if !record.pending.is_empty() {
-                // A call of the last step waits for a decision.
-                return StepControl::Pause;
+            let pending = !attempt.record().pending.is_empty();
+            if state.step_index > saved || pending {
+                if let Err(e) = attempt.save(false, |r| r.state = Some(state.clone())) {
+                    failed_checkpoint = Some(e);
+                    return StepControl::Pause;
+                }
+                if pending {
+                    // A call of the last step waits for a decision.
+                    return StepControl::Pause;
+                }
             }
             match pause_after {
                 Some(n) if state.step_index >= n => StepControl::Pause,
                 _ => StepControl::Continue,
             }
         };
-        let outcome = skill.run_observed(&run, &task, ctx, &mut observe).await;
+        let outcome = {
+            let work = skill.run_observed(&run, &task, ctx, &mut observe);
+            tokio::pin!(work);
+            let period = self.attempt.options.lease / 3;
+            loop {
+                tokio::select! {
+                    outcome = &mut work => break outcome,
+                    () = tokio::time::sleep(period) => {
+                        if let Err(e) = self.attempt.save(false, |_| {}) {
+                            if matches!(e, DurableError::Held { .. }) {
+                                self.attempt.lost.cancel();
+                            }
+                        }
+                    }
+                }
+            }
+        };
         if let Some(e) = failed_checkpoint {
-            return Err(e.into());
+            if !matches!(e, DurableError::Held { .. }) {
+                let _ = self.attempt.save(true, |_| {});
+            }
+            return Err(e);
         }
-        let mut record = self.record().clone();
-        let result = match outcome {
-            Ok(mut state) => {
+        if let Some(message) = self.attempt.failure() {
+            return self.interrupted(message);
+        }
+        if self.attempt.lost.is_cancelled() {
+            // Someone else holds the run now: nothing of ours is saved.
+            let record = load(&*self.attempt.store, &self.run_id())?;
+            return Err(
+                held_by_other(&record, &self.attempt.options.holder, now_ms()).unwrap_or(
+                    DurableError::Conflict {
+                        run_id: record.run_id,
+                    },
+                ),
+            );
+        }
+        let mut result = match outcome {
+            Ok(state) => Ok(state),
+            Err(error) => Err(DurableError::Agent(error)),
+        };
+        self.attempt.save(true, |record| match &mut result {
+            Ok(state) => {
                 let paused = !state.done
                     && pause_after.is_some_and(|n| state.step_index >= n)
                     && matches!(state.stop_reason, Some(StopReason::Paused { .. }));
@@ -834,18 +1111,27 @@ impl DurableRun {
                     RunStatus::Done
                 };
                 record.state = Some(state.clone());
-                Ok(state)
             }
             Err(error) => {
                 record.status = RunStatus::Failed {
                     error: error.to_string(),
                 };
-                Err(DurableError::Agent(error))
             }
-        };
-        self.store.save(&record)?;
-        *self.record() = record;
+        })?;
         result
+    }
+
+    /// Ends an attempt whose journal failed: status `interrupted` when the store
+    /// takes it, and the error.
+    fn interrupted(&self, message: String) -> Result<ReactState, DurableError> {
+        let status = RunStatus::Interrupted {
+            error: message.clone(),
+        };
+        let _ = self.attempt.save(true, |r| r.status = status.clone());
+        Err(DurableError::Journal {
+            run_id: self.run_id(),
+            message,
+        })
     }
 
     /// Runs the agent skill `skill` as this run, with `model` over `runtime`: as
@@ -873,4 +1159,49 @@ impl DurableRun {
     pub fn export(&self, path: &Path) -> Result<(), DurableError> {
         Ok(self.cassette.export(path)?)
     }
+
+    /// Writes the journal of the run `run_id` (its completed and resolved calls, in
+    /// order) as a cassette file at `path`, from any process and without holding the
+    /// run: what an operator exports.
+    pub fn export_journal(
+        store: &dyn RunStore,
+        run_id: &str,
+        path: &Path,
+    ) -> Result<(), DurableError> {
+        load(store, run_id)?;
+        let replayed = replay(store.journal(run_id)?);
+        let cassette = Cassette::journaled(
+            run_id.to_owned(),
+            replayed.recorded,
+            replayed.next_call,
+            Arc::new(Unwritable),
+            CassetteConfig::new().with_env_overrides(false),
+        );
+        Ok(cassette.export(path)?)
+    }
+}
+
+/// The journal of a cassette only read: it takes no call.
+struct Unwritable;
+
+impl Journal for Unwritable {
+    fn started(&self, _: &CallStarted) -> Result<(), String> {
+        Err("this cassette is an export: it runs nothing".to_owned())
+    }
+
+    fn finished(&self, _: &Interaction) -> Result<(), String> {
+        Err("this cassette is an export: it runs nothing".to_owned())
+    }
+}
+
+/// Takes the run for `attempt` (or keeps it): [`DurableError::Held`] when another
+/// process holds it.
+fn take(attempt: &Attempt) -> Result<(), DurableError> {
+    {
+        let record = attempt.record();
+        if let Some(held) = held_by_other(&record, &attempt.options.holder, now_ms()) {
+            return Err(held);
+        }
+    }
+    attempt.save(false, |_| {})
 }

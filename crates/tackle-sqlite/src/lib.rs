@@ -83,7 +83,10 @@ impl SqliteStore {
                     ),
                 })
             }
-            Ok(_) => true,
+            Ok(meta) => {
+                check_header(&path, meta.len())?;
+                true
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => {
                 return Err(StoreError::Io {
@@ -183,6 +186,46 @@ impl SqliteStore {
     fn error(&self, error: rusqlite::Error) -> StoreError {
         file_error(&self.path, error)
     }
+}
+
+/// Checks what SQLite's own check passes over: that the file starts as a database
+/// does, and that it is as long as its header says (a copy cut short is refused).
+fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
+    use std::io::Read;
+    let refuse = |why: String| StoreError::Corrupt {
+        message: format!("{} {why}", path.display()),
+    };
+    let mut header = [0u8; 100];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .map_err(|e| refuse(format!("has no whole database header ({len} bytes): {e}")));
+    read?;
+    if &header[..16] != b"SQLite format 3\0" {
+        return Err(refuse("is not a SQLite database".to_owned()));
+    }
+    let page = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        n => u64::from(n),
+    };
+    if page < 512 || !page.is_power_of_two() {
+        return Err(refuse(format!("has a damaged header (page size {page})")));
+    }
+    if len % page != 0 {
+        return Err(refuse(format!(
+            "is not a whole number of {page}-byte pages ({len} bytes): truncated?"
+        )));
+    }
+    let word = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    // The page count in the header holds when written by the same change as the file.
+    if word(92) == word(24) && u64::from(word(28)) * page > len {
+        return Err(refuse(format!(
+            "is shorter ({len} bytes) than its {} pages: truncated?",
+            word(28)
+        )));
+    }
+    Ok(())
 }
 
 /// A SQLite error as a store error: `Corrupt` when the file is damaged or not a

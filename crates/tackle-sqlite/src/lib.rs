@@ -210,7 +210,7 @@ fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
     if page < 512 || !page.is_power_of_two() {
         return Err(refuse(format!("has a damaged header (page size {page})")));
     }
-    if len % page != 0 {
+    if !len.is_multiple_of(page) {
         return Err(refuse(format!(
             "is not a whole number of {page}-byte pages ({len} bytes): truncated?"
         )));

@@ -8,6 +8,7 @@
 //! | `cassette prune FILE [--dry-run]` | drops the interactions the last replay did not use |
 //! | `review [PATH]...` | walks the pending recordings: shows each one's diff, then accept, reject or skip |
 //! | `accept [PATH]...`, `reject [PATH]...` | the same decisions, without asking (for scripts) |
+//! | `runs --store PATH ...` | durable runs: list, show, approve, reject, resolve, export, back up (see [`crate::runs`]) |
 //! | `completions SHELL` | a completion script |
 //!
 //! **Review.** `TACKLE_CASSETTE=review cargo test` re-records every cassette a test
@@ -77,6 +78,17 @@ enum Command {
     Reject {
         /// Pending files, their cassettes, or folders to search (default: here).
         paths: Vec<PathBuf>,
+    },
+    /// Durable runs in a SQLite store: list and show them, decide pending
+    /// approvals, resolve calls of unknown outcome, export a journal, back the store
+    /// up.
+    Runs {
+        /// The store (a SQLite file; never created by these commands).
+        #[arg(long)]
+        store: PathBuf,
+        /// What to do.
+        #[command(subcommand)]
+        command: crate::runs::RunsCommand,
     },
     /// Print a shell completion script.
     Completions {
@@ -157,6 +169,7 @@ fn execute(cli: Cli) -> Result<Exit, CliError> {
         Command::Review { paths } => review(&paths),
         Command::Accept { paths } => decide_all(&paths, Verdict::Accept),
         Command::Reject { paths } => decide_all(&paths, Verdict::Reject),
+        Command::Runs { store, command } => crate::runs::execute(&store, command),
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "cargo-tackle", &mut std::io::stdout());

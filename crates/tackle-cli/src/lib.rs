@@ -18,7 +18,9 @@
 //! - **Cassettes** ([`cassettes`]), the `cargo-tackle` binary (`cargo install
 //!   tackle-cli`, then `cargo tackle ...`): `cassette show`, `cassette diff`,
 //!   `cassette verify`, `cassette prune`, and `review` / `accept` / `reject` of the
-//!   pending recordings that `TACKLE_CASSETTE=review` writes beside cassettes.
+//!   pending recordings that `TACKLE_CASSETTE=review` writes beside cassettes; and
+//!   `runs --store PATH` for durable runs ([`runs`]): list, show, approve, reject,
+//!   resolve, export, backup.
 //!
 //! Both exit with the codes of [`Exit`], which scripts can rely on, and colour their
 //! output only on a terminal (never with `NO_COLOR` set).
@@ -26,6 +28,7 @@
 pub mod cassettes;
 mod diff;
 mod exit;
+pub mod runs;
 mod term;
 pub mod tools;
 

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         ("approval_asks_at_a_terminal", approval_asks_at_a_terminal),
         ("record_change_review_accept", record_change_review_accept),
         ("cassette_commands", cassette_commands),
+        ("runs_commands", runs_commands),
     ])
 }
 
@@ -530,4 +531,182 @@ fn cassette_commands() {
         &[("TACKLE_CASSETTE", "replay")],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// An operator's commands on a durable run store: list, show, approve (used up by
+/// the call), resolve a call of unknown outcome, export the journal, back up; and
+/// the exit codes of a missing store, a missing request and a damaged file.
+fn runs_commands() {
+    use std::sync::Arc;
+    use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
+    use tackle::agent::react::ReactSkill;
+    use tackle::durable::{DurableError, DurableRun, JournalEntry, RunStatus, RunStore};
+    use tackle::replay::{CallStarted, InteractionKind};
+    use tackle_sqlite::SqliteStore;
+
+    let dir = temp("runs");
+    let db = dir.join("runs.db");
+    let db_arg = db.to_str().expect("path");
+    let runtime = Arc::new(tackle::Runtime::from_inventory().expect("registry"));
+    let tokio = harness::tokio();
+    let wire_skill = || {
+        let model = ScriptedModel::new([
+            ChatResponse::calls(
+                "Wiring.",
+                vec![ToolCallRequest::new(
+                    "c1",
+                    "demo_wire",
+                    json!({"cents": 500}),
+                )],
+            ),
+            ChatResponse::text("Wired 500."),
+        ]);
+        ReactSkill::new(Arc::new(model), runtime.registry(), &["demo.wire"]).expect("skill")
+    };
+    let ctx = tackle::ToolContext::new().with_grant("llm:*");
+    {
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).expect("store"));
+        let run = DurableRun::start(store.clone(), "r-1", "Wire 500.").expect("start");
+        let state = tokio
+            .block_on(run.drive(&runtime, &wire_skill(), &ctx, None))
+            .expect("a step");
+        assert!(!state.done, "the wire waits for approval");
+        // r-2: a write in flight when its process died.
+        let run = DurableRun::start(store.clone(), "r-2", "Note it.").expect("start");
+        store
+            .append(
+                "r-2",
+                &JournalEntry::Started {
+                    attempt: 1,
+                    call: CallStarted {
+                        call: 5,
+                        key: "demo.note@1".into(),
+                        kind: InteractionKind::Tool,
+                        policy: tackle::spec::ReplayPolicy::MustStub,
+                        input: json!({"text": "hi"}),
+                        rerun_safe: false,
+                    },
+                },
+            )
+            .expect("append");
+        drop(run);
+        assert!(matches!(
+            DurableRun::resume(store.clone(), "r-2"),
+            Err(DurableError::UnknownOutcome { .. })
+        ));
+    }
+
+    let missing = dir.join("missing.db");
+    let out = cargo_tackle(&["runs", "--store", missing.to_str().unwrap(), "list"], "");
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(!missing.exists(), "an operator's command makes no store");
+
+    let out = cargo_tackle(&["runs", "--store", db_arg, "list", "--json"], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = json_of(&out);
+    assert_eq!(runs[0]["run_id"], "r-1");
+    assert_eq!(runs[0]["status"]["status"], "awaiting_approval");
+    assert_eq!(runs[0]["pending"], 1);
+    assert_eq!(runs[1]["status"]["status"], "unknown_outcome");
+
+    let out = cargo_tackle(&["runs", "--store", db_arg, "show", "r-1"], "");
+    let text = stdout(&out);
+    assert!(text.contains("run r-1: awaiting_approval"), "{text}");
+    assert!(text.contains(r#"1. demo.wire@1 {"cents":500}"#), "{text}");
+
+    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "2"], "");
+    assert_eq!(code(&out), 3, "no request 2: {}", stderr(&out));
+    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "1"], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("approved demo.wire@1"),
+        "{}",
+        stdout(&out)
+    );
+    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "1"], "");
+    assert_eq!(code(&out), 3, "decided already: {}", stderr(&out));
+    let out = cargo_tackle(&["runs", "--store", db_arg, "show", "nobody"], "");
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+
+    // The program resumes the run: the approved wire runs, and its approval is used.
+    {
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).expect("store"));
+        let run = DurableRun::resume(store.clone(), "r-1").expect("resume");
+        let state = tokio
+            .block_on(run.drive(&runtime, &wire_skill(), &ctx, None))
+            .expect("the run");
+        assert_eq!(state.final_answer.as_deref(), Some("Wired 500."));
+        assert_eq!(state.tool_calls[0].result, Some(json!("wired 500")));
+    }
+    let out = cargo_tackle(&["runs", "--store", db_arg, "show", "r-1"], "");
+    let text = stdout(&out);
+    assert!(text.contains("run r-1: done"), "{text}");
+    assert!(text.contains("approved (used)"), "{text}");
+    assert!(text.contains("answer: Wired 500."), "{text}");
+
+    let out = cargo_tackle(&["runs", "--store", db_arg, "show", "r-2"], "");
+    assert!(stdout(&out).contains("1/5 demo.note@1"), "{}", stdout(&out));
+    let resolve = |call: &str, how: &[&str]| {
+        let mut args = vec!["runs", "--store", db_arg, "resolve", "r-2", call];
+        args.extend_from_slice(how);
+        cargo_tackle(&args, "")
+    };
+    assert_eq!(code(&resolve("1/99", &["--retry"])), 3);
+    assert_eq!(code(&resolve("one", &["--retry"])), 2);
+    assert_eq!(code(&resolve("1/5", &["--output", "not json"])), 2);
+    assert_eq!(code(&resolve("1/5", &[])), 2);
+    let out = resolve("1/5", &["--output", r#""noted: hi""#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let store = SqliteStore::open(&db).expect("store");
+    assert_eq!(
+        store.load("r-2").unwrap().unwrap().status,
+        RunStatus::Paused
+    );
+    drop(store);
+
+    let exported = dir.join("r-1.json");
+    let out = cargo_tackle(
+        &[
+            "runs",
+            "--store",
+            db_arg,
+            "export",
+            "r-1",
+            exported.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let file = tackle::replay::load(&exported).expect("a cassette");
+    assert!(
+        file.interactions.iter().any(|i| i.key == "demo.wire@1"),
+        "{:?}",
+        file.interactions
+    );
+    let out = cargo_tackle(&["cassette", "show", exported.to_str().unwrap()], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let copy = dir.join("copy.db");
+    let out = cargo_tackle(
+        &["runs", "--store", db_arg, "backup", copy.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let backed = SqliteStore::open(&copy).expect("the copy opens");
+    assert_eq!(backed.runs().unwrap(), ["r-1", "r-2"]);
+    assert_eq!(
+        backed.journal("r-1").unwrap().len(),
+        SqliteStore::open(&db)
+            .unwrap()
+            .journal("r-1")
+            .unwrap()
+            .len()
+    );
+
+    let bad = dir.join("bad.db");
+    std::fs::write(&bad, b"x").expect("write");
+    let out = cargo_tackle(&["runs", "--store", bad.to_str().unwrap(), "list"], "");
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.db"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,366 @@
+//! Durable runs from a terminal: `cargo tackle runs --store PATH ...`.
+//!
+//! An operator's view of a SQLite run store (see `tackle_sqlite`): what runs there
+//! are and where each stands, what each waits for, and the decisions only a person
+//! can make. Resuming a run needs the program's tools and model, so it stays in the
+//! program; everything else is here.
+//!
+//! | command | what it does |
+//! |---|---|
+//! | `list [--json]` | every run: status, attempts, steps, who holds it |
+//! | `show RUN [--json]` | one run: its task, steps, pending approvals (numbered), calls of unknown outcome |
+//! | `approve RUN N` | approves pending request `N` (as `show` numbers them) |
+//! | `reject RUN N --reason TEXT` | rejects it; the model reads the reason |
+//! | `resolve RUN ATTEMPT/CALL (--output JSON \| --failed TEXT \| --retry)` | says what became of a call of unknown outcome |
+//! | `export RUN FILE` | writes the run's journal as a cassette that replays it offline |
+//! | `backup FILE` | a consistent copy of the store (SQLite's online backup, write-ahead log included) |
+//!
+//! Exit codes as the rest of the CLI: 3 when the store, the run or the request does
+//! not exist, 5 when the store is damaged, 1 when a decision lost a race (another
+//! operator decided first), 2 for bad usage.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+use tackle_runtime::durable::{
+    Decision, DurableError, DurableRun, InFlight, Resolution, RunRecord, RunStatus, RunStore,
+    StoreError,
+};
+use tackle_sqlite::SqliteStore;
+
+use crate::exit::{CliError, Exit};
+
+/// What `cargo tackle runs` does.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RunsCommand {
+    /// List every run: status, attempts, steps, who holds it.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run: task, steps, pending approvals, calls of unknown outcome.
+    Show {
+        /// The run's id.
+        run: String,
+        /// Print the run's record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending request (its number in `show`).
+    Approve {
+        /// The run's id.
+        run: String,
+        /// The request's number, from 1, as `show` lists them.
+        request: usize,
+    },
+    /// Reject a pending request (its number in `show`); the model reads the reason.
+    Reject {
+        /// The run's id.
+        run: String,
+        /// The request's number, from 1, as `show` lists them.
+        request: usize,
+        /// Why: what the model is told.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Say what became of a call of unknown outcome (`ATTEMPT/CALL`, as `show` names
+    /// it): it happened with an output, it failed, or run it again.
+    Resolve {
+        /// The run's id.
+        run: String,
+        /// The call, as `ATTEMPT/CALL`.
+        call: String,
+        /// It happened, and this JSON is its output.
+        #[arg(long, conflicts_with_all = ["failed", "retry"])]
+        output: Option<String>,
+        /// It failed (or must not happen): the run gets this error.
+        #[arg(long, conflicts_with = "retry")]
+        failed: Option<String>,
+        /// It did not happen: run it again on resume.
+        #[arg(long)]
+        retry: bool,
+    },
+    /// Write the run's journal as a cassette file that replays it offline.
+    Export {
+        /// The run's id.
+        run: String,
+        /// The cassette to write.
+        file: PathBuf,
+    },
+    /// Write a consistent copy of the store (safe while runs are written).
+    Backup {
+        /// The copy to write.
+        file: PathBuf,
+    },
+}
+
+fn store_error(error: StoreError) -> CliError {
+    let exit = match &error {
+        StoreError::Corrupt { .. } => Exit::BadData,
+        StoreError::NotFound { .. } => Exit::NotFound,
+        StoreError::Conflict { .. } => Exit::Failure,
+        _ => Exit::Io,
+    };
+    CliError::new(exit, error)
+}
+
+fn durable_error(error: DurableError) -> CliError {
+    let exit = match &error {
+        DurableError::Store(e) => return store_error(e.clone()),
+        DurableError::NotFound { .. }
+        | DurableError::NoSuchApproval { .. }
+        | DurableError::NotInFlight { .. } => Exit::NotFound,
+        DurableError::Export(_) => Exit::Io,
+        _ => Exit::Failure,
+    };
+    CliError::new(exit, error)
+}
+
+/// Opens an existing store: an operator's command never makes a new one.
+fn open(path: &Path) -> Result<SqliteStore, CliError> {
+    if !path.exists() {
+        return Err(CliError::new(
+            Exit::NotFound,
+            format!("{}: no such store", path.display()),
+        ));
+    }
+    SqliteStore::open(path).map_err(store_error)
+}
+
+fn load(store: &dyn RunStore, run: &str) -> Result<RunRecord, CliError> {
+    store
+        .load(run)
+        .map_err(store_error)?
+        .ok_or_else(|| CliError::new(Exit::NotFound, format!("there is no run `{run}`")))
+}
+
+fn status_name(status: &RunStatus) -> String {
+    match status {
+        RunStatus::Running => "running".into(),
+        RunStatus::Paused => "paused".into(),
+        RunStatus::Done => "done".into(),
+        RunStatus::AwaitingApproval => "awaiting_approval".into(),
+        RunStatus::Failed { error } => format!("failed: {error}"),
+        RunStatus::Interrupted { error } => format!("interrupted: {error}"),
+        RunStatus::UnknownOutcome { calls } => format!("unknown_outcome ({} call(s))", calls.len()),
+    }
+}
+
+fn holder(record: &RunRecord) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    match &record.lease {
+        Some(lease) if lease.holds_at(now) => {
+            format!("{} ({} ms left)", lease.holder, lease.until_ms - now)
+        }
+        _ => "-".into(),
+    }
+}
+
+/// Runs a `runs` command on the store at `path`.
+pub(crate) fn execute(path: &Path, command: RunsCommand) -> Result<Exit, CliError> {
+    let store = open(path)?;
+    match command {
+        RunsCommand::List { json } => list(&store, json),
+        RunsCommand::Show { run, json } => show(&store, &run, json),
+        RunsCommand::Approve { run, request } => decide(&store, &run, request, Decision::Approve),
+        RunsCommand::Reject {
+            run,
+            request,
+            reason,
+        } => decide(&store, &run, request, Decision::Reject { reason }),
+        RunsCommand::Resolve {
+            run,
+            call,
+            output,
+            failed,
+            retry,
+        } => resolve(&store, &run, &call, output, failed, retry),
+        RunsCommand::Export { run, file } => {
+            DurableRun::export_journal(&store, &run, &file).map_err(durable_error)?;
+            println!("wrote {}", file.display());
+            Ok(Exit::Success)
+        }
+        RunsCommand::Backup { file } => {
+            store.backup(&file).map_err(store_error)?;
+            println!("backed {} up to {}", path.display(), file.display());
+            Ok(Exit::Success)
+        }
+    }
+}
+
+fn list(store: &SqliteStore, json: bool) -> Result<Exit, CliError> {
+    let mut rows = Vec::new();
+    for id in store.runs().map_err(store_error)? {
+        rows.push(load(store, &id)?);
+    }
+    if json {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "run_id": r.run_id,
+                    "status": r.status,
+                    "attempts": r.attempts,
+                    "steps": r.state.as_ref().map_or(0, |s| s.step_index),
+                    "pending": r.pending.len(),
+                    "lease": r.lease,
+                })
+            })
+            .collect();
+        println!("{}", Value::Array(rows));
+        return Ok(Exit::Success);
+    }
+    if rows.is_empty() {
+        println!("no runs");
+    }
+    for r in &rows {
+        println!(
+            "{}  {}  attempt {}  {} step(s)  held by {}",
+            r.run_id,
+            status_name(&r.status),
+            r.attempts,
+            r.state.as_ref().map_or(0, |s| s.step_index),
+            holder(r)
+        );
+    }
+    Ok(Exit::Success)
+}
+
+fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
+    let record = load(store, run)?;
+    if json {
+        let text = serde_json::to_string_pretty(&record).map_err(|e| CliError::new(Exit::Io, e))?;
+        println!("{text}");
+        return Ok(Exit::Success);
+    }
+    println!("run {}: {}", record.run_id, status_name(&record.status));
+    println!("task: {}", record.task);
+    println!(
+        "attempts: {}  held by: {}",
+        record.attempts,
+        holder(&record)
+    );
+    let journal = store.journal(run).map_err(store_error)?;
+    println!("journal: {} entries", journal.len());
+    if let Some(state) = &record.state {
+        println!("steps: {}", state.step_index);
+        for call in &state.tool_calls {
+            let outcome = match (&call.result, &call.error) {
+                (_, Some(error)) => format!("error: {error}"),
+                (Some(result), None) => result.to_string(),
+                (None, None) => "-".into(),
+            };
+            println!(
+                "  step {}: {} {} -> {}",
+                call.step, call.name, call.arguments, outcome
+            );
+        }
+        if let Some(answer) = &state.final_answer {
+            println!("answer: {answer}");
+        }
+    }
+    if !record.pending.is_empty() {
+        println!("pending approvals:");
+        for (n, p) in record.pending.iter().enumerate() {
+            println!(
+                "  {}. {} {} (request {})",
+                n + 1,
+                p.key,
+                p.arguments,
+                p.binding
+            );
+        }
+    }
+    for d in &record.decisions {
+        let what = match &d.decision {
+            Decision::Approve if d.used => "approved (used)".to_owned(),
+            Decision::Approve => "approved".to_owned(),
+            Decision::Reject { reason } => format!("rejected: {reason}"),
+        };
+        println!("decided: {} {} {what}", d.request.key, d.request.arguments);
+    }
+    if let RunStatus::UnknownOutcome { calls } = &record.status {
+        println!("calls of unknown outcome:");
+        for c in calls {
+            println!("  {}/{} {} {}", c.attempt, c.call, c.key, c.input);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn decide(
+    store: &SqliteStore,
+    run: &str,
+    number: usize,
+    decision: Decision,
+) -> Result<Exit, CliError> {
+    let record = load(store, run)?;
+    let request = number
+        .checked_sub(1)
+        .and_then(|i| record.pending.get(i))
+        .ok_or_else(|| {
+            CliError::new(
+                Exit::NotFound,
+                format!(
+                    "the run `{run}` has no pending request {number} ({} pending)",
+                    record.pending.len()
+                ),
+            )
+        })?;
+    DurableRun::decide(store, run, request, decision.clone()).map_err(durable_error)?;
+    let verb = match decision {
+        Decision::Approve => "approved",
+        Decision::Reject { .. } => "rejected",
+    };
+    println!("{verb} {} {}", request.key, request.arguments);
+    Ok(Exit::Success)
+}
+
+fn resolve(
+    store: &SqliteStore,
+    run: &str,
+    call: &str,
+    output: Option<String>,
+    failed: Option<String>,
+    retry: bool,
+) -> Result<Exit, CliError> {
+    let usage = |m: String| CliError::new(Exit::Usage, m);
+    let (attempt, number) = call
+        .split_once('/')
+        .and_then(|(a, c)| Some((a.parse::<u32>().ok()?, c.parse::<u64>().ok()?)))
+        .ok_or_else(|| usage(format!("`{call}` is not ATTEMPT/CALL (say, 2/7)")))?;
+    let resolution = match (output, failed, retry) {
+        (Some(text), None, false) => Resolution::Succeeded {
+            output: serde_json::from_str(&text)
+                .map_err(|e| usage(format!("--output is not JSON: {e}")))?,
+        },
+        (None, Some(error), false) => Resolution::Failed { error },
+        (None, None, true) => Resolution::Retry,
+        _ => {
+            return Err(usage(
+                "say one of --output JSON, --failed TEXT or --retry".to_owned(),
+            ))
+        }
+    };
+    let record = load(store, run)?;
+    let key = match &record.status {
+        RunStatus::UnknownOutcome { calls } => calls
+            .iter()
+            .find(|c| c.attempt == attempt && c.call == number)
+            .map(|c| c.key.clone()),
+        _ => None,
+    };
+    let in_flight = InFlight {
+        attempt,
+        call: number,
+        key: key.unwrap_or_default(),
+        input: Value::Null,
+    };
+    DurableRun::resolve(store, run, &in_flight, resolution).map_err(durable_error)?;
+    println!("resolved {attempt}/{number}");
+    Ok(Exit::Success)
+}

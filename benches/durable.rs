@@ -3,9 +3,10 @@
 //! * `durable/door_call`: one door call of a pure tool with no cassette (the in-run
 //!   baseline), with a journaled cassette over a [`MemoryStore`], and over the SQLite
 //!   store (two entries per call, each committed to disk before the call goes on).
-//! * `durable/resume`: resuming a run whose journal holds 1,000 ReAct steps (4,000
-//!   entries, in SQLite) and replaying it to where it stopped: open the store, read
-//!   the journal, replay every step through the door.
+//! * `durable/resume`: resuming a run whose journal holds 100, then 1,000 ReAct steps
+//!   (4 entries a step, in SQLite) and replaying it to where it stopped: open the
+//!   store, read the journal, replay every step through the door. Linear resume: the
+//!   1,000-step figure is about ten times the 100-step one.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
+/// The longest run: the model calls a tool this many times, then answers.
 const STEPS: usize = 1000;
 
 /// One `bench_add` call per step, for `STEPS` steps, then the answer.
@@ -100,41 +102,48 @@ fn durable(c: &mut Criterion) {
     }
     group.finish();
 
-    // A run paused after STEPS steps, in SQLite: the template each resume starts from.
-    let template = dir.join("template.db");
-    {
-        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&template).expect("store"));
-        let run = DurableRun::start(store.clone(), "long", "count").expect("run");
-        let state = tokio_rt
-            .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(STEPS)))
-            .expect("the long run");
-        assert_eq!(state.step_index, STEPS);
-        assert_eq!(store.journal("long").expect("journal").len(), 4 * STEPS);
-    }
     let mut group = c.benchmark_group("durable/resume");
     group.sample_size(10);
-    let mut copies = 0;
-    group.bench_function("resume a 1,000-step journal and replay it", |b| {
-        b.iter_batched(
-            || {
-                copies += 1;
-                let path = dir.join(format!("copy-{copies}.db"));
-                std::fs::copy(&template, &path).expect("copy");
-                path
+    for steps in [100, STEPS] {
+        // A run paused after `steps` steps, in SQLite: the template each resume
+        // starts from.
+        let template = dir.join(format!("template-{steps}.db"));
+        {
+            let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&template).expect("store"));
+            let run = DurableRun::start(store.clone(), "long", "count").expect("run");
+            let state = tokio_rt
+                .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(steps)))
+                .expect("the long run");
+            assert_eq!(state.step_index, steps);
+            assert_eq!(store.journal("long").expect("journal").len(), 4 * steps);
+        }
+        let mut copies = 0;
+        group.bench_function(
+            format!("resume a {steps}-step journal and replay it"),
+            |b| {
+                b.iter_batched(
+                    || {
+                        copies += 1;
+                        let path = dir.join(format!("copy-{steps}-{copies}.db"));
+                        std::fs::copy(&template, &path).expect("copy");
+                        path
+                    },
+                    |path| {
+                        let store: Arc<dyn RunStore> =
+                            Arc::new(SqliteStore::open(&path).expect("store"));
+                        let run = DurableRun::resume(store, "long").expect("resume");
+                        let state = tokio_rt
+                            .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(steps)))
+                            .expect("replay");
+                        assert_eq!(state.step_index, steps);
+                        drop(run);
+                        let _ = std::fs::remove_file(&path);
+                    },
+                    BatchSize::PerIteration,
+                )
             },
-            |path| {
-                let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&path).expect("store"));
-                let run = DurableRun::resume(store, "long").expect("resume");
-                let state = tokio_rt
-                    .block_on(run.drive(&runtime, &skill(&runtime), &ctx, Some(STEPS)))
-                    .expect("replay");
-                assert_eq!(state.step_index, STEPS);
-                drop(run);
-                let _ = std::fs::remove_file(&path);
-            },
-            BatchSize::PerIteration,
-        )
-    });
+        );
+    }
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }

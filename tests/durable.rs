@@ -614,3 +614,66 @@ async fn the_conformance_kit_catches_a_store_whose_saves_overwrite_each_other() 
         report.passed
     );
 }
+
+#[tokio::test]
+async fn the_journal_holds_each_message_once_and_exports_whole_requests() {
+    let _one = SERIAL.lock().await;
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run = DurableRun::start(store.clone(), "r-once", "Ship o-1 and o-2.").unwrap();
+    let runtime = inventory();
+    run.drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
+    // Each model call is journaled as what it added to the previous one, with a
+    // digest chained over the deltas.
+    let inputs: Vec<serde_json::Value> = store
+        .journal("r-once")
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            JournalEntry::Started { call, .. } if call.key.starts_with("llm.") => Some(call.input),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs.len(), 4);
+    let mut total = 0;
+    let mut digests = std::collections::HashSet::new();
+    for (n, input) in inputs.iter().enumerate() {
+        assert_eq!(input["extends"], json!(total), "call {n}: {input}");
+        let added = input["messages"].as_array().unwrap().len();
+        // The system prompt and the task; then each turn and its tool result.
+        assert_eq!(added, 2, "call {n}: {input}");
+        assert_eq!(
+            input.get("tools").is_some(),
+            n == 0,
+            "tools only when they change"
+        );
+        assert!(digests.insert(input["digest"].as_str().unwrap().to_owned()));
+        total += added;
+    }
+    // Exported, the requests are whole again: a plain replay matches them.
+    let path = temp("once").join("r-once.json");
+    DurableRun::export_journal(store.as_ref(), "r-once", &path).unwrap();
+    let file = tackle::replay::load(&path).unwrap();
+    let sizes: Vec<usize> = file
+        .interactions
+        .iter()
+        .filter(|i| i.key.starts_with("llm."))
+        .map(|i| i.input["messages"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [2, 4, 6, 8]);
+    assert!(file.interactions[0].input["tools"].is_array());
+    let replay = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    let offline = Run::new(&runtime).with_cassette(replay);
+    let state = skill(&runtime)
+        .run(&offline, "Ship o-1 and o-2.", &ctx())
+        .await
+        .unwrap();
+    assert_eq!(state.final_answer.as_deref(), Some("Shipped o-1 and o-2."));
+}

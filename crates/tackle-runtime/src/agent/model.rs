@@ -52,10 +52,12 @@ use tracing::Instrument;
 
 use crate::bounds::dispose;
 use crate::call::Operation;
+use crate::canonical::{canonical_into, Fnv};
 use crate::content::ContentPart;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::events::{ModelDelta, ToolEventKind};
+use crate::replay::Cassette;
 use crate::run::Run;
 use crate::spec::{SideEffects, ToolSpec};
 
@@ -463,6 +465,20 @@ pub async fn complete(
     request: &ChatRequest,
     ctx: &ToolContext,
 ) -> Result<ChatResponse, ModelError> {
+    complete_growing(run, completion, model, request, ctx, None).await
+}
+
+/// [`complete`], from a conversation that only grows between its calls: `unchanged`
+/// is its id and how many messages it had at its previous call (see
+/// `journaled_request`).
+pub(crate) async fn complete_growing(
+    run: &Run,
+    completion: &Operation,
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    ctx: &ToolContext,
+    unchanged: Option<(u64, usize)>,
+) -> Result<ChatResponse, ModelError> {
     let span = tracing::info_span!(
         "chat",
         otel.name = tracing::field::Empty,
@@ -474,10 +490,10 @@ pub async fn complete(
         error.type = tracing::field::Empty,
     );
     if span.is_disabled() {
-        return complete_in_door(run, completion, model, request, ctx).await;
+        return complete_in_door(run, completion, model, request, ctx, unchanged).await;
     }
     span.record("otel.name", format!("chat {}", model.model()).as_str());
-    let result = complete_in_door(run, completion, model, request, ctx)
+    let result = complete_in_door(run, completion, model, request, ctx, unchanged)
         .instrument(span.clone())
         .await;
     match &result {
@@ -512,6 +528,7 @@ async fn complete_in_door(
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
+    unchanged: Option<(u64, usize)>,
 ) -> Result<ChatResponse, ModelError> {
     let key = completion.key();
     let runtime = run.runtime();
@@ -524,7 +541,13 @@ async fn complete_in_door(
         .perform_identified(
             Some(run.state()),
             completion,
-            || serde_json::to_value(request).unwrap_or(Value::Null),
+            || {
+                if run.cassette().is_some_and(Cassette::is_journaled) {
+                    journaled_request(run, request, unchanged)
+                } else {
+                    serde_json::to_value(request).unwrap_or(Value::Null)
+                }
+            },
             ctx,
             |call_id| async move {
                 let answer = if listens {
@@ -593,6 +616,129 @@ async fn complete_in_door(
             .unwrap_or_else(PoisonError::into_inner)
             .unwrap_or(ModelError::Failed { message })),
         Err(other) => Err(ModelError::Door(other)),
+    }
+}
+
+/// A journaled run's last model request: what its next one is journaled against.
+#[derive(Default)]
+struct LastRequest {
+    messages: Vec<Message>,
+    tools: Vec<ToolDefinition>,
+    response_schema: Option<Value>,
+    /// The digest of the request, chained over its deltas.
+    digest: u64,
+    started: bool,
+    /// The conversation it came from (`u64::MAX`: unknown).
+    conversation: u64,
+}
+
+/// The input of a model call in a journaled (durable) run: the request as a delta
+/// against the run's previous model request, so the journal holds each message once
+/// and a resume reads it in time linear in the run's length.
+///
+/// `{"digest", "extends", "messages", "tools"?, "response_schema"?}`: the first
+/// `extends` messages are the previous request's (checked equal), `messages` the
+/// rest; `tools` and `response_schema` appear when they differ from the previous
+/// request's (always on the first). `digest` (hex) is chained over the deltas from
+/// the run's first request, so it names the whole request. A replay makes the same
+/// deltas, so calls match as before; [`expand_requests`] makes whole requests again
+/// (an exported cassette holds those).
+///
+/// `unchanged` is what a caller that only appends to its conversation knows: its id,
+/// and how many messages it had at its previous call, all unchanged since. When it
+/// names the previous request, the prefix is not compared again.
+fn journaled_request(run: &Run, request: &ChatRequest, unchanged: Option<(u64, usize)>) -> Value {
+    let mut slot = run
+        .state()
+        .memory
+        .last_request
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if !slot.as_ref().is_some_and(|s| s.is::<LastRequest>()) {
+        *slot = Some(Box::new(LastRequest::default()));
+    }
+    let Some(last) = slot.as_mut().and_then(|s| s.downcast_mut::<LastRequest>()) else {
+        return serde_json::to_value(request).unwrap_or(Value::Null);
+    };
+    let kept = last.messages.len();
+    let extends = last.started
+        && request.messages.len() >= kept
+        && (unchanged == Some((last.conversation, kept))
+            || request.messages[..kept] == last.messages[..]);
+    let shared = if extends { kept } else { 0 };
+    let new = &request.messages[shared..];
+    let mut input = Map::new();
+    input.insert("extends".into(), json!(shared));
+    input.insert(
+        "messages".into(),
+        serde_json::to_value(new).unwrap_or(Value::Null),
+    );
+    if !last.started || request.tools != last.tools {
+        input.insert(
+            "tools".into(),
+            serde_json::to_value(&request.tools).unwrap_or(Value::Null),
+        );
+        last.tools.clone_from(&request.tools);
+    }
+    if !last.started || request.response_schema != last.response_schema {
+        input.insert(
+            "response_schema".into(),
+            request.response_schema.clone().unwrap_or(Value::Null),
+        );
+        last.response_schema.clone_from(&request.response_schema);
+    }
+    if !extends {
+        last.messages.clear();
+        last.digest = 0;
+    }
+    last.messages.extend(new.iter().cloned());
+    let mut text = String::new();
+    canonical_into(&Value::Object(input.clone()), &mut text);
+    let mut hasher = Fnv::default();
+    std::hash::Hasher::write_u64(&mut hasher, last.digest);
+    std::hash::Hasher::write(&mut hasher, text.as_bytes());
+    last.digest = std::hash::Hasher::finish(&hasher);
+    last.started = true;
+    last.conversation = unchanged.map_or(u64::MAX, |(id, _)| id);
+    input.insert("digest".into(), json!(format!("{:016x}", last.digest)));
+    Value::Object(input)
+}
+
+/// Makes the whole requests of model calls journaled as deltas again (see
+/// `journaled_request`), in the order the calls were made: what a cassette that
+/// replays the run in an ordinary (not journaled) run holds. Other inputs are left
+/// as they are.
+pub(crate) fn expand_requests<'a>(inputs: impl Iterator<Item = &'a mut Value>) {
+    let mut last = ChatRequest::default();
+    for input in inputs {
+        let Some(delta) = input.as_object() else {
+            continue;
+        };
+        let (Some(extends), Some(messages), true) = (
+            delta.get("extends").and_then(Value::as_u64),
+            delta.get("messages"),
+            delta.contains_key("digest"),
+        ) else {
+            continue;
+        };
+        let Ok(messages) = serde_json::from_value::<Vec<Message>>(messages.clone()) else {
+            continue;
+        };
+        let keep = usize::try_from(extends).unwrap_or(usize::MAX);
+        if keep > last.messages.len() {
+            continue;
+        }
+        last.messages.truncate(keep);
+        last.messages.extend(messages);
+        if let Some(tools) = delta.get("tools") {
+            last.tools = serde_json::from_value(tools.clone()).unwrap_or_default();
+        }
+        if let Some(schema) = delta.get("response_schema") {
+            last.response_schema = (!schema.is_null()).then(|| schema.clone());
+        }
+        if let Ok(whole) = serde_json::to_value(&last) {
+            *input = whole;
+        }
     }
 }
 

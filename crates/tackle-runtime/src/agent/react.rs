@@ -40,6 +40,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
@@ -103,11 +104,30 @@ pub trait StepEffects {
 }
 
 /// The effects of a run in this process: calls of `run` through its runtime's door,
-/// with the caller's context.
+/// with the caller's context. Each serves one conversation of the loop.
 struct LocalEffects<'a> {
     skill: &'a ReactSkill,
     run: &'a Run,
     ctx: &'a ToolContext,
+    conversation: Conversation,
+}
+
+/// One conversation of the loop, as its model calls see it: the loop only appends
+/// to it between calls, so a journaled run journals each request as what it added.
+struct Conversation {
+    id: u64,
+    /// Messages at the previous model call (`usize::MAX` before the first).
+    asked: AtomicUsize,
+}
+
+impl Conversation {
+    fn new() -> Conversation {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Conversation {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            asked: AtomicUsize::new(usize::MAX),
+        }
+    }
 }
 
 impl StepEffects for LocalEffects<'_> {
@@ -117,7 +137,15 @@ impl StepEffects for LocalEffects<'_> {
         model: Option<usize>,
         request: &ChatRequest,
     ) -> impl Future<Output = Result<ChatResponse, ModelError>> {
-        self.skill.ask_model(self.run, model, request, self.ctx)
+        let before = self
+            .conversation
+            .asked
+            .swap(request.messages.len(), Ordering::Relaxed);
+        let unchanged = (before != usize::MAX).then_some((self.conversation.id, before));
+        let (model, operation) = self.skill.model_at(model);
+        crate::agent::model::complete_growing(
+            self.run, operation, model, request, self.ctx, unchanged,
+        )
     }
 
     fn execute(
@@ -879,6 +907,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
+            conversation: Conversation::new(),
         };
         self.converse(
             history,
@@ -929,6 +958,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
+            conversation: Conversation::new(),
         };
         let turn = self
             .converse(&[], task, Some(schema), &effects, &mut |_| {
@@ -979,6 +1009,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
+            conversation: Conversation::new(),
         };
         self.run_with(task, &effects, observe).await
     }

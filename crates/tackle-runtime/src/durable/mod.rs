@@ -1157,7 +1157,7 @@ impl DurableRun {
     /// Writes the run's calls so far (the journal's outcomes, then this attempt's) as
     /// a cassette file at `path`, which replays the run offline.
     pub fn export(&self, path: &Path) -> Result<(), DurableError> {
-        Ok(self.cassette.export(path)?)
+        Ok(self.cassette.export_with(path, expand)?)
     }
 
     /// Writes the journal of the run `run_id` (its completed and resolved calls, in
@@ -1177,8 +1177,18 @@ impl DurableRun {
             Arc::new(Unwritable),
             CassetteConfig::new().with_env_overrides(false),
         );
-        Ok(cassette.export(path)?)
+        Ok(cassette.export_with(path, expand)?)
     }
+}
+
+/// The journal's model requests made whole again, for a cassette file.
+fn expand(interactions: &mut Vec<Interaction>) {
+    crate::agent::model::expand_requests(
+        interactions
+            .iter_mut()
+            .filter(|i| i.kind == crate::replay::InteractionKind::Operation)
+            .map(|i| &mut i.input),
+    );
 }
 
 /// The journal of a cassette only read: it takes no call.

@@ -259,12 +259,27 @@ impl Cassette {
         }
     }
 
+    /// Whether this cassette hands each call to a journal (a durable run's).
+    pub(crate) fn is_journaled(&self) -> bool {
+        self.inner.journal.is_some()
+    }
+
     /// Writes what this cassette holds (the recorded interactions it was opened with,
     /// then what this run recorded) as a cassette file at `path`, marked complete.
     pub fn export(&self, path: &Path) -> Result<(), CassetteError> {
+        self.export_with(path, |_| {})
+    }
+
+    /// [`export`](Self::export), with the interactions passed through `rewrite` first.
+    pub(crate) fn export_with(
+        &self,
+        path: &Path,
+        rewrite: impl FnOnce(&mut Vec<Interaction>),
+    ) -> Result<(), CassetteError> {
         let state = self.state();
         let mut interactions = state.recorded.clone();
         interactions.extend(state.fresh.iter().cloned());
+        rewrite(&mut interactions);
         let mut tools = state.recorded_tools.clone();
         tools.extend(state.tools.iter().map(|(k, v)| (k.clone(), v.clone())));
         let file = CassetteFile {

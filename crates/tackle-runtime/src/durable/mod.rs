@@ -1182,7 +1182,7 @@ impl DurableRun {
 }
 
 /// The journal's model requests made whole again, for a cassette file.
-fn expand(interactions: &mut Vec<Interaction>) {
+fn expand(interactions: &mut [Interaction]) {
     crate::agent::model::expand_requests(
         interactions
             .iter_mut()

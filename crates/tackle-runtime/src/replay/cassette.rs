@@ -274,7 +274,7 @@ impl Cassette {
     pub(crate) fn export_with(
         &self,
         path: &Path,
-        rewrite: impl FnOnce(&mut Vec<Interaction>),
+        rewrite: impl FnOnce(&mut [Interaction]),
     ) -> Result<(), CassetteError> {
         let state = self.state();
         let mut interactions = state.recorded.clone();

@@ -45,7 +45,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,8 +65,9 @@ use temporalio_common::RetryPolicy;
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{
-    ActivityOptions, ApplicationFailure, SyncWorkflowContext, Worker, WorkerOptions,
-    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+    ActivityCancellationType, ActivityCloseTimeouts, ActivityOptions, ApplicationFailure,
+    SyncWorkflowContext, Worker, WorkerOptions, WorkflowContext, WorkflowContextView,
+    WorkflowResult, WorkflowTermination,
 };
 
 /// The SDK's client crate, at the version this crate speaks.
@@ -179,6 +180,19 @@ impl Agents {
 }
 
 /// How a run's activities are timed and retried.
+///
+/// **Retries.** Temporal tries an activity again when its worker dies or goes
+/// silent (no heartbeat for `heartbeat_timeout_ms`), or when it fails in a way that
+/// may pass (a model's timeout or 5xx). A model call is tried at most
+/// `model_attempts` times. A tool call is tried at most `tool_attempts` times, and
+/// never past `tool_deadline_ms` after it was first scheduled; [`ToolRetry`] in
+/// `tools` sets both for one tool. An attempt after the first of a call that is not
+/// safe to run again runs nothing (its outcome is unknown: the run waits for an
+/// operator), so these bound only reads, keyed writes and calls that never started.
+///
+/// [`validate`](Self::validate) refuses limits that cannot work (a zero timeout, no
+/// attempt); a worker checks its own at start ([`AgentWorker::with_limits`]), and a run
+/// whose limits are refused fails at once, saying which.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ActivityLimits {
@@ -190,6 +204,34 @@ pub struct ActivityLimits {
     pub heartbeat_timeout_ms: u64,
     /// How often a model call is tried before the run fails (default 3).
     pub model_attempts: u32,
+    /// How often a tool call is tried, at most (default 5).
+    pub tool_attempts: u32,
+    /// How long a tool call may take over all its attempts, from when it was first
+    /// scheduled, in milliseconds (default 1,800,000: 30 minutes).
+    pub tool_deadline_ms: u64,
+    /// Limits of single tools, by key (`namespace.name@version`) or by
+    /// `namespace.name` (every version).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolRetry>,
+}
+
+/// How one tool's calls are retried (see [`ActivityLimits`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRetry {
+    /// How often a call is tried, at most.
+    pub attempts: u32,
+    /// How long a call may take over all its attempts, in milliseconds.
+    pub deadline_ms: u64,
+}
+
+/// Why [`ActivityLimits`] were refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid activity limits: {field} {problem}")]
+pub struct LimitsError {
+    /// The field.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
 }
 
 impl Default for ActivityLimits {
@@ -198,23 +240,111 @@ impl Default for ActivityLimits {
             call_timeout_ms: 300_000,
             heartbeat_timeout_ms: 10_000,
             model_attempts: 3,
+            tool_attempts: 5,
+            tool_deadline_ms: 1_800_000,
+            tools: BTreeMap::new(),
         }
     }
 }
 
 impl ActivityLimits {
-    fn options(&self, attempts: u32) -> ActivityOptions {
+    /// Refuses limits that cannot work: a zero timeout or deadline, a heartbeat
+    /// timeout longer than the call timeout, zero attempts, a deadline shorter than
+    /// one call.
+    pub fn validate(&self) -> Result<(), LimitsError> {
+        let refuse = |field: &str, problem: String| {
+            Err(LimitsError {
+                field: field.to_owned(),
+                problem,
+            })
+        };
+        if self.call_timeout_ms == 0 {
+            return refuse("call_timeout_ms", "is 0: no call could finish".into());
+        }
+        if self.heartbeat_timeout_ms == 0 {
+            return refuse(
+                "heartbeat_timeout_ms",
+                "is 0: every call would time out".into(),
+            );
+        }
+        if self.heartbeat_timeout_ms > self.call_timeout_ms {
+            return refuse(
+                "heartbeat_timeout_ms",
+                format!(
+                    "({}) is longer than call_timeout_ms ({})",
+                    self.heartbeat_timeout_ms, self.call_timeout_ms
+                ),
+            );
+        }
+        if self.model_attempts == 0 {
+            return refuse("model_attempts", "is 0: no model call would run".into());
+        }
+        let mut tools = vec![(
+            "tool_attempts / tool_deadline_ms".to_owned(),
+            self.tool_attempts,
+            self.tool_deadline_ms,
+        )];
+        tools.extend(
+            self.tools
+                .iter()
+                .map(|(key, retry)| (format!("tools[{key}]"), retry.attempts, retry.deadline_ms)),
+        );
+        for (field, attempts, deadline) in tools {
+            if attempts == 0 {
+                return refuse(&field, "allows 0 attempts: no call would run".into());
+            }
+            if deadline < self.call_timeout_ms {
+                return refuse(
+                    &field,
+                    format!(
+                        "has a deadline ({deadline} ms) shorter than one call (call_timeout_ms {})",
+                        self.call_timeout_ms
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The retry limits of calls of `key`.
+    fn tool_retry(&self, key: &str) -> (u32, u64) {
+        let unversioned = key.split_once('@').map_or(key, |(name, _)| name);
+        self.tools
+            .get(key)
+            .or_else(|| self.tools.get(unversioned))
+            .map_or((self.tool_attempts, self.tool_deadline_ms), |r| {
+                (r.attempts, r.deadline_ms)
+            })
+    }
+
+    fn retry(attempts: u32) -> RetryPolicy {
+        RetryPolicy::builder()
+            .initial_interval(Duration::from_millis(200))
+            .backoff_coefficient(2.0)
+            .maximum_interval(Duration::from_secs(10))
+            .maximum_attempts(attempts.max(1))
+            .build()
+    }
+
+    fn model_options(&self) -> ActivityOptions {
         ActivityOptions::with_start_to_close_timeout(Duration::from_millis(self.call_timeout_ms))
             .heartbeat_timeout(Duration::from_millis(self.heartbeat_timeout_ms.max(1)))
-            .retry_policy(
-                RetryPolicy::builder()
-                    .initial_interval(Duration::from_millis(200))
-                    .backoff_coefficient(2.0)
-                    .maximum_interval(Duration::from_secs(10))
-                    .maximum_attempts(attempts)
-                    .build(),
-            )
+            .retry_policy(Self::retry(self.model_attempts))
             .build()
+    }
+
+    /// A tool call's options: bounded retries, and a cancellation that waits for the
+    /// call to stop (or finish), so a cancelled run never leaves a write unrecorded.
+    fn tool_options(&self, key: &str) -> ActivityOptions {
+        let (attempts, deadline) = self.tool_retry(key);
+        ActivityOptions::with_close_timeouts(ActivityCloseTimeouts::ScheduleAndStartToClose {
+            schedule_to_close: Duration::from_millis(deadline.max(self.call_timeout_ms)),
+            start_to_close: Duration::from_millis(self.call_timeout_ms),
+        })
+        .heartbeat_timeout(Duration::from_millis(self.heartbeat_timeout_ms.max(1)))
+        .retry_policy(Self::retry(attempts))
+        .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
+        .build()
     }
 }
 
@@ -278,6 +408,8 @@ pub struct AgentWorkflow {
     decisions: Vec<ApprovalRecord>,
     unknown: Vec<UnknownCall>,
     resolutions: Vec<Resolve>,
+    /// The run's state at its last step boundary, or at its end.
+    state: Option<ReactState>,
 }
 
 #[workflow_methods]
@@ -288,12 +420,14 @@ impl AgentWorkflow {
         ctx: &mut WorkflowContext<Self>,
         input: AgentInput,
     ) -> WorkflowResult<ReactState> {
+        if let Err(problem) = input.limits.validate() {
+            return Err(ApplicationFailure::non_retryable(problem.to_string()).into());
+        }
         let Some(agent) = ctx.state(|s| s.agents.get(&input.agent).cloned()) else {
-            return Err(ApplicationFailure::non_retryable(format!(
-                "no agent `{}` on this worker",
-                input.agent
-            ))
-            .into());
+            // A worker of an older or newer build, mid-deploy: the task fails, and
+            // Temporal gives it to another worker, which may have the agent.
+            ctx.force_task_fail(format!("no agent `{}` on this worker", input.agent));
+            return std::future::pending().await;
         };
         let ctx: &WorkflowContext<Self> = ctx;
         let effects = WorkflowEffects {
@@ -301,20 +435,48 @@ impl AgentWorkflow {
             agent: &agent,
             input: &input,
         };
-        let mut go_on = |_: &ReactState| StepControl::Continue;
-        let run = agent.skill.run_with(&input.task, &effects, &mut go_on);
-        let cancelled = ctx.cancelled();
-        futures::pin_mut!(run, cancelled);
-        match futures::future::select(cancelled, run).await {
-            futures::future::Either::Left(_) => Err(WorkflowTermination::cancelled()),
-            futures::future::Either::Right((Ok(state), _)) => Ok(state),
-            futures::future::Either::Right((Err(error), _)) => {
-                if ctx.cancellation_token().is_cancelled() {
-                    return Err(WorkflowTermination::cancelled());
-                }
-                Err(ApplicationFailure::non_retryable(error.to_string()).into())
+        let last: Arc<Mutex<Option<ReactState>>> = Arc::default();
+        let mut keep = |state: &ReactState| {
+            *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(state.clone());
+            StepControl::Continue
+        };
+        // Not raced against cancellation: a cancelled run's calls are cancelled, and
+        // the run waits for a tool call in flight to stop or finish, so its outcome is
+        // in the history.
+        let outcome = agent.skill.run_with(&input.task, &effects, &mut keep).await;
+        let partial = last.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let cancelled = ctx.cancellation_token().is_cancelled();
+        match outcome {
+            Ok(state) if !cancelled => {
+                ctx.state_mut(|s| s.state = Some(state.clone()));
+                Ok(state)
+            }
+            Ok(state) => {
+                ctx.state_mut(|s| s.state = Some(state));
+                Err(WorkflowTermination::cancelled())
+            }
+            Err(_) if cancelled => {
+                ctx.state_mut(|s| s.state = partial);
+                Err(WorkflowTermination::cancelled())
+            }
+            Err(error) => {
+                let details = serde_json::to_string(&partial).unwrap_or_default();
+                ctx.state_mut(|s| s.state = partial);
+                Err(ApplicationFailure::builder(error.to_string())
+                    .non_retryable(true)
+                    .type_name("tackle.AgentFailed".to_owned())
+                    .details(details)
+                    .build()
+                    .into())
             }
         }
+    }
+
+    /// The run's state: at its last step boundary while it runs, its final state once
+    /// it ended (failed or cancelled runs included: what they did before).
+    #[query(name = "tackle.state")]
+    pub fn state(&self, _ctx: &WorkflowContextView) -> Option<ReactState> {
+        self.state.clone()
     }
 
     /// Decides a pending approval. A decision counts only for a request that is
@@ -373,6 +535,7 @@ impl AgentWorkflow {
             decisions: Vec::new(),
             unknown: Vec::new(),
             resolutions: Vec::new(),
+            state: None,
         }
     }
 }
@@ -444,7 +607,7 @@ impl StepEffects for WorkflowEffects<'_> {
             model,
             request: request.clone(),
         };
-        let options = self.input.limits.options(self.input.limits.model_attempts);
+        let options = self.input.limits.model_options();
         self.ctx
             .execute_activity(DoorActivities::model, call, options)
             .await
@@ -488,9 +651,10 @@ impl WorkflowEffects<'_> {
                 input: call.input.clone(),
                 decisions: decisions.clone(),
             };
-            // Nothing retries a call but Temporal, after its worker went silent; the
-            // activity itself says when running it again is not safe.
-            let options = self.input.limits.options(0);
+            // Temporal retries a call (its worker died, went silent, or a read
+            // failed), within the limits; the activity itself says when running it
+            // again is not safe.
+            let options = self.input.limits.tool_options(&call.key);
             let outcome = self
                 .ctx
                 .execute_activity(DoorActivities::call, input, options)
@@ -642,7 +806,7 @@ impl DoorActivities {
                 .runtime()
                 .registry()
                 .resolve(&call.key)
-                .map_or(true, |tool| tool.spec().rerun_safe());
+                .map_or(true, |tool| tool.rerun_safe());
             if !safe {
                 return Ok(DoorOutcome::UnknownOutcome { attempt });
             }
@@ -656,6 +820,11 @@ impl DoorActivities {
         let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
         let door = run.call(&call.key, call.input, &agent.context);
         let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), door)).await;
+        if ctx.is_cancelled() && matches!(result, Err(ToolError::Cancelled { .. })) {
+            // Stopped before it ran, or it stopped itself: the call is cancelled (a
+            // worker shutting down has Temporal run it again elsewhere).
+            return Err(ActivityError::cancelled());
+        }
         let requests = std::mem::take(
             &mut *approvals
                 .pending
@@ -672,8 +841,9 @@ impl DoorActivities {
 
 impl DoorActivities {
     fn agent(&self, name: &str) -> Result<Agent, ActivityError> {
+        // Retryable: mid-deploy, another worker may have the agent.
         self.agents.get(name).cloned().ok_or_else(|| {
-            ActivityError::application(ApplicationFailure::non_retryable(format!(
+            ActivityError::application(ApplicationFailure::new(format!(
                 "no agent `{name}` on this worker"
             )))
         })
@@ -705,25 +875,24 @@ impl Drop for CancelWatch {
     }
 }
 
-/// Runs `work`, heartbeating at a third of the activity's heartbeat timeout.
+/// Runs `work`, heartbeating at a third of the activity's heartbeat timeout from a
+/// task of its own: a tool that blocks its thread does not stop the heartbeats.
 async fn heartbeating<F: Future>(ctx: &ActivityContext, work: F) -> F::Output {
     let every = ctx
         .info()
         .heartbeat_timeout
         .map_or(Duration::from_secs(3), |t| t / 3)
         .max(Duration::from_millis(50));
-    let beat = async {
+    let activity = ctx.clone();
+    let beat = tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;
             // A heartbeat that fails to send is retried at the next beat.
-            let _ = ctx.record_heartbeat(()).await;
+            let _ = activity.record_heartbeat(()).await;
         }
-    };
-    futures::pin_mut!(work, beat);
-    match futures::future::select(work, beat).await {
-        futures::future::Either::Left((output, _)) => output,
-        futures::future::Either::Right((never, _)) => never,
-    }
+    });
+    let _stop = CancelWatch(beat);
+    work.await
 }
 
 tokio::task_local! {
@@ -779,29 +948,77 @@ pub async fn connect(address: &str, namespace: &str) -> Result<Client, TemporalE
         address: address.to_owned(),
         message: e.to_string(),
     })?;
-    let connection = Connection::connect(ConnectionOptions::new(url).build())
+    connect_with(ConnectionOptions::new(url).build(), namespace).await
+}
+
+/// Connects a client with `options` in `namespace`: a cluster beyond localhost, with
+/// TLS (`tls_options`, with the `tls` feature) and an API key (`api_key`; set
+/// `tls_options` too, and an `https://` target, as Temporal Cloud wants). Give the
+/// client to [`AgentWorker::with_client`].
+///
+/// ```no_run
+/// use tackle_temporal::client::{ConnectionOptions, Url};
+///
+/// # async fn cloud() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = ConnectionOptions::new(Url::parse("https://my-ns.tmprl.cloud:7233")?)
+///     .api_key(std::env::var("TEMPORAL_API_KEY")?)
+///     .build();
+/// let client = tackle_temporal::connect_with(options, "my-ns").await?;
+/// # let _ = client; Ok(()) }
+/// ```
+pub async fn connect_with(
+    options: ConnectionOptions,
+    namespace: &str,
+) -> Result<Client, TemporalError> {
+    let address = options.target.to_string();
+    let connection = Connection::connect(options)
         .await
         .map_err(|e| TemporalError::Connect {
-            address: address.to_owned(),
+            address: address.clone(),
             message: e.to_string(),
         })?;
     Client::new(connection, ClientOptions::new(namespace).build()).map_err(|e| {
         TemporalError::Connect {
-            address: address.to_owned(),
+            address,
             message: e.to_string(),
         }
     })
 }
 
+/// Where a worker's client comes from.
+enum Frontend {
+    /// An address and namespace, connected without TLS.
+    Address { address: String, namespace: String },
+    /// A client made by the caller ([`connect_with`]: TLS, an API key).
+    Client(Box<Client>),
+}
+
+impl std::fmt::Debug for Frontend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Frontend::Address { address, namespace } => write!(f, "{address} ({namespace})"),
+            Frontend::Client(_) => f.write_str("a client given"),
+        }
+    }
+}
+
 /// A worker that runs [`AgentWorkflow`]s and their [`DoorActivities`] for some
 /// [`Agents`] on a task queue.
+///
+/// **Shutting down.** [`run_until`](Self::run_until) stops taking work when its
+/// signal comes, lets the calls in flight finish for up to the grace period
+/// ([`with_graceful_shutdown`](Self::with_graceful_shutdown), default 30 s), then
+/// cancels what is left: a cancelled call is given to another worker, or, if it is a
+/// write that may have happened, waits for an operator. No task is lost: a workflow
+/// task the worker had not finished goes back to the queue.
 #[derive(Debug)]
 pub struct AgentWorker {
-    address: String,
-    namespace: String,
+    frontend: Frontend,
     task_queue: String,
     agents: Agents,
     sticky_timeout: Duration,
+    grace: Duration,
+    limits: ActivityLimits,
 }
 
 impl AgentWorker {
@@ -814,12 +1031,45 @@ impl AgentWorker {
         agents: Agents,
     ) -> AgentWorker {
         AgentWorker {
-            address: address.into(),
-            namespace: namespace.into(),
+            frontend: Frontend::Address {
+                address: address.into(),
+                namespace: namespace.into(),
+            },
             task_queue: task_queue.into(),
             agents,
             sticky_timeout: Duration::from_secs(10),
+            grace: Duration::from_secs(30),
+            limits: ActivityLimits::default(),
         }
+    }
+
+    /// A worker for `agents` on `task_queue`, over a client made by the caller
+    /// ([`connect_with`]: TLS, an API key, a namespace).
+    pub fn with_client(
+        client: Client,
+        task_queue: impl Into<String>,
+        agents: Agents,
+    ) -> AgentWorker {
+        AgentWorker {
+            frontend: Frontend::Client(Box::new(client)),
+            ..AgentWorker::new(String::new(), String::new(), task_queue, agents)
+        }
+    }
+
+    /// How long calls in flight may go on once the worker is told to stop
+    /// (default 30 s); then they are cancelled.
+    pub fn with_graceful_shutdown(mut self, grace: Duration) -> AgentWorker {
+        self.grace = grace;
+        self
+    }
+
+    /// The limits this deployment's runs are started with, checked when the worker
+    /// starts ([`ActivityLimits::validate`]): a worker with limits that cannot work
+    /// does not start. (Each run carries its own in its [`AgentInput`], checked when
+    /// it starts.)
+    pub fn with_limits(mut self, limits: ActivityLimits) -> AgentWorker {
+        self.limits = limits;
+        self
     }
 
     /// How long a run's next step waits for the worker that ran its last one before
@@ -833,7 +1083,19 @@ impl AgentWorker {
     /// Connects and runs until the worker stops. The future is not `Send`: drive it
     /// on the task that called it (as `#[tokio::main]` does), not with `tokio::spawn`.
     pub async fn run(self) -> Result<(), TemporalError> {
-        let client = connect(&self.address, &self.namespace).await?;
+        self.run_until(std::future::pending()).await
+    }
+
+    /// [`run`](Self::run) until `stop` completes (say, `tokio::signal::ctrl_c()`),
+    /// then shuts down gracefully (see [`AgentWorker`]) and returns.
+    pub async fn run_until(self, stop: impl Future<Output = ()>) -> Result<(), TemporalError> {
+        self.limits
+            .validate()
+            .map_err(|e| TemporalError::Worker(e.to_string()))?;
+        let client = match self.frontend {
+            Frontend::Address { address, namespace } => connect(&address, &namespace).await?,
+            Frontend::Client(client) => *client,
+        };
         let runtime = temporalio_sdk::Runtime::from_current_tokio(Default::default())
             .map_err(|e| TemporalError::Worker(e.to_string()))?;
         let agents = self.agents.clone();
@@ -846,13 +1108,21 @@ impl AgentWorker {
                 agents: self.agents,
             })
             .sticky_queue_schedule_to_start_timeout(self.sticky_timeout)
+            .graceful_shutdown_period(self.grace)
             .build();
         let mut worker = Worker::new(&runtime, client, options)
             .map_err(|e| TemporalError::Worker(e.to_string()))?;
-        worker
-            .run()
-            .await
-            .map_err(|e| TemporalError::Worker(e.to_string()))
+        let shutdown = worker.shutdown_handle();
+        let running = worker.run();
+        futures::pin_mut!(running, stop);
+        let result = match futures::future::select(running, stop).await {
+            futures::future::Either::Left((result, _)) => result,
+            futures::future::Either::Right(((), running)) => {
+                shutdown();
+                running.await
+            }
+        };
+        result.map_err(|e| TemporalError::Worker(e.to_string()))
     }
 }
 

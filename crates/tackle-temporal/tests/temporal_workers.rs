@@ -13,8 +13,15 @@
 //! - `approvals_are_signals`: refunds that need approval wait in the workflow; a
 //!   decision for other arguments is ignored; one is approved, one rejected (the model
 //!   reads the reason); a run waiting for approval is cancelled.
+//! - `approvals_are_used_up`: the model asks again for a refund that was approved
+//!   and ran: it waits for a new decision; a keyed transfer that needs approval waits
+//!   and runs once.
+//! - `cancelled_during_a_tool_call`: a run cancelled while a slow write runs: the
+//!   tool's cancellation token fires, the run waits for it to stop, ends cancelled,
+//!   and its state so far is queryable.
 //!
-//! The test skips, saying why, only where the `temporal` binary cannot run.
+//! The test skips, saying why, only where the `temporal` binary cannot run, and never
+//! under `CI`: there, a dev server that cannot start fails the test.
 
 #[path = "../../../tests/support/harness.rs"]
 mod harness;
@@ -52,6 +59,8 @@ fn main() -> ExitCode {
     harness::run(&[
         ("a_worker_killed_mid_run", a_worker_killed_mid_run),
         ("approvals_are_signals", approvals_are_signals),
+        ("approvals_are_used_up", approvals_are_used_up),
+        ("cancelled_during_a_tool_call", cancelled_during_a_tool_call),
     ])
 }
 
@@ -201,6 +210,70 @@ fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     })
 }
 
+/// Transfers money: keyed (a repeat is ignored by the bank) and needs approval.
+#[tool(
+    namespace = "bank",
+    side_effects = write,
+    idempotency_key = "request_id",
+    needs_approval
+)]
+fn transfer(request_id: String, cents: i64) -> String {
+    let line = format!("transfer {request_id} {cents}");
+    if !lines(&ledger()).contains(&line) {
+        append(&ledger(), &line);
+    }
+    format!("transferred {request_id}")
+}
+
+/// Refunds A-1, asks for the same refund again, then a keyed transfer.
+fn again_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let refund = || call("r", "bank_refund", json!({"order": "A-1", "cents": 500}));
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls("Refunding A-1.", vec![refund()]),
+        1 => ChatResponse::calls("Once more, to be sure.", vec![refund()]),
+        2 => ChatResponse::calls(
+            "And the transfer.",
+            vec![call(
+                "t",
+                "bank_transfer",
+                json!({"request_id": "t-1", "cents": 700}),
+            )],
+        ),
+        _ => ChatResponse::text(tool_results(request).join(" | ")),
+    })
+}
+
+/// Reads the balance (changes nothing).
+#[tool(namespace = "bank", side_effects = read)]
+fn balance() -> i64 {
+    1000
+}
+
+/// A slow write that stops when its call is cancelled, and says so in the ledger.
+#[tool(namespace = "bank", side_effects = external)]
+async fn settle(ctx: &ToolContext, batch: String) -> String {
+    append(&ledger(), &format!("begin settle {batch}"));
+    tokio::select! {
+        () = ctx.cancelled() => {
+            append(&ledger(), &format!("stopped settle {batch}"));
+            format!("stopped {batch}")
+        }
+        () = tokio::time::sleep(Duration::from_secs(60)) => format!("settled {batch}"),
+    }
+}
+
+/// Reads the balance, then settles a batch (slowly).
+fn settle_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls("Balance first.", vec![call("b", "bank_balance", json!({}))]),
+        1 => ChatResponse::calls(
+            "Settling.",
+            vec![call("s", "bank_settle", json!({"batch": "b-9"}))],
+        ),
+        _ => ChatResponse::text("Settled."),
+    })
+}
+
 // ---- a worker ----
 
 /// Worker mode: run the agents until killed.
@@ -224,10 +297,25 @@ fn worker() -> ExitCode {
     )
     .expect("skill")
     .with_error_budget(5);
+    let again = ReactSkill::new(
+        Arc::new(FunctionModel::new("again-bot", again_model)),
+        runtime.registry(),
+        &["bank.refund", "bank.transfer"],
+    )
+    .expect("skill")
+    .with_error_budget(5);
+    let settler = ReactSkill::new(
+        Arc::new(FunctionModel::new("settle-bot", settle_model)),
+        runtime.registry(),
+        &["bank.balance", "bank.settle"],
+    )
+    .expect("skill");
     let context = ToolContext::new().with_grant("llm:*");
     let agents = Agents::new(&runtime)
         .with("payouts", payouts, context.clone())
-        .with("refunds", refunds, context);
+        .with("refunds", refunds, context.clone())
+        .with("again", again, context.clone())
+        .with("settle", settler, context);
     let worker = AgentWorker::new(format!("http://{address}"), "default", QUEUE, agents)
         .with_sticky_timeout(Duration::from_secs(1));
     match harness::tokio().block_on(worker.run()) {
@@ -318,6 +406,9 @@ impl Cluster {
     fn start(name: &str) -> Option<Cluster> {
         let cli = match temporal_cli() {
             Ok(cli) => cli,
+            Err(why) if std::env::var_os("CI").is_some() => {
+                panic!("Temporal's dev server cannot run, and CI must run this test: {why}")
+            }
             Err(why) => {
                 println!("SKIPPED: Temporal's dev server cannot run here: {why}");
                 return None;
@@ -425,6 +516,8 @@ fn limits() -> ActivityLimits {
         call_timeout_ms: 30_000,
         heartbeat_timeout_ms: 2_000,
         model_attempts: 3,
+        tool_deadline_ms: 120_000,
+        ..ActivityLimits::default()
     }
 }
 
@@ -701,4 +794,124 @@ async fn decide(handle: &Handle, request: PendingApproval, decision: Decision) {
         )
         .await
         .expect("signal");
+}
+
+fn approvals_are_used_up() {
+    let Some(cluster) = Cluster::start("used-up") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let input = AgentInput {
+            limits: limits(),
+            ..AgentInput::new("again", "Refund A-1, then transfer t-1.")
+        };
+        client
+            .start_workflow(
+                AgentWorkflow::run,
+                input,
+                WorkflowStartOptions::new(QUEUE, "again-1").build(),
+            )
+            .await
+            .expect("start");
+        let handle: Handle = client.get_workflow_handle("again-1");
+        let first = wait_for_pending(&handle).await;
+        assert_eq!(first.arguments, r#"{"cents":500,"order":"A-1"}"#);
+        decide(&handle, first.clone(), Decision::Approve).await;
+        // The refund runs; the model asks for it again: the approval was used up.
+        let started = Instant::now();
+        while cluster.ledger().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the refund ran"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let again = wait_for_pending(&handle).await;
+        assert_eq!(again, first, "the same call asks again");
+        decide(
+            &handle,
+            again,
+            Decision::Reject {
+                reason: "refunded already".to_owned(),
+            },
+        )
+        .await;
+        let transfer = loop {
+            let next = wait_for_pending(&handle).await;
+            if next.key == "bank.transfer@1" {
+                break next;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(transfer.arguments, r#"{"cents":700,"request_id":"t-1"}"#);
+        decide(&handle, transfer, Decision::Approve).await;
+        let state: ReactState = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .expect("the run completes");
+        assert_eq!(
+            cluster.ledger(),
+            vec!["refund A-1 500".to_owned(), "transfer t-1 700".to_owned()],
+            "one refund, one transfer"
+        );
+        let answer = state.final_answer.unwrap_or_default();
+        assert!(answer.contains("refunded already"), "{answer}");
+        assert!(answer.ends_with("transferred t-1"), "{answer}");
+    });
+}
+
+fn cancelled_during_a_tool_call() {
+    let Some(cluster) = Cluster::start("cancel") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let input = AgentInput {
+            limits: limits(),
+            ..AgentInput::new("settle", "Settle batch b-9.")
+        };
+        client
+            .start_workflow(
+                AgentWorkflow::run,
+                input,
+                WorkflowStartOptions::new(QUEUE, "settle-1").build(),
+            )
+            .await
+            .expect("start");
+        let handle: Handle = client.get_workflow_handle("settle-1");
+        let started = Instant::now();
+        while !cluster.ledger().contains(&"begin settle b-9".to_owned()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the write started"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        handle
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .expect("cancel");
+        let ended = handle.get_result(WorkflowGetResultOptions::default()).await;
+        assert!(
+            matches!(ended, Err(WorkflowGetResultError::Cancelled { .. })),
+            "{ended:?}"
+        );
+        // The run waited for the write to stop: its token fired, and it said so
+        // before the run ended.
+        assert_eq!(
+            cluster.ledger(),
+            vec![
+                "begin settle b-9".to_owned(),
+                "stopped settle b-9".to_owned()
+            ]
+        );
+        let state: Option<ReactState> = handle
+            .query(AgentWorkflow::state, (), WorkflowQueryOptions::default())
+            .await
+            .expect("the state of a cancelled run");
+        let state = state.expect("a state");
+        assert!(state.step_index >= 1, "{state:?}");
+        assert_eq!(state.tool_calls[0].result, Some(json!(1000)), "{state:?}");
+    });
 }

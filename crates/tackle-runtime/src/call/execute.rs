@@ -61,8 +61,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     }
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
-        let spec = call.spec();
-        let rerun_safe = spec.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
+        let rerun_safe = tool.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
         if let Err(why) = cassette.start(pending, rerun_safe) {
             return ControlFlow::Break(Err(ToolError::Execution {
                 key: tool.key().to_owned(),

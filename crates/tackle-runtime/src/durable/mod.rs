@@ -34,11 +34,23 @@
 //! process lists them ([`DurableRun::pending_approvals`]) and records a decision per
 //! request ([`DurableRun::decide`]); a decision is bound to its request's key and exact
 //! arguments, and applies to no other call. Resumed, the run replays to that step, an
-//! approved call runs, and a rejected one becomes a failed observation with the reason.
+//! approved call runs (its approval is then used up: the same call asked again waits
+//! for a new decision), and a rejected one becomes a failed observation with the
+//! reason. Decisions and resolutions are each one transaction over a versioned record:
+//! two operators at once both land, or the loser is told.
+//!
+//! **One process at a time.** Opening a run takes its [`Lease`] ([`DEFAULT_LEASE`],
+//! [`DurableOptions::with_lease`]); [`drive`](DurableRun::drive) renews it and lets it
+//! go when it returns. Another process that opens the run meanwhile gets
+//! [`DurableError::Held`]; once the lease of a process that died has lapsed, any
+//! process takes the run over. A journal write that fails stops the run
+//! ([`DurableError::Journal`], status [`RunStatus::Interrupted`]) before the model sees
+//! anything the journal does not hold.
 //!
 //! The store is a trait: [`MemoryStore`] keeps runs in memory (tests); the
-//! `tackle-sqlite` crate has the embedded default, one SQLite file. A run's journal
-//! exports as an ordinary cassette ([`DurableRun::export`]).
+//! `tackle-sqlite` crate has the embedded default, one SQLite file; any store proves
+//! itself with the [`conformance`] kit. A run's journal exports as an ordinary
+//! cassette ([`DurableRun::export`], [`DurableRun::export_journal`]).
 //!
 //! ```
 //! use std::sync::Arc;

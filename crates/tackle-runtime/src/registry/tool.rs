@@ -332,6 +332,15 @@ impl Tool {
         &self.key
     }
 
+    /// Whether running a call of this tool a second time is harmless: its spec says
+    /// so ([`ToolSpec::rerun_safe`]: it changes nothing, or its input names an
+    /// idempotency key), or it has an idempotency key function
+    /// ([`DynamicTool::with_idempotency_key`]). A durable run re-runs only such a call
+    /// after a crash.
+    pub fn rerun_safe(&self) -> bool {
+        self.spec().rerun_safe() || self.idempotency_fn.is_some()
+    }
+
     /// The tool's specification (built on first use for `#[tool]` functions).
     pub fn spec(&self) -> &ToolSpec {
         match &self.spec {

@@ -1126,10 +1126,127 @@ impl AgentWorker {
     }
 }
 
+/// Replays a recorded history of an [`AgentWorkflow`] (its JSON, as
+/// [`WorkflowHistory::to_json`](temporalio_client::WorkflowHistory::to_json) writes it)
+/// over `agents`, running no activity: `Ok` when today's workflow code takes the
+/// same steps as the code that recorded it. A change to the loop that would break
+/// runs in flight fails here first: keep a history of each shape of run in the
+/// repository and replay them in `cargo test` ([`ReplayError::Nondeterminism`]).
+pub async fn replay_history(agents: Agents, history: &[u8]) -> Result<(), ReplayError> {
+    use temporalio_sdk::workflow_replayer::{
+        WorkflowReplayError, WorkflowReplayFailure, WorkflowReplayer, WorkflowReplayerOptions,
+    };
+    let history = temporalio_client::WorkflowHistory::from_json(history)
+        .map_err(|e| ReplayError::History(e.to_string()))?;
+    let options = WorkflowReplayerOptions::new()
+        .register_workflow_with_factory::<AgentWorkflow, _>(move || {
+            AgentWorkflow::new(agents.clone())
+        })
+        .map_err(|e| ReplayError::Replayer(e.to_string()))?
+        .build();
+    let replayer =
+        WorkflowReplayer::new(options).map_err(|e| ReplayError::Replayer(e.to_string()))?;
+    match replayer.replay_workflow(history).await {
+        Ok(()) => Ok(()),
+        Err(WorkflowReplayError::Replay(WorkflowReplayFailure::Nondeterminism { message })) => {
+            Err(ReplayError::Nondeterminism(message))
+        }
+        Err(WorkflowReplayError::Replay(WorkflowReplayFailure::InvalidHistory { message })) => {
+            Err(ReplayError::History(message))
+        }
+        Err(other) => Err(ReplayError::Failed(other.to_string())),
+    }
+}
+
+/// Why a recorded history did not replay ([`replay_history`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The history is not one: not JSON of a history, or incomplete.
+    #[error("the history cannot be read: {0}")]
+    History(String),
+    /// The replayer could not be built.
+    #[error("the replayer could not be built: {0}")]
+    Replayer(String),
+    /// Today's workflow code takes other steps than the recorded run: deploying it
+    /// would break runs in flight.
+    #[error("the workflow is not deterministic against this history: {0}")]
+    Nondeterminism(String),
+    /// The workflow's task failed while replaying (a panic, an agent missing).
+    #[error("the replay failed: {0}")]
+    Failed(String),
+}
+
 /// The guide `docs/temporal.md`, compiled as doctests: every `rust` block in it is
 /// checked by `cargo test`.
 #[cfg(doctest)]
 mod guides {
     #[doc = include_str!("../../../docs/temporal.md")]
     struct Temporal;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_that_cannot_work_are_refused_naming_the_field() {
+        assert_eq!(ActivityLimits::default().validate(), Ok(()));
+        let cases = [
+            (
+                ActivityLimits {
+                    call_timeout_ms: 0,
+                    ..ActivityLimits::default()
+                },
+                "call_timeout_ms",
+            ),
+            (
+                ActivityLimits {
+                    heartbeat_timeout_ms: 400_000,
+                    ..ActivityLimits::default()
+                },
+                "heartbeat_timeout_ms",
+            ),
+            (
+                ActivityLimits {
+                    model_attempts: 0,
+                    ..ActivityLimits::default()
+                },
+                "model_attempts",
+            ),
+            (
+                ActivityLimits {
+                    tools: BTreeMap::from([(
+                        "bank.pay".to_owned(),
+                        ToolRetry {
+                            attempts: 0,
+                            deadline_ms: 600_000,
+                        },
+                    )]),
+                    ..ActivityLimits::default()
+                },
+                "tools[bank.pay]",
+            ),
+        ];
+        for (limits, field) in cases {
+            let refused = limits.validate().expect_err(field);
+            assert_eq!(refused.field, field, "{refused}");
+        }
+    }
+
+    #[test]
+    fn a_tool_gets_its_own_retry_limits_by_key_or_name() {
+        let limits = ActivityLimits {
+            tools: BTreeMap::from([(
+                "bank.pay".to_owned(),
+                ToolRetry {
+                    attempts: 2,
+                    deadline_ms: 600_000,
+                },
+            )]),
+            ..ActivityLimits::default()
+        };
+        assert_eq!(limits.tool_retry("bank.pay@1"), (2, 600_000));
+        assert_eq!(limits.tool_retry("bank.refund@1"), (5, 1_800_000));
+    }
 }

@@ -23,11 +23,14 @@
 //! The test skips, saying why, only where the `temporal` binary cannot run, and never
 //! under `CI`: there, a dev server that cannot start fails the test.
 
+#[path = "support/bank.rs"]
+#[allow(dead_code)]
+mod bank;
 #[path = "../../../tests/support/harness.rs"]
 mod harness;
 
-use std::fs::OpenOptions;
-use std::io::Write;
+use bank::lines;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -35,18 +38,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tackle::agent::model::{
-    ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
-};
-use tackle::agent::react::{ReactSkill, ReactState};
+use tackle::agent::react::ReactState;
 use tackle::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
-use tackle::{tool, Runtime, ToolContext};
+use tackle::Runtime;
 use tackle_temporal::client::{
     errors::WorkflowGetResultError, Client, WorkflowCancelOptions, WorkflowGetResultOptions,
     WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tackle_temporal::{
-    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, Agents, Resolve, SignalApprover,
+    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, Resolve, SignalApprover,
 };
 
 const WORKER: &str = "TACKLE_TEMPORAL_WORKER";
@@ -64,216 +64,6 @@ fn main() -> ExitCode {
     ])
 }
 
-// ---- the outside world ----
-
-fn ledger() -> PathBuf {
-    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
-}
-
-fn executions() -> PathBuf {
-    ledger().with_file_name("executions.txt")
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn append(path: &Path, line: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open");
-    file.write_all(format!("{line}\n").as_bytes())
-        .expect("write");
-    file.sync_all().expect("sync");
-}
-
-fn worker_name() -> String {
-    std::env::var("TACKLE_WORKER_NAME").unwrap_or_default()
-}
-
-/// Posts an amount; a repeated request id is ignored, as a payment API does.
-#[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
-fn post(request_id: String, amount: i64) -> String {
-    append(
-        &executions(),
-        &format!("begin {} {request_id}", worker_name()),
-    );
-    // Long enough for the test to kill this worker while the call is in flight.
-    std::thread::sleep(Duration::from_millis(600));
-    let line = format!("post {request_id} {amount}");
-    if !lines(&ledger()).contains(&line) {
-        append(&ledger(), &line);
-    }
-    format!("posted {request_id}")
-}
-
-/// Sends a notification (no idempotency key: a repeat would be sent twice).
-#[tool(namespace = "mail", side_effects = external)]
-fn notify(to: String) -> String {
-    append(
-        &executions(),
-        &format!("begin {} notify {to}", worker_name()),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    append(&ledger(), &format!("notify {to}"));
-    // Sent, not yet reported: the test kills this worker here.
-    std::thread::sleep(Duration::from_millis(600));
-    format!("notified {to}")
-}
-
-/// Refunds an order (every call needs approval).
-#[tool(namespace = "bank", side_effects = external, needs_approval)]
-fn refund(order: String, cents: i64) -> String {
-    append(&ledger(), &format!("refund {order} {cents}"));
-    format!("refunded {order}")
-}
-
-fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCallRequest {
-    ToolCallRequest {
-        id: id.into(),
-        name: name.into(),
-        arguments,
-    }
-}
-
-/// The payout model: its reply depends only on the request (the task names the
-/// run; the turn is the number of its earlier replies), so any worker gives it.
-/// The answer is made of the tools' results.
-fn payout_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    let tag = request
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
-    let turn = turn_of(request);
-    let post = |id: &str, n: &str, amount: i64| {
-        call(
-            id,
-            "ledger_post",
-            json!({"request_id": format!("{tag}-{n}"), "amount": amount}),
-        )
-    };
-    Ok(match turn {
-        0 => ChatResponse::calls("Posting r1.", vec![post("c1", "r1", 100)]),
-        1 => ChatResponse::calls("Posting r2.", vec![post("c2", "r2", 250)]),
-        2 => ChatResponse::calls(
-            "Telling Ada.",
-            vec![call(
-                "c3",
-                "mail_notify",
-                json!({"to": format!("{tag}-ada")}),
-            )],
-        ),
-        3 => ChatResponse::calls("Posting r3.", vec![post("c4", "r3", 75)]),
-        _ => ChatResponse::text(tool_results(request).join("; ")),
-    })
-}
-
-/// How many replies the model has given in `request`'s conversation.
-fn turn_of(request: &ChatRequest) -> usize {
-    request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .count()
-}
-
-/// The tools' results in `request`'s conversation, in order.
-fn tool_results(request: &ChatRequest) -> Vec<String> {
-    request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content.clone())
-        .collect()
-}
-
-/// The refund model: two refunds in one step, then an answer made of the outcomes.
-fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    let turn = turn_of(request);
-    Ok(match turn {
-        0 => ChatResponse::calls(
-            "Refunding both orders.",
-            vec![
-                call("r1", "bank_refund", json!({"order": "A-1", "cents": 500})),
-                call("r2", "bank_refund", json!({"order": "B-2", "cents": 9900})),
-            ],
-        ),
-        _ => ChatResponse::text(tool_results(request).join(" | ")),
-    })
-}
-
-/// Transfers money: keyed (a repeat is ignored by the bank) and needs approval.
-#[tool(
-    namespace = "bank",
-    side_effects = write,
-    idempotency_key = "request_id",
-    needs_approval
-)]
-fn transfer(request_id: String, cents: i64) -> String {
-    let line = format!("transfer {request_id} {cents}");
-    if !lines(&ledger()).contains(&line) {
-        append(&ledger(), &line);
-    }
-    format!("transferred {request_id}")
-}
-
-/// Refunds A-1, asks for the same refund again, then a keyed transfer.
-fn again_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    let refund = || call("r", "bank_refund", json!({"order": "A-1", "cents": 500}));
-    Ok(match turn_of(request) {
-        0 => ChatResponse::calls("Refunding A-1.", vec![refund()]),
-        1 => ChatResponse::calls("Once more, to be sure.", vec![refund()]),
-        2 => ChatResponse::calls(
-            "And the transfer.",
-            vec![call(
-                "t",
-                "bank_transfer",
-                json!({"request_id": "t-1", "cents": 700}),
-            )],
-        ),
-        _ => ChatResponse::text(tool_results(request).join(" | ")),
-    })
-}
-
-/// Reads the balance (changes nothing).
-#[tool(namespace = "bank", side_effects = read)]
-fn balance() -> i64 {
-    1000
-}
-
-/// A slow write that stops when its call is cancelled, and says so in the ledger.
-#[tool(namespace = "bank", side_effects = external)]
-async fn settle(ctx: &ToolContext, batch: String) -> String {
-    append(&ledger(), &format!("begin settle {batch}"));
-    tokio::select! {
-        () = ctx.cancelled() => {
-            append(&ledger(), &format!("stopped settle {batch}"));
-            format!("stopped {batch}")
-        }
-        () = tokio::time::sleep(Duration::from_secs(60)) => format!("settled {batch}"),
-    }
-}
-
-/// Reads the balance, then settles a batch (slowly).
-fn settle_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    Ok(match turn_of(request) {
-        0 => ChatResponse::calls("Balance first.", vec![call("b", "bank_balance", json!({}))]),
-        1 => ChatResponse::calls(
-            "Settling.",
-            vec![call("s", "bank_settle", json!({"batch": "b-9"}))],
-        ),
-        _ => ChatResponse::text("Settled."),
-    })
-}
-
 // ---- a worker ----
 
 /// Worker mode: run the agents until killed.
@@ -284,44 +74,17 @@ fn worker() -> ExitCode {
             .expect("registry")
             .with_approver(SignalApprover),
     );
-    let payouts = ReactSkill::new(
-        Arc::new(FunctionModel::new("ledger-bot", payout_model)),
-        runtime.registry(),
-        &["ledger.post", "mail.notify"],
+    let worker = AgentWorker::new(
+        format!("http://{address}"),
+        "default",
+        QUEUE,
+        bank::agents(&runtime),
     )
-    .expect("skill");
-    let refunds = ReactSkill::new(
-        Arc::new(FunctionModel::new("refund-bot", refund_model)),
-        runtime.registry(),
-        &["bank.refund"],
-    )
-    .expect("skill")
-    .with_error_budget(5);
-    let again = ReactSkill::new(
-        Arc::new(FunctionModel::new("again-bot", again_model)),
-        runtime.registry(),
-        &["bank.refund", "bank.transfer"],
-    )
-    .expect("skill")
-    .with_error_budget(5);
-    let settler = ReactSkill::new(
-        Arc::new(FunctionModel::new("settle-bot", settle_model)),
-        runtime.registry(),
-        &["bank.balance", "bank.settle"],
-    )
-    .expect("skill");
-    let context = ToolContext::new().with_grant("llm:*");
-    let agents = Agents::new(&runtime)
-        .with("payouts", payouts, context.clone())
-        .with("refunds", refunds, context.clone())
-        .with("again", again, context.clone())
-        .with("settle", settler, context);
-    let worker = AgentWorker::new(format!("http://{address}"), "default", QUEUE, agents)
-        .with_sticky_timeout(Duration::from_secs(1));
+    .with_sticky_timeout(Duration::from_secs(1));
     match harness::tokio().block_on(worker.run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("worker {}: {e}", worker_name());
+            eprintln!("worker {}: {e}", bank::worker_name());
             ExitCode::FAILURE
         }
     }
@@ -613,6 +376,9 @@ fn a_worker_killed_mid_run() {
                     "{run} never ended"
                 );
             };
+            if run == "k2" {
+                record(&client, "payout-k2", "tool_calls_and_an_unknown_outcome").await;
+            }
             assert_eq!(
                 result.final_answer.as_deref(),
                 Some(
@@ -718,6 +484,7 @@ fn approvals_are_signals() {
             .get_result(WorkflowGetResultOptions::default())
             .await
             .expect("the run completes");
+        record(&client, "refunds-1", "approval_waits").await;
         assert_eq!(cluster.ledger(), vec!["refund A-1 500".to_owned()]);
         assert_eq!(state.tool_calls[0].result, Some(json!("refunded A-1")));
         let rejected = state.tool_calls[1].error.clone().unwrap_or_default();
@@ -757,6 +524,27 @@ fn approvals_are_signals() {
 }
 
 type Handle = tackle_temporal::client::WorkflowHandle<Client, AgentWorkflow>;
+
+/// With `TACKLE_RECORD_HISTORIES` set, writes the run's history to
+/// `tests/histories/NAME.json`, which `tests/replay_histories.rs` replays against
+/// today's workflow code. Record again after a change to the loop that is meant to
+/// change its steps (and give it a new task queue or agent name: runs in flight keep
+/// the old steps).
+async fn record(client: &Client, workflow_id: &str, name: &str) {
+    if std::env::var_os("TACKLE_RECORD_HISTORIES").is_none() {
+        return;
+    }
+    let json = client
+        .get_workflow_handle::<tackle_temporal::client::UntypedWorkflow>(workflow_id)
+        .fetch_history(tackle_temporal::client::WorkflowFetchHistoryOptions::default())
+        .to_json()
+        .await
+        .expect("the history");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/histories");
+    std::fs::create_dir_all(&dir).expect("the folder");
+    std::fs::write(dir.join(format!("{name}.json")), json).expect("the history file");
+    println!("recorded tests/histories/{name}.json");
+}
 
 /// The first pending approval of the run, once there is one.
 async fn wait_for_pending(handle: &Handle) -> PendingApproval {
@@ -855,6 +643,7 @@ fn approvals_are_used_up() {
             vec!["refund A-1 500".to_owned(), "transfer t-1 700".to_owned()],
             "one refund, one transfer"
         );
+        record(&client, "again-1", "approval_used_up").await;
         let answer = state.final_answer.unwrap_or_default();
         assert!(answer.contains("refunded already"), "{answer}");
         assert!(answer.ends_with("transferred t-1"), "{answer}");
@@ -906,6 +695,7 @@ fn cancelled_during_a_tool_call() {
                 "stopped settle b-9".to_owned()
             ]
         );
+        record(&client, "settle-1", "parallel_step_then_cancelled").await;
         let state: Option<ReactState> = handle
             .query(AgentWorkflow::state, (), WorkflowQueryOptions::default())
             .await

@@ -1,0 +1,268 @@
+//! The outside world of the Temporal tests (a ledger file), the bank's tools, the
+//! scripted models and the agents every worker runs: shared by the test that runs
+//! workers and the one that replays their recorded histories.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tackle::agent::model::{
+    ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
+};
+use tackle::agent::react::ReactSkill;
+use tackle::{tool, Runtime, ToolContext};
+use tackle_temporal::Agents;
+
+/// The agents every worker runs (and a replay replays), over `runtime`.
+pub fn agents(runtime: &Arc<Runtime>) -> Agents {
+    let payouts = ReactSkill::new(
+        Arc::new(FunctionModel::new("ledger-bot", payout_model)),
+        runtime.registry(),
+        &["ledger.post", "mail.notify"],
+    )
+    .expect("skill");
+    let refunds = ReactSkill::new(
+        Arc::new(FunctionModel::new("refund-bot", refund_model)),
+        runtime.registry(),
+        &["bank.refund"],
+    )
+    .expect("skill")
+    .with_error_budget(5);
+    let again = ReactSkill::new(
+        Arc::new(FunctionModel::new("again-bot", again_model)),
+        runtime.registry(),
+        &["bank.refund", "bank.transfer"],
+    )
+    .expect("skill")
+    .with_error_budget(5);
+    let settler = ReactSkill::new(
+        Arc::new(FunctionModel::new("settle-bot", settle_model)),
+        runtime.registry(),
+        &["bank.balance", "bank.settle"],
+    )
+    .expect("skill");
+    let context = ToolContext::new().with_grant("llm:*");
+    Agents::new(runtime)
+        .with("payouts", payouts, context.clone())
+        .with("refunds", refunds, context.clone())
+        .with("again", again, context.clone())
+        .with("settle", settler, context)
+}
+
+pub fn ledger() -> PathBuf {
+    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
+}
+
+pub fn executions() -> PathBuf {
+    ledger().with_file_name("executions.txt")
+}
+
+pub fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+pub fn append(path: &Path, line: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open");
+    file.write_all(format!("{line}\n").as_bytes())
+        .expect("write");
+    file.sync_all().expect("sync");
+}
+
+pub fn worker_name() -> String {
+    std::env::var("TACKLE_WORKER_NAME").unwrap_or_default()
+}
+
+/// Posts an amount; a repeated request id is ignored, as a payment API does.
+#[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
+pub fn post(request_id: String, amount: i64) -> String {
+    append(
+        &executions(),
+        &format!("begin {} {request_id}", worker_name()),
+    );
+    // Long enough for the test to kill this worker while the call is in flight.
+    std::thread::sleep(Duration::from_millis(600));
+    let line = format!("post {request_id} {amount}");
+    if !lines(&ledger()).contains(&line) {
+        append(&ledger(), &line);
+    }
+    format!("posted {request_id}")
+}
+
+/// Sends a notification (no idempotency key: a repeat would be sent twice).
+#[tool(namespace = "mail", side_effects = external)]
+pub fn notify(to: String) -> String {
+    append(
+        &executions(),
+        &format!("begin {} notify {to}", worker_name()),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    append(&ledger(), &format!("notify {to}"));
+    // Sent, not yet reported: the test kills this worker here.
+    std::thread::sleep(Duration::from_millis(600));
+    format!("notified {to}")
+}
+
+/// Refunds an order (every call needs approval).
+#[tool(namespace = "bank", side_effects = external, needs_approval)]
+pub fn refund(order: String, cents: i64) -> String {
+    append(&ledger(), &format!("refund {order} {cents}"));
+    format!("refunded {order}")
+}
+
+pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// The payout model: its reply depends only on the request (the task names the
+/// run; the turn is the number of its earlier replies), so any worker gives it.
+/// The answer is made of the tools' results.
+pub fn payout_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let tag = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let turn = turn_of(request);
+    let post = |id: &str, n: &str, amount: i64| {
+        call(
+            id,
+            "ledger_post",
+            json!({"request_id": format!("{tag}-{n}"), "amount": amount}),
+        )
+    };
+    Ok(match turn {
+        0 => ChatResponse::calls("Posting r1.", vec![post("c1", "r1", 100)]),
+        1 => ChatResponse::calls("Posting r2.", vec![post("c2", "r2", 250)]),
+        2 => ChatResponse::calls(
+            "Telling Ada.",
+            vec![call(
+                "c3",
+                "mail_notify",
+                json!({"to": format!("{tag}-ada")}),
+            )],
+        ),
+        3 => ChatResponse::calls("Posting r3.", vec![post("c4", "r3", 75)]),
+        _ => ChatResponse::text(tool_results(request).join("; ")),
+    })
+}
+
+/// How many replies the model has given in `request`'s conversation.
+pub fn turn_of(request: &ChatRequest) -> usize {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
+}
+
+/// The tools' results in `request`'s conversation, in order.
+pub fn tool_results(request: &ChatRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.clone())
+        .collect()
+}
+
+/// The refund model: two refunds in one step, then an answer made of the outcomes.
+pub fn refund_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let turn = turn_of(request);
+    Ok(match turn {
+        0 => ChatResponse::calls(
+            "Refunding both orders.",
+            vec![
+                call("r1", "bank_refund", json!({"order": "A-1", "cents": 500})),
+                call("r2", "bank_refund", json!({"order": "B-2", "cents": 9900})),
+            ],
+        ),
+        _ => ChatResponse::text(tool_results(request).join(" | ")),
+    })
+}
+
+/// Transfers money: keyed (a repeat is ignored by the bank) and needs approval.
+#[tool(
+    namespace = "bank",
+    side_effects = write,
+    idempotency_key = "request_id",
+    needs_approval
+)]
+pub fn transfer(request_id: String, cents: i64) -> String {
+    let line = format!("transfer {request_id} {cents}");
+    if !lines(&ledger()).contains(&line) {
+        append(&ledger(), &line);
+    }
+    format!("transferred {request_id}")
+}
+
+/// Refunds A-1, asks for the same refund again, then a keyed transfer.
+pub fn again_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let refund = || call("r", "bank_refund", json!({"order": "A-1", "cents": 500}));
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls("Refunding A-1.", vec![refund()]),
+        1 => ChatResponse::calls("Once more, to be sure.", vec![refund()]),
+        2 => ChatResponse::calls(
+            "And the transfer.",
+            vec![call(
+                "t",
+                "bank_transfer",
+                json!({"request_id": "t-1", "cents": 700}),
+            )],
+        ),
+        _ => ChatResponse::text(tool_results(request).join(" | ")),
+    })
+}
+
+/// Reads the balance (changes nothing).
+#[tool(namespace = "bank", side_effects = read)]
+pub fn balance() -> i64 {
+    1000
+}
+
+/// A slow write that stops when its call is cancelled, and says so in the ledger.
+#[tool(namespace = "bank", side_effects = external)]
+pub async fn settle(ctx: &ToolContext, batch: String) -> String {
+    append(&ledger(), &format!("begin settle {batch}"));
+    tokio::select! {
+        () = ctx.cancelled() => {
+            append(&ledger(), &format!("stopped settle {batch}"));
+            format!("stopped {batch}")
+        }
+        () = tokio::time::sleep(Duration::from_secs(60)) => format!("settled {batch}"),
+    }
+}
+
+/// Reads the balance, then settles a batch (slowly).
+pub fn settle_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(match turn_of(request) {
+        // Two reads in one step: they run at once.
+        0 => ChatResponse::calls(
+            "Balance first.",
+            vec![
+                call("b1", "bank_balance", json!({})),
+                call("b2", "bank_balance", json!({})),
+            ],
+        ),
+        1 => ChatResponse::calls(
+            "Settling.",
+            vec![call("s", "bank_settle", json!({"batch": "b-9"}))],
+        ),
+        _ => ChatResponse::text("Settled."),
+    })
+}

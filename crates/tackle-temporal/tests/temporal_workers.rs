@@ -20,6 +20,12 @@
 //!   tool's cancellation token fires, the run waits for it to stop, ends cancelled,
 //!   and its state so far is queryable.
 //!
+//! - `three_hundred_runs_and_two_killed_workers`: three workers, 300 runs at once
+//!   (each credits a ledger twice, keyed); a worker is killed (SIGKILL) at a random
+//!   moment twice, and a new one started each time: every run ends with its
+//!   uninterrupted answer, every credit is in the ledger once. It prints runs per
+//!   second and how long the killed worker's calls took to start on another.
+//!
 //! The test skips, saying why, only where the `temporal` binary cannot run, and never
 //! under `CI`: there, a dev server that cannot start fails the test.
 
@@ -61,6 +67,10 @@ fn main() -> ExitCode {
         ("approvals_are_signals", approvals_are_signals),
         ("approvals_are_used_up", approvals_are_used_up),
         ("cancelled_during_a_tool_call", cancelled_during_a_tool_call),
+        (
+            "three_hundred_runs_and_two_killed_workers",
+            three_hundred_runs_and_two_killed_workers,
+        ),
     ])
 }
 
@@ -703,5 +713,135 @@ fn cancelled_during_a_tool_call() {
         let state = state.expect("a state");
         assert!(state.step_index >= 1, "{state:?}");
         assert_eq!(state.tool_calls[0].result, Some(json!(1000)), "{state:?}");
+    });
+}
+
+/// A small xorshift generator: kill moments and victims without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn three_hundred_runs_and_two_killed_workers() {
+    const RUNS: usize = 300;
+    let Some(mut cluster) = Cluster::start("scale") else {
+        return;
+    };
+    cluster.spawn_worker("c");
+    let seed = std::env::var("TACKLE_SCALE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(7, |d| d.as_nanos() as u64)
+                | 1
+        });
+    println!("seed {seed} (TACKLE_SCALE_SEED replays it)");
+    let mut rng = Rng(seed);
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let started = Instant::now();
+        let mut handles = Vec::with_capacity(RUNS);
+        for n in 0..RUNS {
+            let input = AgentInput {
+                limits: limits(),
+                ..AgentInput::new("scale", format!("s{n}"))
+            };
+            let handle = client
+                .start_workflow(
+                    AgentWorkflow::run,
+                    input,
+                    WorkflowStartOptions::new(QUEUE, format!("scale-{n}")).build(),
+                )
+                .await
+                .expect("start");
+            handles.push(handle);
+        }
+        // Two kills, at random points of the work, each of a random live worker.
+        for (i, replacement) in ["d", "e"].into_iter().enumerate() {
+            let at = (i as u64 + 1) * 150 + rng.below(120);
+            while (cluster.ledger().len() as u64) < at {
+                assert!(
+                    started.elapsed() < Duration::from_secs(180),
+                    "the runs stalled at {} credits",
+                    cluster.ledger().len()
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let live: Vec<String> = cluster.workers.iter().map(|(n, _)| n.clone()).collect();
+            let victim = live[rng.below(live.len() as u64) as usize].clone();
+            let ledger = cluster.ledger();
+            let in_flight: Vec<String> = cluster
+                .executions()
+                .iter()
+                .filter_map(|l| l.strip_prefix(&format!("begin {victim} ")))
+                .filter(|id| {
+                    !ledger
+                        .iter()
+                        .any(|l| l.starts_with(&format!("credit {id} ")))
+                })
+                .map(str::to_owned)
+                .collect();
+            let killed = Instant::now();
+            cluster.kill(&victim);
+            cluster.spawn_worker(replacement);
+            // How long until each credit the victim had in flight began elsewhere.
+            let mut waiting = in_flight.clone();
+            while !waiting.is_empty() {
+                let executions = cluster.executions();
+                waiting.retain(|id| {
+                    !executions.iter().any(|l| {
+                        l.ends_with(&format!(" {id}"))
+                            && !l.starts_with(&format!("begin {victim} "))
+                    })
+                });
+                assert!(
+                    killed.elapsed() < Duration::from_secs(60),
+                    "{waiting:?} never began again"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            println!(
+                "kill {}: worker {victim} at {at} credits, {} credit(s) in flight; all begun on \
+                 another worker {} ms after the kill",
+                i + 1,
+                in_flight.len(),
+                killed.elapsed().as_millis()
+            );
+        }
+        for (n, handle) in handles.iter().enumerate() {
+            let state: ReactState = handle
+                .get_result(WorkflowGetResultOptions::default())
+                .await
+                .expect("the run completes");
+            assert_eq!(
+                state.final_answer,
+                Some(format!("credited s{n}-a; credited s{n}-b")),
+                "run {n}: the uninterrupted run's answer"
+            );
+        }
+        let elapsed = started.elapsed();
+        let mut ledger = cluster.ledger();
+        ledger.sort();
+        let mut expected: Vec<String> = (0..RUNS)
+            .flat_map(|n| [format!("credit s{n}-a 10"), format!("credit s{n}-b 20")])
+            .collect();
+        expected.sort();
+        assert_eq!(ledger, expected, "every credit once");
+        let executions = cluster.executions().len();
+        println!(
+            "{RUNS} runs in {:.1} s: {:.1} runs/s; {} credit executions for {} credits",
+            elapsed.as_secs_f64(),
+            RUNS as f64 / elapsed.as_secs_f64(),
+            executions,
+            expected.len()
+        );
     });
 }

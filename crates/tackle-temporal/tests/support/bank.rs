@@ -44,8 +44,15 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
         &["bank.balance", "bank.settle"],
     )
     .expect("skill");
+    let scale = ReactSkill::new(
+        Arc::new(FunctionModel::new("scale-bot", scale_model)),
+        runtime.registry(),
+        &["ledger.credit"],
+    )
+    .expect("skill");
     let context = ToolContext::new().with_grant("llm:*");
     Agents::new(runtime)
+        .with("scale", scale, context.clone())
         .with("payouts", payouts, context.clone())
         .with("refunds", refunds, context.clone())
         .with("again", again, context.clone())
@@ -97,6 +104,44 @@ pub fn post(request_id: String, amount: i64) -> String {
         append(&ledger(), &line);
     }
     format!("posted {request_id}")
+}
+
+/// Credits an amount, quickly and without blocking its thread; a repeated request id
+/// is ignored, as a payment API does.
+#[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
+pub async fn credit(request_id: String, amount: i64) -> String {
+    append(
+        &executions(),
+        &format!("begin {} {request_id}", worker_name()),
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let line = format!("credit {request_id} {amount}");
+    if !lines(&ledger()).contains(&line) {
+        append(&ledger(), &line);
+    }
+    format!("credited {request_id}")
+}
+
+/// Credits `<task>-a`, then `<task>-b`, then answers with the outcomes.
+pub fn scale_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let tag = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let credit = |n: &str, amount: i64| {
+        call(
+            n,
+            "ledger_credit",
+            json!({"request_id": format!("{tag}-{n}"), "amount": amount}),
+        )
+    };
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls("Crediting a.", vec![credit("a", 10)]),
+        1 => ChatResponse::calls("Crediting b.", vec![credit("b", 20)]),
+        _ => ChatResponse::text(tool_results(request).join("; ")),
+    })
 }
 
 /// Sends a notification (no idempotency key: a repeat would be sent twice).

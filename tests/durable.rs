@@ -542,17 +542,7 @@ async fn a_skill_runs_durably_and_its_answer_is_read_as_its_state() {
 
 #[tokio::test]
 async fn the_memory_store_passes_the_conformance_kit() {
-    let stores: std::sync::Mutex<std::collections::HashMap<String, Arc<MemoryStore>>> =
-        Default::default();
-    let open = |name: &str| -> Arc<dyn RunStore> {
-        stores
-            .lock()
-            .unwrap()
-            .entry(name.to_owned())
-            .or_default()
-            .clone()
-    };
-    let report = tackle::durable::conformance::check(&open).await;
+    let report = kit::<MemoryStore>().await;
     report.assert_passed();
     assert_eq!(
         report.passed.len(),
@@ -591,17 +581,7 @@ impl RunStore for Careless {
 
 #[tokio::test]
 async fn the_conformance_kit_catches_a_store_whose_saves_overwrite_each_other() {
-    let stores: std::sync::Mutex<std::collections::HashMap<String, Arc<Careless>>> =
-        Default::default();
-    let open = |name: &str| -> Arc<dyn RunStore> {
-        stores
-            .lock()
-            .unwrap()
-            .entry(name.to_owned())
-            .or_default()
-            .clone()
-    };
-    let report = tackle::durable::conformance::check(&open).await;
+    let report = kit::<Careless>().await;
     let failed: Vec<&str> = report.failed.iter().map(|(name, _)| *name).collect();
     assert!(failed.contains(&"versioned saves"), "{failed:?}");
     assert!(
@@ -676,4 +656,18 @@ async fn the_journal_holds_each_message_once_and_exports_whole_requests() {
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("Shipped o-1 and o-2."));
+}
+
+/// The conformance kit over stores of type `S`, one per name.
+async fn kit<S: RunStore + Default + 'static>() -> tackle::durable::conformance::Report {
+    let stores: std::sync::Mutex<std::collections::HashMap<String, Arc<S>>> = Default::default();
+    let open = |name: &str| -> Arc<dyn RunStore> {
+        stores
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    };
+    tackle::durable::conformance::check(&open).await
 }

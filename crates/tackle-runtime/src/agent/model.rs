@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rust_decimal::Decimal;
@@ -468,16 +468,50 @@ pub async fn complete(
     complete_growing(run, completion, model, request, ctx, None).await
 }
 
-/// [`complete`], from a conversation that only grows between its calls: `unchanged`
-/// is its id and how many messages it had at its previous call (see
-/// `journaled_request`).
+/// A conversation that only grows between its model calls (the ReAct loop's: it
+/// appends, and changes nothing it sent): its calls tell a journaled run how much of
+/// each request it sent before, so the request is journaled as what it added
+/// without comparing the rest again (see `journaled_request`).
+pub(crate) struct Conversation {
+    id: u64,
+    /// Messages at the latest call (`usize::MAX` before the first).
+    asked: AtomicUsize,
+    /// Messages at the call before it.
+    previous: AtomicUsize,
+}
+
+impl Conversation {
+    /// A new conversation, with an id of its own.
+    pub(crate) fn new() -> Conversation {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Conversation {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            asked: AtomicUsize::new(usize::MAX),
+            previous: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Notes a call with `messages` messages.
+    pub(crate) fn asking(&self, messages: usize) {
+        let before = self.asked.swap(messages, Ordering::Relaxed);
+        self.previous.store(before, Ordering::Relaxed);
+    }
+
+    /// Its id, and how many messages it had at its previous call (unchanged since).
+    fn unchanged(&self) -> Option<(u64, usize)> {
+        let before = self.previous.load(Ordering::Relaxed);
+        (before != usize::MAX).then_some((self.id, before))
+    }
+}
+
+/// [`complete`], from a `conversation` that only grows between its calls.
 pub(crate) async fn complete_growing(
     run: &Run,
     completion: &Operation,
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
-    unchanged: Option<(u64, usize)>,
+    conversation: Option<&Conversation>,
 ) -> Result<ChatResponse, ModelError> {
     let span = tracing::info_span!(
         "chat",
@@ -490,10 +524,10 @@ pub(crate) async fn complete_growing(
         error.type = tracing::field::Empty,
     );
     if span.is_disabled() {
-        return complete_in_door(run, completion, model, request, ctx, unchanged).await;
+        return complete_in_door(run, completion, model, request, ctx, conversation).await;
     }
     span.record("otel.name", format!("chat {}", model.model()).as_str());
-    let result = complete_in_door(run, completion, model, request, ctx, unchanged)
+    let result = complete_in_door(run, completion, model, request, ctx, conversation)
         .instrument(span.clone())
         .await;
     match &result {
@@ -528,7 +562,7 @@ async fn complete_in_door(
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
-    unchanged: Option<(u64, usize)>,
+    conversation: Option<&Conversation>,
 ) -> Result<ChatResponse, ModelError> {
     let key = completion.key();
     let runtime = run.runtime();
@@ -542,8 +576,8 @@ async fn complete_in_door(
             Some(run.state()),
             completion,
             || {
-                if run.cassette().is_some_and(Cassette::is_journaled) {
-                    journaled_request(run, request, unchanged)
+                if let Some(memory) = run.cassette().and_then(Cassette::journal_memory) {
+                    journaled_request(memory, request, conversation)
                 } else {
                     serde_json::to_value(request).unwrap_or(Value::Null)
                 }
@@ -644,16 +678,16 @@ struct LastRequest {
 /// deltas, so calls match as before; [`expand_requests`] makes whole requests again
 /// (an exported cassette holds those).
 ///
-/// `unchanged` is what a caller that only appends to its conversation knows: its id,
-/// and how many messages it had at its previous call, all unchanged since. When it
-/// names the previous request, the prefix is not compared again.
-fn journaled_request(run: &Run, request: &ChatRequest, unchanged: Option<(u64, usize)>) -> Value {
-    let mut slot = run
-        .state()
-        .memory
-        .last_request
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+/// `memory` is the journaled cassette's slot for the last request. When the request
+/// comes from a [`Conversation`] whose previous call was the last request, the
+/// prefix is not compared again.
+fn journaled_request(
+    memory: &Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    request: &ChatRequest,
+    conversation: Option<&Conversation>,
+) -> Value {
+    let unchanged = conversation.and_then(Conversation::unchanged);
+    let mut slot = memory.lock().unwrap_or_else(PoisonError::into_inner);
     if !slot.as_ref().is_some_and(|s| s.is::<LastRequest>()) {
         *slot = Some(Box::new(LastRequest::default()));
     }

@@ -40,7 +40,6 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
@@ -109,25 +108,7 @@ struct LocalEffects<'a> {
     skill: &'a ReactSkill,
     run: &'a Run,
     ctx: &'a ToolContext,
-    conversation: Conversation,
-}
-
-/// One conversation of the loop, as its model calls see it: the loop only appends
-/// to it between calls, so a journaled run journals each request as what it added.
-struct Conversation {
-    id: u64,
-    /// Messages at the previous model call (`usize::MAX` before the first).
-    asked: AtomicUsize,
-}
-
-impl Conversation {
-    fn new() -> Conversation {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        Conversation {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-            asked: AtomicUsize::new(usize::MAX),
-        }
-    }
+    conversation: crate::agent::model::Conversation,
 }
 
 impl StepEffects for LocalEffects<'_> {
@@ -137,14 +118,16 @@ impl StepEffects for LocalEffects<'_> {
         model: Option<usize>,
         request: &ChatRequest,
     ) -> impl Future<Output = Result<ChatResponse, ModelError>> {
-        let before = self
-            .conversation
-            .asked
-            .swap(request.messages.len(), Ordering::Relaxed);
-        let unchanged = (before != usize::MAX).then_some((self.conversation.id, before));
+        // The loop only appends to its conversation between model calls.
+        self.conversation.asking(request.messages.len());
         let (model, operation) = self.skill.model_at(model);
         crate::agent::model::complete_growing(
-            self.run, operation, model, request, self.ctx, unchanged,
+            self.run,
+            operation,
+            model,
+            request,
+            self.ctx,
+            Some(&self.conversation),
         )
     }
 
@@ -907,7 +890,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
-            conversation: Conversation::new(),
+            conversation: crate::agent::model::Conversation::new(),
         };
         self.converse(
             history,
@@ -958,7 +941,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
-            conversation: Conversation::new(),
+            conversation: crate::agent::model::Conversation::new(),
         };
         let turn = self
             .converse(&[], task, Some(schema), &effects, &mut |_| {
@@ -1009,7 +992,7 @@ impl ReactSkill {
             skill: self,
             run,
             ctx,
-            conversation: Conversation::new(),
+            conversation: crate::agent::model::Conversation::new(),
         };
         self.run_with(task, &effects, observe).await
     }

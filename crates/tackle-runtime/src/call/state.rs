@@ -31,10 +31,6 @@ pub(crate) struct RunMemory {
     pub(crate) idempotency: Idempotency,
     pub(crate) remembered: Mutex<HashSet<ApprovalBinding>>,
     pub(crate) next_call: AtomicU64,
-    /// The agent layer's record of the run's last model request, from which a
-    /// journaled run's next request is journaled as a delta (see
-    /// `agent::model::journaled_request`).
-    pub(crate) last_request: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl RunState {

@@ -144,6 +144,43 @@ pub async fn check(open: Open<'_>) -> Report {
     report
 }
 
+/// Runs `work(i)` for `i` in `0..n` on `n` threads, each with its own handle on the
+/// store `name`, all released at once; the outcomes in order (a panic as `Err`).
+fn at_once<T: Send>(
+    open: Open<'_>,
+    name: &str,
+    n: usize,
+    work: impl Fn(usize, Arc<dyn RunStore>) -> Result<T, String> + Sync,
+) -> Vec<Result<T, String>> {
+    let barrier = Barrier::new(n);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (barrier, work) = (&barrier, &work);
+                scope.spawn(move || {
+                    let store = open(name);
+                    barrier.wait();
+                    work(i, store)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    })
+}
+
+/// The call numbers of the run's journal, in order.
+fn numbers(store: &dyn RunStore, run_id: &str) -> Result<Vec<u64>, String> {
+    Ok(store
+        .journal(run_id)
+        .map_err(err)?
+        .iter()
+        .map(number)
+        .collect())
+}
+
 fn started(call: u64, key: &str, rerun_safe: bool) -> JournalEntry {
     JournalEntry::Started {
         attempt: 1,
@@ -209,12 +246,7 @@ fn journal_order(open: Open<'_>, name: &str) -> Outcome {
             .append("kit-order", &started(n, "kit.tool@1", false))
             .map_err(err)?;
     }
-    let numbers: Vec<u64> = store
-        .journal("kit-order")
-        .map_err(err)?
-        .iter()
-        .map(number)
-        .collect();
+    let numbers = numbers(store.as_ref(), "kit-order")?;
     ensure!(
         numbers == (0..100).collect::<Vec<_>>(),
         "the journal reads back as {numbers:?}"
@@ -283,12 +315,7 @@ fn save_and_entries(open: Open<'_>, name: &str) -> Outcome {
     );
     let fresh = store.load("kit-atomic").map_err(err)?.ok_or("lost")?;
     store.save(&fresh, &entries).map_err(err)?;
-    let numbers: Vec<u64> = store
-        .journal("kit-atomic")
-        .map_err(err)?
-        .iter()
-        .map(number)
-        .collect();
+    let numbers = numbers(store.as_ref(), "kit-atomic")?;
     ensure!(
         numbers == [1, 2],
         "a save's entries read back as {numbers:?}"
@@ -303,33 +330,23 @@ fn concurrent_saves(open: Open<'_>, name: &str) -> Outcome {
     store
         .create(&RunRecord::new("kit-race", "task"))
         .map_err(err)?;
-    let barrier = Barrier::new(WRITERS);
-    let failures = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..WRITERS)
-            .map(|_| {
-                scope.spawn(|| -> Outcome {
-                    let store = open(name);
-                    barrier.wait();
-                    for _ in 0..EACH {
-                        loop {
-                            let mut record = store.load("kit-race").map_err(err)?.ok_or("lost")?;
-                            record.attempts += 1;
-                            match store.save(&record, &[]) {
-                                Ok(()) => break,
-                                Err(StoreError::Conflict { .. }) => continue,
-                                Err(e) => return Err(e.to_string()),
-                            }
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().unwrap_or(Err("a writer panicked".into())).err())
-            .collect::<Vec<_>>()
-    });
+    let failures: Vec<String> = at_once(open, name, WRITERS, |_, store| {
+        for _ in 0..EACH {
+            loop {
+                let mut record = store.load("kit-race").map_err(err)?.ok_or("lost")?;
+                record.attempts += 1;
+                match store.save(&record, &[]) {
+                    Ok(()) => break,
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }
+        Ok(())
+    })
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
     ensure!(failures.is_empty(), "writers failed: {failures:?}");
     let record = store.load("kit-race").map_err(err)?.ok_or("lost")?;
     let expected = 1 + WRITERS as u32 * EACH;
@@ -349,35 +366,20 @@ fn concurrent_appends(open: Open<'_>, name: &str) -> Outcome {
     store
         .create(&RunRecord::new("kit-appends", "task"))
         .map_err(err)?;
-    let barrier = Barrier::new(WRITERS as usize);
-    let failures = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let barrier = &barrier;
-                scope.spawn(move || -> Outcome {
-                    let store = open(name);
-                    barrier.wait();
-                    for i in 0..EACH {
-                        store
-                            .append("kit-appends", &started(w * 1000 + i, "kit.tool@1", false))
-                            .map_err(err)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().unwrap_or(Err("a writer panicked".into())).err())
-            .collect::<Vec<_>>()
-    });
+    let failures: Vec<String> = at_once(open, name, WRITERS as usize, |w, store| {
+        for i in 0..EACH {
+            let call = w as u64 * 1000 + i;
+            store
+                .append("kit-appends", &started(call, "kit.tool@1", false))
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
     ensure!(failures.is_empty(), "appends failed: {failures:?}");
-    let numbers: Vec<u64> = store
-        .journal("kit-appends")
-        .map_err(err)?
-        .iter()
-        .map(number)
-        .collect();
+    let numbers = numbers(store.as_ref(), "kit-appends")?;
     ensure!(
         numbers.len() as u64 == WRITERS * EACH,
         "{} entries of {}",
@@ -460,28 +462,14 @@ fn approvals(open: Open<'_>, name: &str) -> Outcome {
         })
         .collect();
     store.create(&record).map_err(err)?;
-    let barrier = Barrier::new(2);
-    let results: Vec<Result<(), DurableError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = record
-            .pending
-            .iter()
-            .map(|request| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let store = open(name);
-                    barrier.wait();
-                    DurableRun::decide(store.as_ref(), "kit-approvals", request, Decision::Approve)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or(Err(DurableError::Conflict {
-                    run_id: "a decider panicked".into(),
-                }))
-            })
-            .collect()
+    let results = at_once(open, name, 2, |i, store| {
+        DurableRun::decide(
+            store.as_ref(),
+            "kit-approvals",
+            &record.pending[i],
+            Decision::Approve,
+        )
+        .map_err(err)
     });
     ensure!(
         results.iter().all(Result::is_ok),
@@ -529,33 +517,23 @@ fn one_owner(open: Open<'_>, name: &str) -> Outcome {
     run.release().map_err(err)?;
     drop(run);
     const RESUMERS: usize = 5;
-    let barrier = Barrier::new(RESUMERS);
     let won = AtomicUsize::new(0);
-    let outcomes: Vec<String> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..RESUMERS)
-            .map(|_| {
-                scope.spawn(|| {
-                    let store = open(name);
-                    barrier.wait();
-                    match DurableRun::resume(store, "kit-owner") {
-                        Ok(run) => {
-                            won.fetch_add(1, Ordering::SeqCst);
-                            // Holds the run while the others try.
-                            std::thread::sleep(Duration::from_millis(50));
-                            drop(run);
-                            "won".to_owned()
-                        }
-                        Err(DurableError::Held { .. }) => "held".to_owned(),
-                        Err(e) => e.to_string(),
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| "panicked".into()))
-            .collect()
-    });
+    let outcomes: Vec<String> = at_once(open, name, RESUMERS, |_, store| {
+        Ok(match DurableRun::resume(store, "kit-owner") {
+            Ok(run) => {
+                won.fetch_add(1, Ordering::SeqCst);
+                // Holds the run while the others try.
+                std::thread::sleep(Duration::from_millis(50));
+                drop(run);
+                "won".to_owned()
+            }
+            Err(DurableError::Held { .. }) => "held".to_owned(),
+            Err(e) => e.to_string(),
+        })
+    })
+    .into_iter()
+    .map(|o| o.unwrap_or_else(|e| e))
+    .collect();
     ensure!(
         won.load(Ordering::SeqCst) == 1
             && outcomes.iter().filter(|o| *o == "held").count() == RESUMERS - 1,

@@ -8,6 +8,7 @@
 //! recording modes. Nothing is written before `finish`, so a test that panics never
 //! overwrites a good cassette.
 
+use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -74,10 +75,16 @@ pub(super) struct Inner {
     live_reads: bool,
     pub(super) redactor: Redactor,
     /// Where each call is appended as it happens, for a journaled cassette.
-    pub(super) journal: Option<Arc<dyn Journal>>,
+    pub(super) journal: Option<Box<Journaled>>,
     /// Whether a replay writes which recorded calls it used (`TACKLE_CASSETTE_USAGE=1`).
     usage: bool,
     state: Mutex<State>,
+}
+
+/// A journaled cassette's journal, and what the layers above keep beside it.
+pub(super) struct Journaled {
+    pub(super) journal: Arc<dyn Journal>,
+    memory: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 #[derive(Default)]
@@ -252,16 +259,20 @@ impl Cassette {
                 strict: config.strict,
                 live_reads: config.live_reads,
                 redactor: config.redactor,
-                journal: Some(journal),
+                journal: Some(Box::new(Journaled {
+                    journal,
+                    memory: Mutex::default(),
+                })),
                 usage: false,
                 state: Mutex::new(state),
             }),
         }
     }
 
-    /// Whether this cassette hands each call to a journal (a durable run's).
-    pub(crate) fn is_journaled(&self) -> bool {
-        self.inner.journal.is_some()
+    /// A slot the agent layer keeps per journaled cassette (the run's last model
+    /// request, to journal the next one as a delta); `None` when not journaled.
+    pub(crate) fn journal_memory(&self) -> Option<&Mutex<Option<Box<dyn Any + Send>>>> {
+        self.inner.journal.as_ref().map(|j| &j.memory)
     }
 
     /// Writes what this cassette holds (the recorded interactions it was opened with,

@@ -192,10 +192,10 @@ impl Cassette {
 
     /// Hands a call about to run to the journal, if the cassette has one.
     pub(crate) fn start(&self, pending: &Pending, rerun_safe: bool) -> Result<(), String> {
-        let Some(journal) = &self.inner.journal else {
+        let Some(journaled) = &self.inner.journal else {
             return Ok(());
         };
-        journal.started(&CallStarted {
+        journaled.journal.started(&CallStarted {
             call: pending.call,
             key: pending.key.clone(),
             kind: pending.kind,
@@ -231,8 +231,8 @@ impl Cassette {
             outcome,
             shaped: shaped && !pending.tombstone,
         };
-        if let Some(journal) = &self.inner.journal {
-            journal.finished(&interaction)?;
+        if let Some(journaled) = &self.inner.journal {
+            journaled.journal.finished(&interaction)?;
         }
         self.state().fresh.push(interaction);
         Ok(())

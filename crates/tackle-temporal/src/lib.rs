@@ -434,6 +434,7 @@ impl AgentWorkflow {
             ctx,
             agent: &agent,
             input: &input,
+            last: Mutex::new(None),
         };
         let last: Arc<Mutex<Option<ReactState>>> = Arc::default();
         let mut keep = |state: &ReactState| {
@@ -541,14 +542,60 @@ impl AgentWorkflow {
 }
 
 /// A model call, as an activity's input.
+///
+/// So that a run's history grows with its steps, not with their square, a request
+/// after the run's first goes as what it adds to the one before ([`Extends`]): the
+/// new messages only. The worker that runs the call keeps the run's recent requests;
+/// one that does not have the previous request (another worker ran it, or it
+/// restarted) rebuilds it from the run's history, which holds every delta.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelCall {
     /// The agent's name.
     pub agent: String,
     /// Which model ([`ReactSkill::ask_model`]).
     pub model: Option<usize>,
-    /// The request.
+    /// The call's number among the run's model calls, from 0.
+    #[serde(default)]
+    pub seq: u64,
+    /// The request: whole, or (with `extends`) its new messages, and its tools and
+    /// answer schema when they changed.
     pub request: ChatRequest,
+    /// What of the previous request (call `seq - 1`) this one keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extends: Option<Extends>,
+}
+
+/// What a model request keeps of the run's previous one ([`ModelCall`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extends {
+    /// How many of its messages come first, unchanged.
+    pub kept: usize,
+    /// Whether its tools and answer schema are the previous ones (and left out).
+    pub same_tools: bool,
+}
+
+impl ModelCall {
+    /// The whole request, given the previous one (`None` for a call that extends
+    /// nothing): `None` when the call extends a request it is not given, or keeps
+    /// more messages than it has.
+    pub fn whole(&self, previous: Option<&ChatRequest>) -> Option<ChatRequest> {
+        let Some(extends) = self.extends else {
+            return Some(self.request.clone());
+        };
+        let previous = previous?;
+        let kept = previous.messages.get(..extends.kept)?;
+        let mut whole = ChatRequest {
+            messages: Vec::with_capacity(kept.len() + self.request.messages.len()),
+            ..self.request.clone()
+        };
+        whole.messages.extend_from_slice(kept);
+        whole.messages.extend_from_slice(&self.request.messages);
+        if extends.same_tools {
+            whole.tools.clone_from(&previous.tools);
+            whole.response_schema.clone_from(&previous.response_schema);
+        }
+        Some(whole)
+    }
 }
 
 /// A tool call, as an activity's input.
@@ -593,6 +640,9 @@ struct WorkflowEffects<'a> {
     ctx: &'a WorkflowContext<AgentWorkflow>,
     agent: &'a Agent,
     input: &'a AgentInput,
+    /// The run's previous model request and its number: what the next is sent as a
+    /// delta of.
+    last: Mutex<Option<(u64, ChatRequest)>>,
 }
 
 impl StepEffects for WorkflowEffects<'_> {
@@ -602,10 +652,42 @@ impl StepEffects for WorkflowEffects<'_> {
         model: Option<usize>,
         request: &ChatRequest,
     ) -> Result<ChatResponse, ModelError> {
-        let call = ModelCall {
-            agent: self.input.agent.clone(),
-            model,
-            request: request.clone(),
+        let call = {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            let (seq, extends, sent) = match last.as_ref() {
+                Some((n, previous))
+                    if request.messages.len() >= previous.messages.len()
+                        && request.messages[..previous.messages.len()] == previous.messages[..] =>
+                {
+                    let same_tools = request.tools == previous.tools
+                        && request.response_schema == previous.response_schema;
+                    let kept = previous.messages.len();
+                    let sent = ChatRequest {
+                        messages: request.messages[kept..].to_vec(),
+                        tools: if same_tools {
+                            Vec::new()
+                        } else {
+                            request.tools.clone()
+                        },
+                        response_schema: if same_tools {
+                            None
+                        } else {
+                            request.response_schema.clone()
+                        },
+                    };
+                    (n + 1, Some(Extends { kept, same_tools }), sent)
+                }
+                Some((n, _)) => (n + 1, None, request.clone()),
+                None => (0, None, request.clone()),
+            };
+            *last = Some((seq, request.clone()));
+            ModelCall {
+                agent: self.input.agent.clone(),
+                model,
+                seq,
+                request: sent,
+                extends,
+            }
         };
         let options = self.input.limits.model_options();
         self.ctx
@@ -754,6 +836,37 @@ fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
 /// agents' runtimes.
 pub struct DoorActivities {
     agents: Agents,
+    /// For rebuilding a run's model request from its history.
+    client: Option<Client>,
+    /// The runs' recent model requests, by workflow, run and call number.
+    requests: Mutex<Requests>,
+}
+
+/// A worker's recent model requests ([`ModelCall`]), oldest first out.
+#[derive(Default)]
+struct Requests {
+    by_call: HashMap<(String, String, u64), Arc<ChatRequest>>,
+    order: std::collections::VecDeque<(String, String, u64)>,
+}
+
+/// How many model requests a worker keeps.
+const KEPT_REQUESTS: usize = 4096;
+
+impl Requests {
+    fn get(&self, key: &(String, String, u64)) -> Option<Arc<ChatRequest>> {
+        self.by_call.get(key).cloned()
+    }
+
+    fn put(&mut self, key: (String, String, u64), request: Arc<ChatRequest>) {
+        if self.by_call.insert(key.clone(), request).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > KEPT_REQUESTS {
+            if let Some(old) = self.order.pop_front() {
+                self.by_call.remove(&old);
+            }
+        }
+    }
 }
 
 #[activities]
@@ -766,12 +879,13 @@ impl DoorActivities {
         call: ModelCall,
     ) -> Result<ChatResponse, ActivityError> {
         let agent = self.agent(&call.agent)?;
+        let request = self.whole_request(&ctx, &call).await?;
         let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
         let reply = heartbeating(
             &ctx,
             agent
                 .skill
-                .ask_model(&run, call.model, &call.request, &agent.context),
+                .ask_model(&run, call.model, &request, &agent.context),
         )
         .await;
         reply.map_err(|error| {
@@ -840,6 +954,105 @@ impl DoorActivities {
 }
 
 impl DoorActivities {
+    /// The whole request of `call`: from this worker's recent requests, or rebuilt
+    /// from the run's history.
+    async fn whole_request(
+        &self,
+        ctx: &ActivityContext,
+        call: &ModelCall,
+    ) -> Result<Arc<ChatRequest>, ActivityError> {
+        let info = ctx.info();
+        let workflow = info.workflow_id.clone().unwrap_or_default();
+        let run = info.workflow_run_id.clone().unwrap_or_default();
+        let key = |seq: u64| (workflow.clone(), run.clone(), seq);
+        let previous = match call.extends {
+            None => None,
+            Some(_) => {
+                let cached = call
+                    .seq
+                    .checked_sub(1)
+                    .and_then(|n| self.cache().get(&key(n)));
+                match cached {
+                    Some(previous) => Some(previous),
+                    None => Some(self.rebuild(&workflow, &run, call.seq).await?),
+                }
+            }
+        };
+        let whole = call.whole(previous.as_deref()).ok_or_else(|| {
+            ActivityError::application(ApplicationFailure::non_retryable(format!(
+                "model call {} of `{workflow}` extends a request it does not match",
+                call.seq
+            )))
+        })?;
+        let whole = Arc::new(whole);
+        self.cache().put(key(call.seq), Arc::clone(&whole));
+        Ok(whole)
+    }
+
+    /// Rebuilds the run's model request `seq - 1` from its history: every model call
+    /// the run scheduled, in order, each applied to the one before.
+    async fn rebuild(
+        &self,
+        workflow: &str,
+        run: &str,
+        seq: u64,
+    ) -> Result<Arc<ChatRequest>, ActivityError> {
+        use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+        let failed = |why: String| {
+            // Retryable: the history may be reachable from another attempt.
+            ActivityError::application(ApplicationFailure::new(format!(
+                "model call {seq} of `{workflow}`: the previous request cannot be rebuilt: {why}"
+            )))
+        };
+        let client = self
+            .client
+            .as_ref()
+            .ok_or_else(|| failed("this worker has no client".to_owned()))?;
+        let events = client
+            .get_workflow_handle::<temporalio_common::UntypedWorkflow>(workflow)
+            .fetch_history(temporalio_client::WorkflowFetchHistoryOptions::default())
+            .into_events()
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let mut previous: Option<ChatRequest> = None;
+        for event in events {
+            let Some(Attributes::ActivityTaskScheduledEventAttributes(scheduled)) =
+                event.attributes
+            else {
+                continue;
+            };
+            if scheduled.activity_type.as_ref().map(|t| t.name.as_str()) != Some("tackle.model") {
+                continue;
+            }
+            let Some(payload) = scheduled.input.and_then(|p| p.payloads.into_iter().next()) else {
+                continue;
+            };
+            let Ok(earlier) = serde_json::from_slice::<ModelCall>(&payload.data) else {
+                return Err(failed(
+                    "a model call in the history does not read".to_owned(),
+                ));
+            };
+            if earlier.seq >= seq {
+                break;
+            }
+            let whole = earlier
+                .whole(previous.as_ref())
+                .ok_or_else(|| failed(format!("model call {} does not apply", earlier.seq)))?;
+            self.cache().put(
+                (workflow.to_owned(), run.to_owned(), earlier.seq),
+                Arc::new(whole.clone()),
+            );
+            previous = Some(whole);
+        }
+        previous
+            .map(Arc::new)
+            .ok_or_else(|| failed("the history has no earlier model call".to_owned()))
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Requests> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn agent(&self, name: &str) -> Result<Agent, ActivityError> {
         // Retryable: mid-deploy, another worker may have the agent.
         self.agents.get(name).cloned().ok_or_else(|| {
@@ -1106,6 +1319,8 @@ impl AgentWorker {
             .map_err(|e| TemporalError::Worker(e.to_string()))?
             .register_activities(DoorActivities {
                 agents: self.agents,
+                client: Some(client.clone()),
+                requests: Mutex::default(),
             })
             .sticky_queue_schedule_to_start_timeout(self.sticky_timeout)
             .graceful_shutdown_period(self.grace)

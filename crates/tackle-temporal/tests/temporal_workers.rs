@@ -26,6 +26,11 @@
 //!   uninterrupted answer, every credit is in the ledger once. It prints runs per
 //!   second and how long the killed worker's calls took to start on another.
 //!
+//! - `history_grows_linearly`: runs of 20 and 200 steps on two workers
+//!   (`TACKLE_LONG_STEPS=50,500` for longer ones); each model call carries only what
+//!   it adds, so the longer history is about ten times the shorter (both printed), and
+//!   a worker that did not see the previous request rebuilds it from the history.
+//!
 //! The test skips, saying why, only where the `temporal` binary cannot run, and never
 //! under `CI`: there, a dev server that cannot start fails the test.
 
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
             "three_hundred_runs_and_two_killed_workers",
             three_hundred_runs_and_two_killed_workers,
         ),
+        ("history_grows_linearly", history_grows_linearly),
     ])
 }
 
@@ -842,6 +848,64 @@ fn three_hundred_runs_and_two_killed_workers() {
             RUNS as f64 / elapsed.as_secs_f64(),
             executions,
             expected.len()
+        );
+    });
+}
+
+fn history_grows_linearly() {
+    let Some(cluster) = Cluster::start("history") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let mut sizes = Vec::new();
+        let lengths: Vec<usize> = std::env::var("TACKLE_LONG_STEPS")
+            .ok()
+            .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .filter(|v: &Vec<usize>| v.len() == 2)
+            .unwrap_or_else(|| vec![20, 200]);
+        let ratio = lengths[1] as f64 / lengths[0] as f64;
+        for steps in lengths {
+            let id = format!("long-{steps}");
+            let started = Instant::now();
+            let handle = client
+                .start_workflow(
+                    AgentWorkflow::run,
+                    AgentInput {
+                        limits: limits(),
+                        ..AgentInput::new("long", steps.to_string())
+                    },
+                    WorkflowStartOptions::new(QUEUE, id.clone()).build(),
+                )
+                .await
+                .expect("start");
+            let state: ReactState = handle
+                .get_result(WorkflowGetResultOptions::default())
+                .await
+                .expect("the run completes");
+            assert_eq!(
+                state.final_answer,
+                Some(format!("Read the balance {steps} times."))
+            );
+            assert_eq!(state.tool_calls.len(), steps);
+            let json = client
+                .get_workflow_handle::<tackle_temporal::client::UntypedWorkflow>(id.as_str())
+                .fetch_history(tackle_temporal::client::WorkflowFetchHistoryOptions::default())
+                .to_json()
+                .await
+                .expect("the history");
+            println!(
+                "{steps} steps: history {} bytes ({} per step), run in {} ms",
+                json.len(),
+                json.len() / steps,
+                started.elapsed().as_millis()
+            );
+            sizes.push(json.len());
+        }
+        let grew = sizes[1] as f64 / sizes[0] as f64;
+        assert!(
+            grew < ratio * 1.2,
+            "a history {ratio} times as long in steps is {grew:.1} times the size"
         );
     });
 }

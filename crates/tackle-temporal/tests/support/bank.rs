@@ -50,8 +50,16 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
         &["ledger.credit"],
     )
     .expect("skill");
+    let long = ReactSkill::new(
+        Arc::new(FunctionModel::new("long-bot", long_model)),
+        runtime.registry(),
+        &["bank.balance"],
+    )
+    .expect("skill")
+    .with_max_steps(1_000);
     let context = ToolContext::new().with_grant("llm:*");
     Agents::new(runtime)
+        .with("long", long, context.clone())
         .with("scale", scale, context.clone())
         .with("payouts", payouts, context.clone())
         .with("refunds", refunds, context.clone())
@@ -104,6 +112,25 @@ pub fn post(request_id: String, amount: i64) -> String {
         append(&ledger(), &line);
     }
     format!("posted {request_id}")
+}
+
+/// Reads the balance once a step, for as many steps as the task says, then answers.
+pub fn long_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let steps: usize = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content.parse().ok())
+        .unwrap_or(1);
+    let turn = turn_of(request);
+    Ok(if turn < steps {
+        ChatResponse::calls(
+            format!("Reading, step {turn}."),
+            vec![call(&format!("b{turn}"), "bank_balance", json!({}))],
+        )
+    } else {
+        ChatResponse::text(format!("Read the balance {steps} times."))
+    })
 }
 
 /// Credits an amount, quickly and without blocking its thread; a repeated request id

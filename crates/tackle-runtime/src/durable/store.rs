@@ -242,7 +242,7 @@ pub enum RunStatus {
         error: String,
     },
     /// A resume found calls in flight that may or may not have happened and are not
-    /// safe to run again: an operator [resolves](DurableRun::resolve) each.
+    /// safe to run again: an operator [resolves](super::DurableRun::resolve) each.
     UnknownOutcome {
         /// The calls.
         calls: Vec<InFlight>,

@@ -35,7 +35,11 @@ fn status(order: String) -> String {
     format!("{order}: packed")
 }
 
+/// Every time the model is asked.
+static ASKED: AtomicUsize = AtomicUsize::new(0);
+
 fn model(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model::ModelError> {
+    ASKED.fetch_add(1, Ordering::SeqCst);
     let turn = request
         .messages
         .iter()
@@ -121,6 +125,13 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
         Some("paused after 2 step(s)")
     );
     assert_eq!(SHIPPED.load(Ordering::SeqCst), 1, "o-1 shipped");
+    // An attempt drives once: going on is a resume (a second drive would replay
+    // nothing it ran and run it again).
+    assert!(matches!(
+        run.drive(&runtime, &skill(&runtime), &ctx(), None).await,
+        Err(DurableError::Driven { .. })
+    ));
+    assert_eq!(SHIPPED.load(Ordering::SeqCst), 1, "nothing ran again");
     let record = store.load("r-1").unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Paused);
     assert_eq!(record.attempts, 1);
@@ -670,4 +681,76 @@ async fn kit<S: RunStore + Default + 'static>() -> tackle::durable::conformance:
             .clone()
     };
     tackle::durable::conformance::check(&open).await
+}
+
+#[tokio::test]
+async fn a_run_journaled_with_whole_requests_resumes_without_asking_again() {
+    let _one = SERIAL.lock().await;
+    // A run journaled before requests went as deltas: its model calls hold whole
+    // requests. Made here from a run of today, its model inputs made whole again.
+    let today: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run = DurableRun::start(today.clone(), "old", "Ship o-1 and o-2.").unwrap();
+    let runtime = inventory();
+    run.drive(&runtime, &skill(&runtime), &ctx(), Some(2))
+        .await
+        .unwrap();
+    drop(run);
+    let path = temp("old").join("old.json");
+    DurableRun::export_journal(today.as_ref(), "old", &path).unwrap();
+    let whole: std::collections::HashMap<u64, serde_json::Value> = tackle::replay::load(&path)
+        .unwrap()
+        .interactions
+        .into_iter()
+        .map(|i| (i.call, i.input))
+        .collect();
+    let old: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let mut record = today.load("old").unwrap().unwrap();
+    record.version = 0;
+    old.create(&record).unwrap();
+    for mut entry in today.journal("old").unwrap() {
+        match &mut entry {
+            JournalEntry::Started { call, .. } if call.key.starts_with("llm.") => {
+                call.input = whole[&call.call].clone();
+            }
+            JournalEntry::Finished { interaction, .. } if interaction.key.starts_with("llm.") => {
+                interaction.input = whole[&interaction.call].clone();
+            }
+            _ => {}
+        }
+        old.append("old", &entry).unwrap();
+    }
+    // Resumed today: the two answered turns are served, not asked again.
+    ASKED.store(0, Ordering::SeqCst);
+    SHIPPED.store(0, Ordering::SeqCst);
+    let run = DurableRun::resume(old.clone(), "old").unwrap();
+    let end = run
+        .drive(&runtime, &skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
+    assert_eq!(end.final_answer.as_deref(), Some("Shipped o-1 and o-2."));
+    assert_eq!(
+        ASKED.load(Ordering::SeqCst),
+        2,
+        "only the turns after the pause"
+    );
+    assert_eq!(
+        SHIPPED.load(Ordering::SeqCst),
+        1,
+        "o-1 shipped before; only o-2 now"
+    );
+    // And it goes on journaling whole requests, as it began.
+    let latest = old
+        .journal("old")
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find_map(|e| match e {
+            JournalEntry::Started { call, .. } if call.key.starts_with("llm.") => Some(call.input),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        latest.get("digest").is_none() && latest["messages"].is_array(),
+        "{latest}"
+    );
 }

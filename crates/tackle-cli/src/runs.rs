@@ -8,16 +8,19 @@
 //! | command | what it does |
 //! |---|---|
 //! | `list [--json]` | every run: status, attempts, steps, who holds it |
-//! | `show RUN [--json]` | one run: its task, steps, pending approvals (numbered), calls of unknown outcome |
-//! | `approve RUN N` | approves pending request `N` (as `show` numbers them) |
-//! | `reject RUN N --reason TEXT` | rejects it; the model reads the reason |
+//! | `show RUN [--json]` | one run: its task, steps, pending approvals (each named by its request id), calls of unknown outcome |
+//! | `approve RUN REQUEST` | approves the pending request `REQUEST` (its id, as `show` prints it) |
+//! | `reject RUN REQUEST --reason TEXT` | rejects it; the model reads the reason |
 //! | `resolve RUN ATTEMPT/CALL (--output JSON \| --failed TEXT \| --retry)` | says what became of a call of unknown outcome |
 //! | `export RUN FILE` | writes the run's journal as a cassette that replays it offline |
 //! | `backup FILE` | a consistent copy of the store (SQLite's online backup, write-ahead log included) |
 //!
-//! Exit codes as the rest of the CLI: 3 when the store, the run or the request does
-//! not exist, 5 when the store is damaged, 1 when a decision lost a race (another
-//! operator decided first), 2 for bad usage.
+//! A request is named by its id (the hash of its tool key and exact arguments), not
+//! by its place in a list: a decision can never land on another request than the one
+//! the operator read. Exit codes as the rest of the CLI: 3 when the store, the run or
+//! the request does not exist (a request another operator decided first included), 5
+//! when the store is damaged, 4 when a process drives the run (resolving waits), 1
+//! when the run kept changing under the command, 2 for bad usage.
 
 use std::path::{Path, PathBuf};
 
@@ -48,19 +51,20 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Approve a pending request (its number in `show`).
+    /// Approve a pending request (its id, as `show` prints it).
     Approve {
         /// The run's id.
         run: String,
-        /// The request's number, from 1, as `show` lists them.
-        request: usize,
+        /// The request's id, as `show` prints it.
+        request: String,
     },
-    /// Reject a pending request (its number in `show`); the model reads the reason.
+    /// Reject a pending request (its id, as `show` prints it); the model reads the
+    /// reason.
     Reject {
         /// The run's id.
         run: String,
-        /// The request's number, from 1, as `show` lists them.
-        request: usize,
+        /// The request's id, as `show` prints it.
+        request: String,
         /// Why: what the model is told.
         #[arg(long)]
         reason: String,
@@ -112,6 +116,7 @@ fn durable_error(error: DurableError) -> CliError {
         DurableError::NotFound { .. }
         | DurableError::NoSuchApproval { .. }
         | DurableError::NotInFlight { .. } => Exit::NotFound,
+        DurableError::Held { .. } => Exit::Refused,
         DurableError::Export(_) => Exit::Io,
         _ => Exit::Failure,
     };
@@ -166,12 +171,12 @@ pub(crate) fn execute(path: &Path, command: RunsCommand) -> Result<Exit, CliErro
     match command {
         RunsCommand::List { json } => list(&store, json),
         RunsCommand::Show { run, json } => show(&store, &run, json),
-        RunsCommand::Approve { run, request } => decide(&store, &run, request, Decision::Approve),
+        RunsCommand::Approve { run, request } => decide(&store, &run, &request, Decision::Approve),
         RunsCommand::Reject {
             run,
             request,
             reason,
-        } => decide(&store, &run, request, Decision::Reject { reason }),
+        } => decide(&store, &run, &request, Decision::Reject { reason }),
         RunsCommand::Resolve {
             run,
             call,
@@ -265,14 +270,8 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
     }
     if !record.pending.is_empty() {
         println!("pending approvals:");
-        for (n, p) in record.pending.iter().enumerate() {
-            println!(
-                "  {}. {} {} (request {})",
-                n + 1,
-                p.key,
-                p.arguments,
-                p.binding
-            );
+        for p in &record.pending {
+            println!("  request {}: {} {}", p.binding, p.key, p.arguments);
         }
     }
     for d in &record.decisions {
@@ -292,21 +291,17 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-fn decide(
-    store: &SqliteStore,
-    run: &str,
-    number: usize,
-    decision: Decision,
-) -> Result<Exit, CliError> {
+fn decide(store: &SqliteStore, run: &str, id: &str, decision: Decision) -> Result<Exit, CliError> {
     let record = load(store, run)?;
-    let request = number
-        .checked_sub(1)
-        .and_then(|i| record.pending.get(i))
+    let request = record
+        .pending
+        .iter()
+        .find(|p| p.binding == id)
         .ok_or_else(|| {
             CliError::new(
                 Exit::NotFound,
                 format!(
-                    "the run `{run}` has no pending request {number} ({} pending)",
+                    "the run `{run}` has no pending request `{id}` ({} pending; `show` lists them)",
                     record.pending.len()
                 ),
             )

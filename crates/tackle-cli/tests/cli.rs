@@ -612,18 +612,31 @@ fn runs_commands() {
     let out = cargo_tackle(&["runs", "--store", db_arg, "show", "r-1"], "");
     let text = stdout(&out);
     assert!(text.contains("run r-1: awaiting_approval"), "{text}");
-    assert!(text.contains(r#"1. demo.wire@1 {"cents":500}"#), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim().starts_with("request ") && l.contains(r#"demo.wire@1 {"cents":500}"#))
+        .unwrap_or_else(|| panic!("the request is listed: {text}"));
+    let id = line
+        .trim()
+        .strip_prefix("request ")
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("a request id: {line}"))
+        .to_owned();
 
-    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "2"], "");
-    assert_eq!(code(&out), 3, "no request 2: {}", stderr(&out));
-    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "1"], "");
+    let nobody = "0000000000000000";
+    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", nobody], "");
+    assert_eq!(code(&out), 3, "no such request: {}", stderr(&out));
+    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", &id], "");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         stdout(&out).contains("approved demo.wire@1"),
         "{}",
         stdout(&out)
     );
-    let out = cargo_tackle(&["runs", "--store", db_arg, "approve", "r-1", "1"], "");
+    let late = [
+        "runs", "--store", db_arg, "reject", "r-1", &id, "--reason", "late",
+    ];
+    let out = cargo_tackle(&late, "");
     assert_eq!(code(&out), 3, "decided already: {}", stderr(&out));
     let out = cargo_tackle(&["runs", "--store", db_arg, "show", "nobody"], "");
     assert_eq!(code(&out), 3, "{}", stderr(&out));

@@ -218,8 +218,17 @@ fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
     let word = |at: usize| {
         u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    // The page count in the header holds when written by the same change as the file.
-    if word(92) == word(24) && u64::from(word(28)) * page > len {
+    // The page count in the header holds when written by the same change as the file,
+    // and when no write-ahead log holds pages still to be copied in (a checkpoint
+    // that a crash cut short writes the header first; SQLite finishes it from the log).
+    let wal = path.with_file_name(format!(
+        "{}-wal",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let logged = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    if !logged && word(92) == word(24) && u64::from(word(28)) * page > len {
         return Err(refuse(format!(
             "is shorter ({len} bytes) than its {} pages: truncated?",
             word(28)

@@ -547,7 +547,12 @@ impl AgentWorkflow {
 /// after the run's first goes as what it adds to the one before ([`Extends`]): the
 /// new messages only. The worker that runs the call keeps the run's recent requests;
 /// one that does not have the previous request (another worker ran it, or it
-/// restarted) rebuilds it from the run's history, which holds every delta.
+/// restarted) rebuilds it from the run's history, which holds every delta. That
+/// rebuild reads the whole history (time linear in the run's length, memory of one
+/// request), so a run whose model calls land on many workers costs more CPU on the
+/// workers, not more history; model calls are not yet routed to the worker that ran
+/// the previous one. The rebuild reads payloads as the default JSON converter writes
+/// them (a payload codec, such as encryption, is not supported yet).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelCall {
     /// The agent's name.
@@ -1035,18 +1040,21 @@ impl DoorActivities {
             if earlier.seq >= seq {
                 break;
             }
-            let whole = earlier
-                .whole(previous.as_ref())
-                .ok_or_else(|| failed(format!("model call {} does not apply", earlier.seq)))?;
-            self.cache().put(
-                (workflow.to_owned(), run.to_owned(), earlier.seq),
-                Arc::new(whole.clone()),
+            // Only the request before `seq` is kept: the others are built and dropped.
+            previous = Some(
+                earlier
+                    .whole(previous.as_ref())
+                    .ok_or_else(|| failed(format!("model call {} does not apply", earlier.seq)))?,
             );
-            previous = Some(whole);
         }
-        previous
-            .map(Arc::new)
-            .ok_or_else(|| failed("the history has no earlier model call".to_owned()))
+        let previous = Arc::new(
+            previous.ok_or_else(|| failed("the history has no earlier model call".to_owned()))?,
+        );
+        self.cache().put(
+            (workflow.to_owned(), run.to_owned(), seq.saturating_sub(1)),
+            Arc::clone(&previous),
+        );
+        Ok(previous)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Requests> {

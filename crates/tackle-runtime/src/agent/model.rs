@@ -576,8 +576,8 @@ async fn complete_in_door(
             Some(run.state()),
             completion,
             || {
-                if let Some(memory) = run.cassette().and_then(Cassette::journal_memory) {
-                    journaled_request(memory, request, conversation)
+                if let Some(cassette) = run.cassette().filter(|c| c.journal_memory().is_some()) {
+                    journaled_request(cassette, request, conversation)
                 } else {
                     serde_json::to_value(request).unwrap_or(Value::Null)
                 }
@@ -664,6 +664,8 @@ struct LastRequest {
     started: bool,
     /// The conversation it came from (`u64::MAX`: unknown).
     conversation: u64,
+    /// Whether the run journals whole requests (it began before deltas).
+    whole: bool,
 }
 
 /// The input of a model call in a journaled (durable) run: the request as a delta
@@ -682,18 +684,29 @@ struct LastRequest {
 /// comes from a [`Conversation`] whose previous call was the last request, the
 /// prefix is not compared again.
 fn journaled_request(
-    memory: &Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    cassette: &Cassette,
     request: &ChatRequest,
     conversation: Option<&Conversation>,
 ) -> Value {
+    let whole = || serde_json::to_value(request).unwrap_or(Value::Null);
+    let Some(memory) = cassette.journal_memory() else {
+        return whole();
+    };
     let unchanged = conversation.and_then(Conversation::unchanged);
     let mut slot = memory.lock().unwrap_or_else(PoisonError::into_inner);
     if !slot.as_ref().is_some_and(|s| s.is::<LastRequest>()) {
-        *slot = Some(Box::new(LastRequest::default()));
+        *slot = Some(Box::new(LastRequest {
+            whole: cassette.journals_whole_requests(),
+            ..LastRequest::default()
+        }));
     }
     let Some(last) = slot.as_mut().and_then(|s| s.downcast_mut::<LastRequest>()) else {
-        return serde_json::to_value(request).unwrap_or(Value::Null);
+        return whole();
     };
+    if last.whole {
+        // A run journaled before requests went as deltas goes on as it began.
+        return whole();
+    }
     let kept = last.messages.len();
     let extends = last.started
         && request.messages.len() >= kept

@@ -31,7 +31,7 @@
 //! The checks ([`CHECKS`]): records and ids; journal order; versioned saves; a save
 //! and its entries as one; concurrent saves (none lost); concurrent appends
 //! (serialized, none lost); a crash between `started` and `finished`; approvals
-//! (decided at once by two operators, used up by the call); one owner at a time (five
+//! (decided at once by two operators); one owner at a time (five
 //! processes resume one run, one wins); a lapsed lease taken over; export as a
 //! cassette. Each uses its own store, named after the check.
 

@@ -81,7 +81,7 @@ mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -144,8 +144,14 @@ pub enum DurableError {
         /// How long the lease has left, in milliseconds.
         remaining_ms: u64,
     },
-    /// Others saved the run's record again and again while this save was made: it
-    /// was given up.
+    /// This attempt drove already: resume the run for a new attempt.
+    #[error("this attempt of the run `{run_id}` drove already: resume the run to go on")]
+    Driven {
+        /// The id.
+        run_id: String,
+    },
+    /// Others saved the run's record again and again while this save was made (it
+    /// was given up), or the run changed after this attempt let it go: resume it.
     #[error("the run `{run_id}` kept changing while it was saved; try again")]
     Conflict {
         /// The id.
@@ -430,6 +436,8 @@ struct Attempt {
     journaled: AtomicU64,
     /// Why the journal failed, once it has: the attempt then runs nothing more.
     failure: Mutex<Option<String>>,
+    /// Whether [`DurableRun::drive`] ran (an attempt drives once).
+    driven: AtomicBool,
     /// Fires when the lease is lost: the run's calls stop.
     lost: CancellationToken,
 }
@@ -743,9 +751,19 @@ impl DurableRun {
             record: Mutex::new(record),
             options,
             failure: Mutex::new(None),
+            driven: AtomicBool::new(false),
             lost: CancellationToken::new(),
         });
         take(&attempt)?;
+        let status = attempt.record().status.clone();
+        if matches!(status, RunStatus::Done | RunStatus::Failed { .. }) {
+            // It ended while this process was taking it.
+            let _ = attempt.save(true, |_| {});
+            return Err(DurableError::Ended {
+                run_id: run_id.to_owned(),
+                status,
+            });
+        }
         let journal = store.journal(run_id)?;
         let expected = attempt.record().journaled;
         if (journal.len() as u64) < expected {
@@ -839,6 +857,14 @@ impl DurableRun {
             store,
             run_id,
             |record, journal| {
+                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds_at(now_ms())) {
+                    // A process drives the run: its calls in flight are its own.
+                    return Err(DurableError::Held {
+                        run_id: run_id.to_owned(),
+                        holder: lease.holder.clone(),
+                        remaining_ms: lease.until_ms.saturating_sub(now_ms()),
+                    });
+                }
                 let in_flight = replay(journal.to_vec())
                     .unknown
                     .iter()
@@ -888,6 +914,7 @@ impl DurableRun {
             options,
             journaled: AtomicU64::new(journaled),
             failure: Mutex::new(None),
+            driven: AtomicBool::new(false),
             lost: CancellationToken::new(),
         });
         DurableRun::with_attempt(attempt, number, recorded, first_call)
@@ -936,8 +963,9 @@ impl DurableRun {
     }
 
     /// Lets the run go now (its lease ends): another process may open it at once.
-    /// [`drive`](Self::drive) lets it go when it returns, and takes it again when
-    /// called again.
+    /// [`drive`](Self::drive) lets it go when it returns. An attempt let go drives
+    /// only if nobody changed the run since ([`DurableError::Conflict`] otherwise:
+    /// resume it).
     pub fn release(&self) -> Result<(), DurableError> {
         self.attempt.save(true, |_| {})
     }
@@ -1026,6 +1054,10 @@ impl DurableRun {
     /// that fails stops the run at once: [`DurableError::Journal`], status
     /// [`RunStatus::Interrupted`], and the model is not asked again. When it returns,
     /// the run is let go.
+    ///
+    /// An attempt drives once: to go on after a pause, [`resume`](Self::resume) the
+    /// run (a new attempt, over the journal as it is now). A second `drive` of the
+    /// same attempt is [`DurableError::Driven`].
     pub async fn drive(
         &self,
         runtime: &Arc<Runtime>,
@@ -1035,6 +1067,11 @@ impl DurableRun {
     ) -> Result<ReactState, DurableError> {
         if let Some(message) = self.attempt.failure() {
             return self.interrupted(message);
+        }
+        if self.attempt.driven.swap(true, Ordering::SeqCst) {
+            return Err(DurableError::Driven {
+                run_id: self.run_id(),
+            });
         }
         take(&self.attempt)?;
         let run = self.run(runtime);
@@ -1071,7 +1108,7 @@ impl DurableRun {
         let outcome = {
             let work = skill.run_observed(&run, &task, ctx, &mut observe);
             tokio::pin!(work);
-            let period = self.attempt.options.lease / 3;
+            let period = (self.attempt.options.lease / 3).max(Duration::from_millis(1));
             loop {
                 tokio::select! {
                     outcome = &mut work => break outcome,
@@ -1219,10 +1256,24 @@ impl Journal for Unwritable {
 /// Takes the run for `attempt` (or keeps it): [`DurableError::Held`] when another
 /// process holds it.
 fn take(attempt: &Attempt) -> Result<(), DurableError> {
-    {
+    let stale = {
         let record = attempt.record();
         if let Some(held) = held_by_other(&record, &attempt.options.holder, now_ms()) {
             return Err(held);
+        }
+        let holder = attempt.options.holder.as_str();
+        let holds = record.lease.as_ref().is_some_and(|l| l.holder == holder);
+        // An attempt that let the run go holds no claim on what the run became since:
+        // it may take it back only as it left it.
+        (!holds).then(|| (record.run_id.clone(), record.version))
+    };
+    if let Some((run_id, version)) = stale {
+        let stored = load(&*attempt.store, &run_id)?;
+        if stored.version != version {
+            if let Some(held) = held_by_other(&stored, &attempt.options.holder, now_ms()) {
+                return Err(held);
+            }
+            return Err(DurableError::Conflict { run_id });
         }
     }
     attempt.save(false, |_| {})

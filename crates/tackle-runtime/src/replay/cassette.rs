@@ -275,6 +275,17 @@ impl Cassette {
         self.inner.journal.as_ref().map(|j| &j.memory)
     }
 
+    /// Whether the journal this cassette was opened with holds model requests whole
+    /// (a run journaled before requests were journaled as deltas, which must go on
+    /// the same way to match).
+    pub(crate) fn journals_whole_requests(&self) -> bool {
+        self.state().recorded.iter().any(|i| {
+            i.kind == super::file::InteractionKind::Operation
+                && i.key.starts_with("llm.")
+                && i.input.get("digest").is_none()
+        })
+    }
+
     /// Writes what this cassette holds (the recorded interactions it was opened with,
     /// then what this run recorded) as a cassette file at `path`, marked complete.
     pub fn export(&self, path: &Path) -> Result<(), CassetteError> {

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tackle_runtime::agent::model::{ChatRequest, ChatResponse, ModelError};
+use tackle_runtime::agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
 use tackle_runtime::agent::react::{ReactSkill, ReactState, StepControl, StepEffects};
 use tackle_runtime::approval::ApprovalFuture;
 use tackle_runtime::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
@@ -603,6 +603,30 @@ impl ModelCall {
     }
 }
 
+/// A repair of a call's invalid arguments, as an activity's input: the agent's
+/// repair hook runs on a worker, so the workflow replays its answer from history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RepairCall {
+    /// The agent's name.
+    pub agent: String,
+    /// The call as the model made it.
+    pub call: ToolCallRequest,
+    /// Why its arguments were refused.
+    pub error: ToolError,
+}
+
+/// A `tool_search` over the agent's deferred tools, as an activity's input (its
+/// embedder may call a service: it runs on a worker).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchCall {
+    /// The agent's name.
+    pub agent: String,
+    /// What the model searched for.
+    pub query: String,
+    /// How many results, at most.
+    pub k: usize,
+}
+
 /// A tool call, as an activity's input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DoorCall {
@@ -701,6 +725,45 @@ impl StepEffects for WorkflowEffects<'_> {
             .map_err(|e| ModelError::Failed {
                 message: format!("the model's activity failed: {}", failure_text(&e)),
             })
+    }
+
+    async fn repair(
+        &self,
+        _skill: &ReactSkill,
+        call: &ToolCallRequest,
+        error: &ToolError,
+    ) -> Option<Value> {
+        let input = RepairCall {
+            agent: self.input.agent.clone(),
+            call: call.clone(),
+            error: error.clone(),
+        };
+        // A repair that cannot run is no repair: the model reads the error.
+        self.ctx
+            .execute_activity(
+                DoorActivities::repair,
+                input,
+                self.input.limits.model_options(),
+            )
+            .await
+            .ok()
+            .flatten()
+    }
+
+    async fn search(&self, _skill: &ReactSkill, query: &str, k: usize) -> Vec<String> {
+        let input = SearchCall {
+            agent: self.input.agent.clone(),
+            query: query.to_owned(),
+            k,
+        };
+        self.ctx
+            .execute_activity(
+                DoorActivities::search,
+                input,
+                self.input.limits.model_options(),
+            )
+            .await
+            .unwrap_or_default()
     }
 
     async fn execute(&self, step: usize, calls: Vec<ToolCall>) -> Vec<Result<Value, ToolError>> {
@@ -907,6 +970,28 @@ impl DoorActivities {
             };
             ActivityError::application(failure)
         })
+    }
+
+    /// Asks the agent's repair hook for new arguments (see [`RepairCall`]).
+    #[activity(name = "tackle.repair")]
+    pub async fn repair(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        call: RepairCall,
+    ) -> Result<Option<Value>, ActivityError> {
+        let agent = self.agent(&call.agent)?;
+        Ok(agent.skill.repair_arguments(&call.call, &call.error))
+    }
+
+    /// Searches the agent's deferred tools (see [`SearchCall`]).
+    #[activity(name = "tackle.search")]
+    pub async fn search(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        call: SearchCall,
+    ) -> Result<Vec<String>, ActivityError> {
+        let agent = self.agent(&call.agent)?;
+        Ok(agent.skill.search_deferred(&call.query, call.k))
     }
 
     /// Runs one tool call through the door. An attempt after the first, of a call

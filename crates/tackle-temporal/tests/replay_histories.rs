@@ -56,6 +56,7 @@ async fn every_recorded_history_replays_against_todays_workflow() {
             "approval_used_up",
             "approval_waits",
             "parallel_step_then_cancelled",
+            "repair_and_search",
             "tool_calls_and_an_unknown_outcome"
         ]
     );
@@ -65,6 +66,13 @@ async fn every_recorded_history_replays_against_todays_workflow() {
             panic!("{name}: {e}");
         }
     }
+    // The repair hook ran on a worker: its answer is in the history, and a replay
+    // does not run it again.
+    assert_eq!(
+        bank::REPAIRS.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a replay ran the repair hook"
+    );
 }
 
 #[tokio::test]

@@ -31,6 +31,11 @@
 //!   it adds, so the longer history is about ten times the shorter (both printed), and
 //!   a worker that did not see the previous request rebuilds it from the history.
 //!
+//! - `repairs_and_searches_run_on_workers`: a call with an amount as text is
+//!   repaired by the agent's hook and a `tool_search` finds a deferred tool, each as
+//!   an activity (its history replays without running them:
+//!   `tests/replay_histories.rs`).
+//!
 //! The test skips, saying why, only where the `temporal` binary cannot run, and never
 //! under `CI`: there, a dev server that cannot start fails the test.
 
@@ -77,6 +82,10 @@ fn main() -> ExitCode {
             three_hundred_runs_and_two_killed_workers,
         ),
         ("history_grows_linearly", history_grows_linearly),
+        (
+            "repairs_and_searches_run_on_workers",
+            repairs_and_searches_run_on_workers,
+        ),
     ])
 }
 
@@ -907,5 +916,39 @@ fn history_grows_linearly() {
             grew < ratio * 1.2,
             "a history {ratio} times as long in steps is {grew:.1} times the size"
         );
+    });
+}
+
+fn repairs_and_searches_run_on_workers() {
+    let Some(cluster) = Cluster::start("fixer") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let handle = client
+            .start_workflow(
+                AgentWorkflow::run,
+                AgentInput {
+                    limits: limits(),
+                    ..AgentInput::new("fixer", "Credit f-1 and read the balance.")
+                },
+                WorkflowStartOptions::new(QUEUE, "fixer-1").build(),
+            )
+            .await
+            .expect("start");
+        let state: ReactState = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .expect("the run completes");
+        record(&client, "fixer-1", "repair_and_search").await;
+        assert_eq!(cluster.ledger(), vec!["credit f-1 15".to_owned()]);
+        assert_eq!(state.tool_calls[0].arguments["amount"], json!(15), "repaired");
+        assert_eq!(
+            state.final_answer.as_deref(),
+            Some(r#"credited f-1; [{"name":"bank_balance","description":"Reads the balance (changes nothing)."}]; 1000"#),
+            "{state:?}"
+        );
+        let repairs = lines(&cluster.ledger.with_file_name("repairs.txt"));
+        assert_eq!(repairs.len(), 1, "the hook ran once, on a worker: {repairs:?}");
     });
 }

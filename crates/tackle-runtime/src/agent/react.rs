@@ -100,6 +100,33 @@ pub trait StepEffects {
         step: usize,
         calls: Vec<ToolCall>,
     ) -> impl Future<Output = Vec<Result<Value, ToolError>>>;
+
+    /// Asks `skill`'s repair hook ([`ReactSkill::with_repair`]) for new arguments for
+    /// `call`, which failed validation with `error` ([`ReactSkill::repair_arguments`]).
+    /// Here, by default. An engine that replays the loop runs it as an effect, so
+    /// that a hook that is not deterministic (a model, a clock) cannot change a
+    /// replay: `tackle-temporal` makes it an activity.
+    fn repair(
+        &self,
+        skill: &ReactSkill,
+        call: &ToolCallRequest,
+        error: &ToolError,
+    ) -> impl Future<Output = Option<Value>> {
+        std::future::ready(skill.repair_arguments(call, error))
+    }
+
+    /// Searches `skill`'s deferred tools for `tool_search`, its embedder tier
+    /// included ([`ReactSkill::search_deferred`]): the keys found, best first. Here,
+    /// by default; an engine that replays the loop runs it as an effect (an
+    /// embedder may call a service).
+    fn search(
+        &self,
+        skill: &ReactSkill,
+        query: &str,
+        k: usize,
+    ) -> impl Future<Output = Vec<String>> {
+        std::future::ready(skill.search_deferred(query, k))
+    }
 }
 
 /// The effects of a run in this process: calls of `run` through its runtime's door,
@@ -1228,7 +1255,9 @@ impl ReactSkill {
                     )],
                 }));
             } else if c.name == SEARCH_TOOL && self.deferred_index.is_some() {
-                outcomes[i] = Some(Ok(self.search(&c.arguments, offered)));
+                let (query, k) = search_arguments(&c.arguments);
+                let found = effects.search(self, query, k).await;
+                outcomes[i] = Some(Ok(self.offer_found(found, offered)));
             } else if offered_key.is_none() {
                 // Not a tool of this run: whatever it names in the registry, it is not
                 // the model's to call.
@@ -1261,9 +1290,9 @@ impl ReactSkill {
         // (Empty unless a repair round ran: most turns have none.)
         let mut repaired: Vec<Option<Value>> = Vec::new();
         for (i, mut result) in indices.into_iter().zip(ran) {
-            if let (Err(e), Some(hook)) = (&result, &self.repair) {
+            if let (Err(e), true) = (&result, self.repair.is_some()) {
                 if e.kind() == ToolErrorKind::InvalidInput {
-                    if let Some(fixed) = hook.repair(&calls[i], e) {
+                    if let Some(fixed) = effects.repair(self, &calls[i], e).await {
                         let retry =
                             ToolCall::new(calls[i].id.clone(), keys[i].clone(), fixed.clone());
                         result = effects
@@ -1358,32 +1387,54 @@ impl ReactSkill {
         scored.into_iter().take(3).map(|(_, n)| n.clone()).collect()
     }
 
-    /// Runs `tool_search` over the deferred tools and offers what it finds.
-    fn search(&self, arguments: &Value, offered: &mut Vec<ToolDefinition>) -> Value {
-        let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
-        let k = arguments
-            .get("k")
-            .and_then(Value::as_u64)
-            .map_or(5, |k| k.clamp(1, 20) as usize);
-        let hits = self
-            .deferred_index
+    /// New arguments for `call`, which failed validation with `error`, from the
+    /// skill's repair hook (`None` without one, or when it has none to give): what
+    /// [`StepEffects::repair`] runs.
+    pub fn repair_arguments(&self, call: &ToolCallRequest, error: &ToolError) -> Option<Value> {
+        self.repair
+            .as_ref()
+            .and_then(|hook| hook.repair(call, error))
+    }
+
+    /// The keys of the deferred tools that `tool_search` finds for `query`, best
+    /// first, at most `k`: what [`StepEffects::search`] runs.
+    pub fn search_deferred(&self, query: &str, k: usize) -> Vec<String> {
+        self.deferred_index
             .as_ref()
             .map(|index| index.search(query, k))
-            .unwrap_or_default();
-        let mut found = Vec::with_capacity(hits.len());
-        for hit in hits {
-            if let Some(definition) = self.deferred.get(&hit.key) {
+            .unwrap_or_default()
+            .into_iter()
+            .map(|hit| hit.key)
+            .collect()
+    }
+
+    /// Offers the deferred tools `found` (keys) and says what they are.
+    fn offer_found(&self, found: Vec<String>, offered: &mut Vec<ToolDefinition>) -> Value {
+        let mut listed = Vec::with_capacity(found.len());
+        for key in found {
+            if let Some(definition) = self.deferred.get(&key) {
                 if !offered.iter().any(|t| t.name == definition.name) {
                     offered.push(definition.clone());
                 }
-                found.push(serde_json::json!({
+                listed.push(serde_json::json!({
                     "name": definition.name,
                     "description": definition.description,
                 }));
             }
         }
-        Value::Array(found)
+        Value::Array(listed)
     }
+}
+
+/// The query and the number of results of a `tool_search` call (5 unless it asks for
+/// 1 to 20).
+fn search_arguments(arguments: &Value) -> (&str, usize) {
+    let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
+    let k = arguments
+        .get("k")
+        .and_then(Value::as_u64)
+        .map_or(5, |k| k.clamp(1, 20) as usize);
+    (query, k)
 }
 
 /// The system prompt of a skill that sets none.

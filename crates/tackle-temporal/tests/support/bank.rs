@@ -57,8 +57,18 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
     )
     .expect("skill")
     .with_max_steps(1_000);
+    let fixer = ReactSkill::new(
+        Arc::new(FunctionModel::new("fixer-bot", fixer_model)),
+        runtime.registry(),
+        &["ledger.credit"],
+    )
+    .expect("skill")
+    .with_deferred(runtime.registry(), &["bank.balance"])
+    .expect("deferred")
+    .with_repair(AmountsAsNumbers);
     let context = ToolContext::new().with_grant("llm:*");
     Agents::new(runtime)
+        .with("fixer", fixer, context.clone())
         .with("long", long, context.clone())
         .with("scale", scale, context.clone())
         .with("payouts", payouts, context.clone())
@@ -112,6 +122,52 @@ pub fn post(request_id: String, amount: i64) -> String {
         append(&ledger(), &line);
     }
     format!("posted {request_id}")
+}
+
+/// How many times the repair hook ran in this process.
+pub static REPAIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A repair hook: an amount sent as text becomes a number. It counts its runs (in
+/// this process, and in the ledger's folder across workers).
+pub struct AmountsAsNumbers;
+
+impl tackle::agent::react::RepairHook for AmountsAsNumbers {
+    fn repair(
+        &self,
+        call: &ToolCallRequest,
+        _error: &tackle::ToolError,
+    ) -> Option<serde_json::Value> {
+        REPAIRS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        append(
+            &ledger().with_file_name("repairs.txt"),
+            &format!("repair {}", worker_name()),
+        );
+        let mut fixed = call.arguments.clone();
+        let amount = fixed.get("amount")?.as_str()?.parse::<i64>().ok()?;
+        fixed["amount"] = json!(amount);
+        Some(fixed)
+    }
+}
+
+/// Credits with an amount as text (repaired), searches for the balance tool, reads
+/// the balance, answers.
+pub fn fixer_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls(
+            "Crediting f-1.",
+            vec![call(
+                "c",
+                "ledger_credit",
+                json!({"request_id": "f-1", "amount": "15"}),
+            )],
+        ),
+        1 => ChatResponse::calls(
+            "Looking for a balance tool.",
+            vec![call("s", "tool_search", json!({"query": "balance"}))],
+        ),
+        2 => ChatResponse::calls("Reading it.", vec![call("b", "bank_balance", json!({}))]),
+        _ => ChatResponse::text(tool_results(request).join("; ")),
+    })
 }
 
 /// Reads the balance once a step, for as many steps as the task says, then answers.

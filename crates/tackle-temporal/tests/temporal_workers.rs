@@ -550,6 +550,23 @@ fn approvals_are_signals() {
 
 type Handle = tackle_temporal::client::WorkflowHandle<Client, AgentWorkflow>;
 
+/// Starts a run of `agent` on `task` as the workflow `id`, with the tests' limits.
+async fn start(client: &Client, agent: &str, task: &str, id: &str) -> Handle {
+    let input = AgentInput {
+        limits: limits(),
+        ..AgentInput::new(agent, task)
+    };
+    client
+        .start_workflow(
+            AgentWorkflow::run,
+            input,
+            WorkflowStartOptions::new(QUEUE, id).build(),
+        )
+        .await
+        .expect("start");
+    client.get_workflow_handle(id)
+}
+
 /// With `TACKLE_RECORD_HISTORIES` set, writes the run's history to
 /// `tests/histories/NAME.json`, which `tests/replay_histories.rs` replays against
 /// today's workflow code. Record again after a change to the loop that is meant to
@@ -615,19 +632,13 @@ fn approvals_are_used_up() {
     };
     harness::tokio().block_on(async {
         let client = cluster.client().await;
-        let input = AgentInput {
-            limits: limits(),
-            ..AgentInput::new("again", "Refund A-1, then transfer t-1.")
-        };
-        client
-            .start_workflow(
-                AgentWorkflow::run,
-                input,
-                WorkflowStartOptions::new(QUEUE, "again-1").build(),
-            )
-            .await
-            .expect("start");
-        let handle: Handle = client.get_workflow_handle("again-1");
+        let handle = start(
+            &client,
+            "again",
+            "Refund A-1, then transfer t-1.",
+            "again-1",
+        )
+        .await;
         let first = wait_for_pending(&handle).await;
         assert_eq!(first.arguments, r#"{"cents":500,"order":"A-1"}"#);
         decide(&handle, first.clone(), Decision::Approve).await;
@@ -681,19 +692,7 @@ fn cancelled_during_a_tool_call() {
     };
     harness::tokio().block_on(async {
         let client = cluster.client().await;
-        let input = AgentInput {
-            limits: limits(),
-            ..AgentInput::new("settle", "Settle batch b-9.")
-        };
-        client
-            .start_workflow(
-                AgentWorkflow::run,
-                input,
-                WorkflowStartOptions::new(QUEUE, "settle-1").build(),
-            )
-            .await
-            .expect("start");
-        let handle: Handle = client.get_workflow_handle("settle-1");
+        let handle = start(&client, "settle", "Settle batch b-9.", "settle-1").await;
         let started = Instant::now();
         while !cluster.ledger().contains(&"begin settle b-9".to_owned()) {
             assert!(
@@ -925,17 +924,7 @@ fn repairs_and_searches_run_on_workers() {
     };
     harness::tokio().block_on(async {
         let client = cluster.client().await;
-        let handle = client
-            .start_workflow(
-                AgentWorkflow::run,
-                AgentInput {
-                    limits: limits(),
-                    ..AgentInput::new("fixer", "Credit f-1 and read the balance.")
-                },
-                WorkflowStartOptions::new(QUEUE, "fixer-1").build(),
-            )
-            .await
-            .expect("start");
+        let handle = start(&client, "fixer", "Credit f-1 and read the balance.", "fixer-1").await;
         let state: ReactState = handle
             .get_result(WorkflowGetResultOptions::default())
             .await

@@ -15,9 +15,12 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+#[path = "support/ledger.rs"]
+#[allow(dead_code)]
+mod ledger;
 
-use std::fs::OpenOptions;
-use std::io::Write;
+use ledger::{append_line, ledger_lines};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,28 +38,6 @@ use tackle::{tool, Runtime, ToolContext};
 use tackle_sqlite::SqliteStore;
 
 const CHILD: &str = "TACKLE_ATTACK_CHILD";
-
-fn ledger() -> PathBuf {
-    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
-}
-
-fn ledger_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn append_line(line: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(ledger())
-        .expect("ledger");
-    file.write_all(format!("{line}\n").as_bytes())
-        .expect("write");
-}
 
 /// Reads the balance (changes nothing).
 #[tool(namespace = "bank", side_effects = read)]

@@ -20,10 +20,12 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+#[path = "support/ledger.rs"]
+mod ledger;
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use ledger::{append_line, append_to, ledger, ledger_lines, Rng};
+
+use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,34 +46,6 @@ const CHILD: &str = "TACKLE_DURABLE_CHILD";
 const RUN: &str = "payout-7";
 const TASK: &str = "Pay r1, r2 and r3, and tell Ada and Bob.";
 const KILLS: usize = 20;
-
-/// The ledger file of this run (the outside world), from the environment.
-fn ledger() -> PathBuf {
-    PathBuf::from(std::env::var_os("TACKLE_LEDGER").unwrap_or_default())
-}
-
-fn ledger_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn append_line(line: &str) {
-    append_to(&ledger(), line);
-}
-
-fn append_to(path: &Path, line: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("ledger");
-    file.write_all(format!("{line}\n").as_bytes())
-        .expect("write");
-    file.sync_all().expect("sync");
-}
 
 /// Posts an amount to the ledger; a repeated request id is ignored.
 #[tool(namespace = "ledger", side_effects = write, idempotency_key = "request_id")]
@@ -251,18 +225,6 @@ fn outcome(dir: &Path) -> (String, Vec<String>) {
     let mut lines = ledger_lines(&dir.join("ledger.txt"));
     lines.sort();
     (answer, lines)
-}
-
-/// A small xorshift generator: kill points without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 fn killed_runs_resume_to_the_same_answer_with_every_write_once() {

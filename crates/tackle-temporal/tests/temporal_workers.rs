@@ -42,6 +42,11 @@
 #[path = "support/bank.rs"]
 #[allow(dead_code)]
 mod bank;
+#[path = "../../../tests/support/ledger.rs"]
+#[allow(dead_code)]
+mod ledger;
+
+use ledger::Rng;
 #[path = "../../../tests/support/harness.rs"]
 mod harness;
 
@@ -728,18 +733,6 @@ fn cancelled_during_a_tool_call() {
         assert!(state.step_index >= 1, "{state:?}");
         assert_eq!(state.tool_calls[0].result, Some(json!(1000)), "{state:?}");
     });
-}
-
-/// A small xorshift generator: kill moments and victims without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 fn three_hundred_runs_and_two_killed_workers() {

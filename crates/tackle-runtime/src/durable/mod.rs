@@ -443,6 +443,20 @@ struct Attempt {
 }
 
 impl Attempt {
+    /// An attempt at `record` (as last read or created), not yet holding the run
+    /// unless the record says so.
+    fn new(store: Arc<dyn RunStore>, record: RunRecord, options: DurableOptions) -> Arc<Attempt> {
+        Arc::new(Attempt {
+            store,
+            journaled: AtomicU64::new(record.journaled),
+            record: Mutex::new(record),
+            options,
+            failure: Mutex::new(None),
+            driven: AtomicBool::new(false),
+            lost: CancellationToken::new(),
+        })
+    }
+
     fn record(&self) -> MutexGuard<'_, RunRecord> {
         self.record.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -708,14 +722,9 @@ impl DurableRun {
             until_ms: now_ms().saturating_add(millis(options.lease)),
         });
         store.create(&record)?;
-        Ok(DurableRun::new_attempt(
-            store,
-            record,
-            options,
-            Vec::new(),
-            0,
-            0,
-        ))
+        let number = record.attempts;
+        let attempt = Attempt::new(store, record, options);
+        Ok(DurableRun::with_attempt(attempt, number, Vec::new(), 0))
     }
 
     /// Resumes the run `run_id` of `store`, in this process: a new attempt over the
@@ -745,15 +754,7 @@ impl DurableRun {
             return Err(held);
         }
         // Take the run first: of several processes resuming it at once, one does.
-        let attempt = Arc::new(Attempt {
-            store: Arc::clone(&store),
-            journaled: AtomicU64::new(record.journaled),
-            record: Mutex::new(record),
-            options,
-            failure: Mutex::new(None),
-            driven: AtomicBool::new(false),
-            lost: CancellationToken::new(),
-        });
+        let attempt = Attempt::new(Arc::clone(&store), record, options);
         take(&attempt)?;
         let status = attempt.record().status.clone();
         if matches!(status, RunStatus::Done | RunStatus::Failed { .. }) {
@@ -897,27 +898,6 @@ impl DurableRun {
             },
             true,
         )
-    }
-
-    fn new_attempt(
-        store: Arc<dyn RunStore>,
-        record: RunRecord,
-        options: DurableOptions,
-        recorded: Vec<Interaction>,
-        first_call: u64,
-        journaled: u64,
-    ) -> DurableRun {
-        let number = record.attempts;
-        let attempt = Arc::new(Attempt {
-            store,
-            record: Mutex::new(record),
-            options,
-            journaled: AtomicU64::new(journaled),
-            failure: Mutex::new(None),
-            driven: AtomicBool::new(false),
-            lost: CancellationToken::new(),
-        });
-        DurableRun::with_attempt(attempt, number, recorded, first_call)
     }
 
     fn with_attempt(

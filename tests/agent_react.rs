@@ -701,3 +701,134 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some(task));
 }
+
+/// The effects of a test's loop: calls of `run` through its door.
+struct Here<'a> {
+    skill: &'a ReactSkill,
+    run: &'a Run,
+    ctx: &'a ToolContext,
+}
+
+impl tackle::agent::react::StepEffects for Here<'_> {
+    async fn complete(
+        &self,
+        _step: usize,
+        model: Option<usize>,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, ModelError> {
+        self.skill
+            .ask_model(self.run, model, request, self.ctx)
+            .await
+    }
+
+    async fn execute(
+        &self,
+        _step: usize,
+        calls: Vec<tackle::ToolCall>,
+    ) -> Vec<Result<Value, ToolError>> {
+        self.skill.run_calls(self.run, calls, self.ctx).await
+    }
+}
+
+/// A run paused at a step boundary goes on from its checkpoint, carried as JSON into
+/// another run (as a Temporal run continued as new does): the tool it found is still
+/// offered, the conversation is whole, and the state is the uninterrupted run's.
+#[tokio::test]
+async fn a_paused_run_goes_on_from_its_checkpoint() {
+    use tackle::agent::model::ScriptedModel;
+    use tackle::agent::react::{ReactCheckpoint, StepControl};
+    let script = || {
+        Arc::new(ScriptedModel::new([
+            ChatResponse::calls(
+                "",
+                vec![call(
+                    "b",
+                    "tool_search",
+                    json!({"query": "weather forecast"}),
+                )],
+            ),
+            ChatResponse::calls(
+                "",
+                vec![call("c", "weather_tomorrow", json!({"city": "Bergen"}))],
+            ),
+            ChatResponse::calls(
+                "",
+                vec![call(
+                    "d",
+                    "geo_distance",
+                    json!({"from": "Oslo", "to": "Bergen"}),
+                )],
+            ),
+            ChatResponse::text("rain, and 463 km"),
+        ]))
+    };
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let skill_of = |model: Arc<ScriptedModel>, run: &Run| {
+        let registry = run.runtime().registry();
+        ReactSkill::new(model, registry, &["geo.distance"])
+            .unwrap()
+            .with_deferred(registry, &["weather.tomorrow"])
+            .unwrap()
+    };
+    // Uninterrupted.
+    let whole_run = new_run(None);
+    let whole_model = script();
+    let whole = skill_of(whole_model.clone(), &whole_run)
+        .run(&whole_run, "weather in Bergen?", &ctx)
+        .await
+        .unwrap();
+    // Paused after the search, then on from the checkpoint in another run.
+    let first_run = new_run(None);
+    let model = script();
+    let skill = skill_of(model.clone(), &first_run);
+    let here = Here {
+        skill: &skill,
+        run: &first_run,
+        ctx: &ctx,
+    };
+    let paused = skill
+        .run_from(skill.checkpoint("weather in Bergen?"), &here, &mut |s| {
+            if s.step_index >= 1 {
+                StepControl::Pause
+            } else {
+                StepControl::Continue
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        paused.state.stop_reason,
+        Some(StopReason::Paused { after_steps: 1 })
+    );
+    assert!(paused.tools.iter().any(|t| t.name == "weather_tomorrow"));
+    let carried: ReactCheckpoint =
+        serde_json::from_str(&serde_json::to_string(&paused).unwrap()).unwrap();
+    assert_eq!(carried, paused);
+    let second_run = new_run(None);
+    let here = Here {
+        skill: &skill,
+        run: &second_run,
+        ctx: &ctx,
+    };
+    let mut boundaries = Vec::new();
+    let ended = skill
+        .run_from(carried, &here, &mut |s| {
+            boundaries.push(s.step_index);
+            StepControl::Continue
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        boundaries,
+        [2, 3],
+        "no boundary at the checkpoint it went on from"
+    );
+    assert_eq!(ended.state, whole, "the uninterrupted run's state");
+    assert_eq!(
+        model.requests(),
+        whole_model.requests(),
+        "the model was asked exactly what the uninterrupted run asked"
+    );
+    assert!(matches!(ended.state.stop_reason, Some(StopReason::Done)));
+    model.finish().unwrap();
+}

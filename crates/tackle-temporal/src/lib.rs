@@ -23,6 +23,10 @@
 //!   [`AgentWorkflow::decide`] brings a decision bound to its exact key and
 //!   arguments; then the door runs it or the model reads the rejection. The worker's
 //!   runtime must use [`SignalApprover`].
+//! - **Long runs continue as new.** At a step boundary, when Temporal suggests it or
+//!   past the run's [`ContinueAsNew`] policy, a run ends its execution and starts the
+//!   next from where its loop stands ([`ReactCheckpoint`]), so no history outgrows
+//!   what Temporal keeps.
 //! - **Cancellation is Temporal's.** Cancelling the workflow stops the run: it ends
 //!   cancelled, and the activity in flight is told to stop.
 //!
@@ -48,13 +52,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_runtime::agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
-use tackle_runtime::agent::react::{ReactSkill, ReactState, StepControl, StepEffects};
+use tackle_runtime::agent::react::{
+    ReactCheckpoint, ReactSkill, ReactState, StepControl, StepEffects, StopReason,
+};
 use tackle_runtime::approval::ApprovalFuture;
 use tackle_runtime::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
 use tackle_runtime::{
@@ -66,8 +73,8 @@ use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{
     ActivityCancellationType, ActivityCloseTimeouts, ActivityOptions, ApplicationFailure,
-    SyncWorkflowContext, Worker, WorkerOptions, WorkflowContext, WorkflowContextView,
-    WorkflowResult, WorkflowTermination,
+    ContinueAsNewOptions, SyncWorkflowContext, Worker, WorkerOptions, WorkflowContext,
+    WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
 /// The SDK's client crate, at the version this crate speaks.
@@ -348,6 +355,44 @@ impl ActivityLimits {
     }
 }
 
+/// When a run continues as new: it ends its execution at a step boundary and starts
+/// the next one (same workflow id) from where its loop stands, a
+/// [`ReactCheckpoint`], so that no one execution's history grows past what Temporal
+/// keeps (by default 51,200 events or 50 MB an execution; past them it terminates the
+/// run). Each execution's history then stays about as large as its own steps, and a
+/// run of any length fits.
+///
+/// The checkpoint holds the conversation so far and travels as the next execution's
+/// input, which Temporal caps (2 MB by default): a run whose checkpoint is larger
+/// than [`MAX_CARRIED_BYTES`] does not continue as new but goes on in its execution,
+/// and a warning says so. A conversation that large is past any model's window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContinueAsNew {
+    /// When Temporal suggests it (the execution's history passed the server's
+    /// suggested count or size: 4,096 events or 4 MB by default). Default `true`.
+    pub when_suggested: bool,
+    /// Once the execution's history holds this many events (default 10,000).
+    pub after_events: u32,
+    /// After this many steps in one execution, whatever its history (default none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_steps: Option<usize>,
+}
+
+impl Default for ContinueAsNew {
+    fn default() -> ContinueAsNew {
+        ContinueAsNew {
+            when_suggested: true,
+            after_events: 10_000,
+            after_steps: None,
+        }
+    }
+}
+
+/// The largest [`ReactCheckpoint`] a run carries into its next execution, serialized
+/// (1.5 MiB, under Temporal's default 2 MB cap on a payload).
+pub const MAX_CARRIED_BYTES: usize = 1536 * 1024;
+
 /// What starts a run: the agent (by its name in the workers' [`Agents`]), the task,
 /// and the activities' limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -359,6 +404,13 @@ pub struct AgentInput {
     /// How the run's activities are timed and retried.
     #[serde(default)]
     pub limits: ActivityLimits,
+    /// When the run continues as new.
+    #[serde(default)]
+    pub continue_as_new: ContinueAsNew,
+    /// Where an execution goes on from: set by the run when it continues as new
+    /// (`None` starts the task afresh).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Box<ReactCheckpoint>>,
 }
 
 impl AgentInput {
@@ -368,6 +420,8 @@ impl AgentInput {
             agent: agent.into(),
             task: task.into(),
             limits: ActivityLimits::default(),
+            continue_as_new: ContinueAsNew::default(),
+            from: None,
         }
     }
 }
@@ -418,7 +472,7 @@ impl AgentWorkflow {
     #[run(name = "tackle.agent")]
     pub async fn run(
         ctx: &mut WorkflowContext<Self>,
-        input: AgentInput,
+        mut input: AgentInput,
     ) -> WorkflowResult<ReactState> {
         if let Err(problem) = input.limits.validate() {
             return Err(ApplicationFailure::non_retryable(problem.to_string()).into());
@@ -429,25 +483,65 @@ impl AgentWorkflow {
             ctx.force_task_fail(format!("no agent `{}` on this worker", input.agent));
             return std::future::pending().await;
         };
+        let start = match input.from.take() {
+            Some(checkpoint) => *checkpoint,
+            None => agent.skill.checkpoint(&input.task),
+        };
+        let first_step = start.state.step_index;
+        ctx.state_mut(|s| s.state = Some(start.state.clone()));
         let ctx: &WorkflowContext<Self> = ctx;
         let effects = WorkflowEffects {
             ctx,
             agent: &agent,
             input: &input,
             last: Mutex::new(None),
+            long: AtomicBool::new(false),
         };
-        let last: Arc<Mutex<Option<ReactState>>> = Arc::default();
+        let last: Arc<Mutex<Option<ReactState>>> = Arc::new(Mutex::new(Some(start.state.clone())));
+        let policy = &input.continue_as_new;
         let mut keep = |state: &ReactState| {
             *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(state.clone());
-            StepControl::Continue
+            let steps = state.step_index.saturating_sub(first_step);
+            if effects.long.load(Ordering::Relaxed)
+                || policy.after_steps.is_some_and(|n| steps >= n)
+            {
+                StepControl::Pause
+            } else {
+                StepControl::Continue
+            }
         };
         // Not raced against cancellation: a cancelled run's calls are cancelled, and
         // the run waits for a tool call in flight to stop or finish, so its outcome is
         // in the history.
-        let outcome = agent.skill.run_with(&input.task, &effects, &mut keep).await;
+        let mut outcome = agent.skill.run_from(start, &effects, &mut keep).await;
+        let paused = |o: &Result<ReactCheckpoint, _>| matches!(o, Ok(at) if matches!(at.state.stop_reason, Some(StopReason::Paused { .. })));
+        if paused(&outcome) && !ctx.cancellation_token().is_cancelled() {
+            if let Ok(at) = outcome {
+                let carried = serde_json::to_vec(&at).map_or(usize::MAX, |b| b.len());
+                if carried <= MAX_CARRIED_BYTES {
+                    ctx.state_mut(|s| s.state = Some(at.state.clone()));
+                    let next = AgentInput {
+                        from: Some(Box::new(at)),
+                        ..input.clone()
+                    };
+                    let Err(termination) =
+                        ctx.continue_as_new(next, ContinueAsNewOptions::default());
+                    return Err(termination);
+                }
+                tracing::warn!(
+                    carried,
+                    "the run's checkpoint is too large to continue as new: it goes on in this execution"
+                );
+                let mut no_pause = |state: &ReactState| {
+                    *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(state.clone());
+                    StepControl::Continue
+                };
+                outcome = agent.skill.run_from(at, &effects, &mut no_pause).await;
+            }
+        }
         let partial = last.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let cancelled = ctx.cancellation_token().is_cancelled();
-        match outcome {
+        match outcome.map(|at| at.state) {
             Ok(state) if !cancelled => {
                 ctx.state_mut(|s| s.state = Some(state.clone()));
                 Ok(state)
@@ -672,6 +766,9 @@ struct WorkflowEffects<'a> {
     /// The run's previous model request and its number: what the next is sent as a
     /// delta of.
     last: Mutex<Option<(u64, ChatRequest)>>,
+    /// Whether the execution's history is long enough to continue as new, as of the
+    /// last effect (read at the next step boundary).
+    long: AtomicBool,
 }
 
 impl StepEffects for WorkflowEffects<'_> {
@@ -719,12 +816,14 @@ impl StepEffects for WorkflowEffects<'_> {
             }
         };
         let options = self.input.limits.model_options();
-        self.ctx
+        let reply = self
+            .ctx
             .execute_activity(DoorActivities::model, call, options)
-            .await
-            .map_err(|e| ModelError::Failed {
-                message: format!("the model's activity failed: {}", failure_text(&e)),
-            })
+            .await;
+        self.weigh();
+        reply.map_err(|e| ModelError::Failed {
+            message: format!("the model's activity failed: {}", failure_text(&e)),
+        })
     }
 
     async fn repair(
@@ -776,19 +875,31 @@ impl StepEffects for WorkflowEffects<'_> {
         if read_only {
             // Nothing changes: the calls run at once, on whichever workers take them.
             let runs = calls.into_iter().map(|c| self.call(step, c));
-            futures::future::join_all(runs).await
+            let outcomes = futures::future::join_all(runs).await;
+            self.weigh();
+            outcomes
         } else {
             // Writes run one after another, in the model's order.
             let mut outcomes = Vec::with_capacity(calls.len());
             for call in calls {
                 outcomes.push(self.call(step, call).await);
             }
+            self.weigh();
             outcomes
         }
     }
 }
 
 impl WorkflowEffects<'_> {
+    /// Notes whether the execution's history is long enough to continue as new
+    /// ([`ContinueAsNew`]); deterministic, as both figures come from the history.
+    fn weigh(&self) {
+        let policy = &self.input.continue_as_new;
+        let long = (policy.when_suggested && self.ctx.continue_as_new_suggested())
+            || self.ctx.history_length() >= policy.after_events;
+        self.long.store(long, Ordering::Relaxed);
+    }
+
     /// One tool call: an activity, again after approvals or an operator's say.
     async fn call(&self, step: usize, call: ToolCall) -> Result<Value, ToolError> {
         let name = format!("{step}/{}", call.id);
@@ -1098,8 +1209,19 @@ impl DoorActivities {
             .client
             .as_ref()
             .ok_or_else(|| failed("this worker has no client".to_owned()))?;
-        let events = client
+        // This execution's history: a run continued as new has several.
+        let mut execution = client
             .get_workflow_handle::<temporalio_common::UntypedWorkflow>(workflow)
+            .info()
+            .clone();
+        if !run.is_empty() {
+            execution.run_id = Some(run.to_owned());
+        }
+        let events =
+            temporalio_client::WorkflowHandle::<_, temporalio_common::UntypedWorkflow>::new(
+                client.clone(),
+                execution,
+            )
             .fetch_history(temporalio_client::WorkflowFetchHistoryOptions::default())
             .into_events()
             .await

@@ -3,7 +3,8 @@
 //! `tests/histories/*.json` are histories of real runs on a dev server, one per shape
 //! (tool calls with a worker killed and a call of unknown outcome resolved; an
 //! approval wait, approved and rejected; an approval used up and a keyed write
-//! approved; a parallel step, then a cancellation during a write), recorded by
+//! approved; a parallel step, then a cancellation during a write; the first and the
+//! last execution of a run that continued as new), recorded by
 //! `TACKLE_RECORD_HISTORIES=1 cargo test -p tackle-temporal --test temporal_workers`.
 //! Each replays here with no server and no activity run: a change to the loop that
 //! would take other steps for runs in flight fails `cargo test`.
@@ -55,6 +56,8 @@ async fn every_recorded_history_replays_against_todays_workflow() {
         [
             "approval_used_up",
             "approval_waits",
+            "continued_as_new_first",
+            "continued_as_new_last",
             "parallel_step_then_cancelled",
             "repair_and_search",
             "tool_calls_and_an_unknown_outcome"

@@ -31,6 +31,11 @@
 //!   it adds, so the longer history is about ten times the shorter (both printed), and
 //!   a worker that did not see the previous request rebuilds it from the history.
 //!
+//! - `long_runs_continue_as_new`: a run of 35 credits that continues as new every 10
+//!   steps: four executions, linked in their histories; every credit ran once, the
+//!   last execution's model read the whole conversation, and the run's state holds
+//!   every step.
+//!
 //! - `repairs_and_searches_run_on_workers`: a call with an amount as text is
 //!   repaired by the agent's hook and a `tool_search` finds a deferred tool, each as
 //!   an activity (its history replays without running them:
@@ -67,7 +72,7 @@ use tackle_temporal::client::{
     WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tackle_temporal::{
-    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, Resolve, SignalApprover,
+    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, ContinueAsNew, Resolve, SignalApprover,
 };
 
 const WORKER: &str = "TACKLE_TEMPORAL_WORKER";
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
             three_hundred_runs_and_two_killed_workers,
         ),
         ("history_grows_linearly", history_grows_linearly),
+        ("long_runs_continue_as_new", long_runs_continue_as_new),
         (
             "repairs_and_searches_run_on_workers",
             repairs_and_searches_run_on_workers,
@@ -578,11 +584,21 @@ async fn start(client: &Client, agent: &str, task: &str, id: &str) -> Handle {
 /// change its steps (and give it a new task queue or agent name: runs in flight keep
 /// the old steps).
 async fn record(client: &Client, workflow_id: &str, name: &str) {
+    record_run(client, workflow_id, None, name).await;
+}
+
+/// [`record`] for one execution of the workflow (`run`), or its latest.
+async fn record_run(client: &Client, workflow_id: &str, run: Option<&str>, name: &str) {
+    use tackle_temporal::client::{UntypedWorkflow, WorkflowHandle};
     if std::env::var_os("TACKLE_RECORD_HISTORIES").is_none() {
         return;
     }
-    let json = client
-        .get_workflow_handle::<tackle_temporal::client::UntypedWorkflow>(workflow_id)
+    let mut info = client
+        .get_workflow_handle::<UntypedWorkflow>(workflow_id)
+        .info()
+        .clone();
+    info.run_id = run.map(str::to_owned);
+    let json = WorkflowHandle::<_, UntypedWorkflow>::new(client.clone(), info)
         .fetch_history(tackle_temporal::client::WorkflowFetchHistoryOptions::default())
         .to_json()
         .await
@@ -889,19 +905,22 @@ fn history_grows_linearly() {
                 Some(format!("Read the balance {steps} times."))
             );
             assert_eq!(state.tool_calls.len(), steps);
-            let json = client
-                .get_workflow_handle::<tackle_temporal::client::UntypedWorkflow>(id.as_str())
-                .fetch_history(tackle_temporal::client::WorkflowFetchHistoryOptions::default())
-                .to_json()
-                .await
-                .expect("the history");
+            let first = handle.info().run_id.clone().expect("the first run's id");
+            let executions = executions_of(&client, &id, &first).await;
+            let total: usize = executions.iter().map(|(_, bytes)| bytes).sum();
+            let largest = executions
+                .iter()
+                .map(|(_, bytes)| *bytes)
+                .max()
+                .unwrap_or(0);
             println!(
-                "{steps} steps: history {} bytes ({} per step), run in {} ms",
-                json.len(),
-                json.len() / steps,
+                "{steps} steps: history {total} bytes ({} per step) in {} execution(s), \
+                 the largest {largest} bytes; run in {} ms",
+                total / steps,
+                executions.len(),
                 started.elapsed().as_millis()
             );
-            sizes.push(json.len());
+            sizes.push(total);
         }
         let grew = sizes[1] as f64 / sizes[0] as f64;
         assert!(
@@ -909,6 +928,109 @@ fn history_grows_linearly() {
             "a history {ratio} times as long in steps is {grew:.1} times the size"
         );
     });
+}
+
+fn long_runs_continue_as_new() {
+    let Some(cluster) = Cluster::start("marathon") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let input = AgentInput {
+            limits: limits(),
+            continue_as_new: ContinueAsNew {
+                after_steps: Some(10),
+                ..ContinueAsNew::default()
+            },
+            ..AgentInput::new("marathon", "mara 35")
+        };
+        let handle = client
+            .start_workflow(
+                AgentWorkflow::run,
+                input,
+                WorkflowStartOptions::new(QUEUE, "marathon-1").build(),
+            )
+            .await
+            .expect("start");
+        let state: ReactState = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .expect("the run completes, following its executions");
+        assert_eq!(
+            state.final_answer.as_deref(),
+            Some("35 credits in the conversation."),
+            "the last execution's model read every step"
+        );
+        assert_eq!(state.tool_calls.len(), 35);
+        assert_eq!(state.step_index, 36);
+        let ids: Vec<&str> = state
+            .tool_calls
+            .iter()
+            .map(|c| c.call_id.as_deref().unwrap_or(""))
+            .collect();
+        let expected: Vec<String> = (0..35).map(|n| format!("c{n}")).collect();
+        assert_eq!(ids, expected, "every step once, in order");
+        let begun: Vec<String> = cluster
+            .executions()
+            .into_iter()
+            .filter(|l| l.contains(" mara-"))
+            .collect();
+        assert_eq!(begun.len(), 35, "no credit ran twice: {begun:?}");
+        assert_eq!(cluster.ledger().len(), 35);
+        let first = handle.info().run_id.clone().expect("the first run's id");
+        let executions = executions_of(&client, "marathon-1", &first).await;
+        assert_eq!(
+            executions.len(),
+            4,
+            "10 + 10 + 10 + 5 steps: {executions:?}"
+        );
+        for (n, (events, bytes)) in executions.iter().enumerate() {
+            println!("execution {n}: {events} events, {bytes} bytes");
+        }
+        record_run(
+            &client,
+            "marathon-1",
+            Some(&first),
+            "continued_as_new_first",
+        )
+        .await;
+        record(&client, "marathon-1", "continued_as_new_last").await;
+    });
+}
+
+/// Each execution of workflow `id` from the one `first` names, following the runs
+/// it continued as new in: its history's events and size (as JSON).
+async fn executions_of(client: &Client, id: &str, first: &str) -> Vec<(usize, usize)> {
+    use tackle_temporal::client::{UntypedWorkflow, WorkflowFetchHistoryOptions, WorkflowHandle};
+    use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+    let mut found = Vec::new();
+    let mut run = Some(first.to_owned());
+    while let Some(this) = run.take() {
+        assert!(found.len() < 1_000, "a chain of executions with no end");
+        let mut info = client
+            .get_workflow_handle::<UntypedWorkflow>(id)
+            .info()
+            .clone();
+        info.run_id = Some(this);
+        let handle = WorkflowHandle::<_, UntypedWorkflow>::new(client.clone(), info);
+        let events = handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .into_events()
+            .await
+            .expect("the history");
+        let json = handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .to_json()
+            .await
+            .expect("the history");
+        if let Some(Attributes::WorkflowExecutionContinuedAsNewEventAttributes(next)) =
+            events.last().and_then(|e| e.attributes.clone())
+        {
+            run = Some(next.new_execution_run_id);
+        }
+        found.push((events.len(), json.len()));
+    }
+    found
 }
 
 fn repairs_and_searches_run_on_workers() {

@@ -329,6 +329,26 @@ pub struct Turn {
     pub new_messages: Vec<Message>,
 }
 
+/// Where a ReAct loop stands at a step boundary: everything it needs to go on, in
+/// this process or another ([`ReactSkill::run_from`]). A Temporal run continued as
+/// new carries one into its next execution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReactCheckpoint {
+    /// The task (the user's message that started the run).
+    pub task: String,
+    /// The run's state so far.
+    pub state: ReactState,
+    /// The conversation so far, the system prompt first.
+    pub messages: Vec<Message>,
+    /// The tools offered to the model now (deferred tools that `tool_search` found
+    /// included).
+    pub tools: Vec<ToolDefinition>,
+    /// Which model the next step asks ([`ReactSkill::ask_model`]): `None` for the
+    /// skill's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<usize>,
+}
+
 /// A typed answer ([`ReactSkill::run_for`]): the value, and the run's state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer<T> {
@@ -1086,40 +1106,103 @@ impl ReactSkill {
         effects: &E,
         observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
     ) -> Result<Turn, AgentError> {
-        let mut state = ReactState {
-            error_budget: self.error_budget,
-            ..ReactState::default()
-        };
-        // The conversation and the offered tools grow in place, step by step.
+        let start = self.begin(history, task, answer_schema);
+        let first_new = start.messages.len() - 1;
+        let mut at = self.go_on(start, answer_schema, effects, observe).await?;
+        let new_messages = at.messages.split_off(first_new.min(at.messages.len()));
+        Ok(Turn {
+            state: at.state,
+            new_messages,
+        })
+    }
+
+    /// Where a run on `task` starts: no step taken, the system prompt and the task
+    /// as the conversation, the skill's tools offered. [`run_from`](Self::run_from)
+    /// runs from it.
+    pub fn checkpoint(&self, task: &str) -> ReactCheckpoint {
+        self.begin(&[], task, self.answer_schema.as_ref())
+    }
+
+    /// Runs the loop from `checkpoint` (a start from [`checkpoint`](Self::checkpoint),
+    /// or where an earlier run paused), its model and tool calls going to `effects`,
+    /// showing `observe` each step boundary as [`run_observed`](Self::run_observed)
+    /// does. Returns where the run stands when it stops: ended (its state's
+    /// `stop_reason` says why), or paused by `observe`, to go on from later, in this
+    /// process or another. Runs of the skill's answer schema, if it has one.
+    pub async fn run_from<E: StepEffects>(
+        &self,
+        checkpoint: ReactCheckpoint,
+        effects: &E,
+        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
+    ) -> Result<ReactCheckpoint, AgentError> {
+        self.go_on(checkpoint, self.answer_schema.as_ref(), effects, observe)
+            .await
+    }
+
+    /// The start of a run: `history` (earlier turns, without the system prompt),
+    /// then `task` as the user's message.
+    fn begin(
+        &self,
+        history: &[Message],
+        task: &str,
+        answer_schema: Option<&(Value, Arc<SchemaValidator>)>,
+    ) -> ReactCheckpoint {
         let mut messages = Vec::with_capacity(history.len() + 2);
         messages.push(Message::system(&self.system_prompt));
         messages.extend(history.iter().filter(|m| m.role != Role::System).cloned());
-        let first_new = messages.len();
         messages.push(Message::user(task));
-        let mut request = ChatRequest {
-            messages,
-            tools: self.tools(),
-            response_schema: answer_schema.map(|(schema, _)| schema.clone()),
-        };
         if let Some((schema, _)) = answer_schema {
             if !self.model.structured_output() {
                 // This model does not enforce the schema: it reads it.
-                request.messages[0].content.push_str(&format!(
+                messages[0].content.push_str(&format!(
                     "\n\nWhen you answer (without calling a tool), answer with one JSON \
                      document matching this JSON Schema, and nothing else:\n{schema}"
                 ));
             }
         }
-        let mut preferred: Option<usize> = None;
+        ReactCheckpoint {
+            task: task.to_owned(),
+            state: ReactState {
+                error_budget: self.error_budget,
+                ..ReactState::default()
+            },
+            messages,
+            tools: self.tools(),
+            model: None,
+        }
+    }
+
+    /// The loop, from `at` until it ends or `observe` pauses it.
+    async fn go_on<E: StepEffects>(
+        &self,
+        at: ReactCheckpoint,
+        answer_schema: Option<&(Value, Arc<SchemaValidator>)>,
+        effects: &E,
+        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
+    ) -> Result<ReactCheckpoint, AgentError> {
+        let ReactCheckpoint {
+            task,
+            mut state,
+            messages,
+            tools,
+            model: mut preferred,
+        } = at;
+        let task = task.as_str();
+        if matches!(state.stop_reason, Some(StopReason::Paused { .. })) {
+            state.stop_reason = None;
+        }
+        let first_step = state.step_index;
+        // The conversation and the offered tools grow in place, step by step.
+        let mut request = ChatRequest {
+            messages,
+            tools,
+            response_schema: answer_schema.map(|(schema, _)| schema.clone()),
+        };
         while !state.done && state.error_budget > 0 && state.step_index < self.max_steps {
             let step = state.step_index;
-            if step > 0 && observe(&state) == StepControl::Pause {
+            if step > first_step && observe(&state) == StepControl::Pause {
                 state.stop_reason = Some(StopReason::Paused { after_steps: step });
-                let new_messages = request.messages.split_off(first_new);
-                return Ok(Turn {
-                    state,
-                    new_messages,
-                });
+                break;
             }
             let (model, _) = self.model_at(preferred);
             let response = effects
@@ -1207,7 +1290,7 @@ impl ReactSkill {
                 .push(Message::assistant(response.text, response.tool_calls));
             request.messages.extend(results);
         }
-        if !state.done {
+        if !state.done && state.stop_reason.is_none() {
             state.stop_reason = Some(if state.error_budget == 0 {
                 StopReason::ErrorBudgetSpent
             } else {
@@ -1216,10 +1299,12 @@ impl ReactSkill {
                 }
             });
         }
-        let new_messages = request.messages.split_off(first_new);
-        Ok(Turn {
+        Ok(ReactCheckpoint {
+            task: task.to_owned(),
             state,
-            new_messages,
+            messages: request.messages,
+            tools: request.tools,
+            model: preferred,
         })
     }
 

@@ -57,6 +57,13 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
     )
     .expect("skill")
     .with_max_steps(1_000);
+    let marathon = ReactSkill::new(
+        Arc::new(FunctionModel::new("marathon-bot", marathon_model)),
+        runtime.registry(),
+        &["ledger.credit"],
+    )
+    .expect("skill")
+    .with_max_steps(1_000);
     let fixer = ReactSkill::new(
         Arc::new(FunctionModel::new("fixer-bot", fixer_model)),
         runtime.registry(),
@@ -70,6 +77,7 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
     Agents::new(runtime)
         .with("fixer", fixer, context.clone())
         .with("long", long, context.clone())
+        .with("marathon", marathon, context.clone())
         .with("scale", scale, context.clone())
         .with("payouts", payouts, context.clone())
         .with("refunds", refunds, context.clone())
@@ -186,6 +194,37 @@ pub fn long_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         )
     } else {
         ChatResponse::text(format!("Read the balance {steps} times."))
+    })
+}
+
+/// Credits 1 once a step (keyed `<tag>-<step>`), for as many steps as the task
+/// (`<tag> <steps>`) says, then answers with how many credits its conversation
+/// holds: all of them only if every earlier step reached the model.
+pub fn marathon_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let task = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let (tag, steps) = task.split_once(' ').unwrap_or(("m", "1"));
+    let steps: usize = steps.parse().unwrap_or(1);
+    let turn = turn_of(request);
+    Ok(if turn < steps {
+        ChatResponse::calls(
+            format!("Crediting, step {turn}."),
+            vec![call(
+                &format!("c{turn}"),
+                "ledger_credit",
+                json!({"request_id": format!("{tag}-{turn}"), "amount": 1}),
+            )],
+        )
+    } else {
+        let credited = tool_results(request)
+            .iter()
+            .filter(|r| r.starts_with("credited"))
+            .count();
+        ChatResponse::text(format!("{credited} credits in the conversation."))
     })
 }
 

@@ -156,8 +156,11 @@ async fn the_truncation_strategy_defaults_by_tool_kind() {
         .await;
     assert_eq!(report.shaped.unwrap().strategy, ResultShaping::Tail);
     let text = report.result.unwrap();
-    assert!(text.as_str().unwrap().starts_with("line 00000"));
-    assert!(!text.as_str().unwrap().contains("line 06999"));
+    // Its last lines (where a program's errors are) are kept, its first are not.
+    let text = text.as_str().unwrap();
+    assert!(text.trim_end().ends_with("line 06999"), "{text}");
+    assert!(!text.contains("line 00000"));
+    assert!(text.starts_with("[... "), "the marker says what came before");
     // A web_search tool is summarized (here there is no summarizer: middle, said so).
     let mut registry = Registry::default();
     let mut spec = ToolSpec::new("web", "web_search", "1", SideEffects::Read, "Searches.");
@@ -405,6 +408,15 @@ async fn counters_have_the_seeds_stable_names() {
     }
 }
 
+fn registry_of_dump() -> Registry {
+    let mut registry = Registry::default();
+    let mut spec = ToolSpec::new("g", "dump", "1", SideEffects::None, "Dumps text.");
+    spec.max_result_tokens = Some(20);
+    spec.result_shaping = Some(ResultShaping::SpillToFile);
+    registry.register(echo(spec)).unwrap();
+    registry
+}
+
 #[tokio::test]
 async fn spills_land_at_root_run_id_call_id() {
     let root = std::env::temp_dir().join(format!("tackle-seed-spill-{}", std::process::id()));
@@ -425,6 +437,32 @@ async fn spills_land_at_root_run_id_call_id() {
     );
     let whole: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(whole["text"], long(100), "nothing is lost");
+
+    // A model's call: the file is named after the call's id as the model gave it
+    // (`<toolCallId>.<ext>`), so the model can name the file it was told about.
+    let rt = Arc::new(
+        Runtime::new(registry_of_dump()).with_shaping(Shaping::default().with_spill_root(&root)),
+    );
+    let run = Run::new(&rt).with_id("run-43");
+    let batch = vec![
+        tackle::ToolCall::new("call_Ab9", "g.dump", json!({"text": long(100)})),
+        tackle::ToolCall::new("../evil", "g.dump", json!({"text": long(100)})),
+    ];
+    let outcomes = run.execute_batch(batch, &ToolContext::new()).await;
+    for (outcome, name) in outcomes.iter().zip(["call_Ab9.json", ".._evil.json"]) {
+        let handle = outcome.report.result.as_ref().unwrap();
+        let expected = root.join("run-43").join(name);
+        assert_eq!(handle["path"], expected.display().to_string(), "{handle}");
+        assert!(expected.is_file());
+    }
+    let alone = run
+        .call_with_id("toolu_01", "g.dump", json!({"text": long(100)}), &ToolContext::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        alone["path"],
+        root.join("run-43").join("toolu_01.json").display().to_string()
+    );
     let _ = std::fs::remove_dir_all(&root);
 
     // The default writer: `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>`, the file

@@ -274,8 +274,8 @@ pub(crate) async fn results(
     ctx: &ToolContext,
 ) -> Vec<Result<Value, ToolError>> {
     if calls.len() == 1 && !tracing::enabled!(tracing::Level::INFO) {
-        if let Some(ToolCall { key, input, .. }) = calls.pop() {
-            return vec![runtime.call_in(Some(run), &key, input, ctx).await];
+        if let Some(ToolCall { id, key, input }) = calls.pop() {
+            return vec![runtime.call_in(Some(run), Some(&id), &key, input, ctx).await];
         }
     }
     execute_batch(runtime, run, max_parallel, calls, ctx)
@@ -301,12 +301,14 @@ pub(crate) async fn run_one(
         error.type = tracing::field::Empty,
     );
     let report = if span.is_disabled() {
-        runtime.call_report_in(Some(run), &key, input, ctx).await
+        runtime
+            .call_report_in(Some(run), Some(&id), &key, input, ctx)
+            .await
     } else {
         span.record("otel.name", format!("execute_tool {key}").as_str());
         let report = Box::pin(
             runtime
-                .call_report_in(Some(run), &key, input, ctx)
+                .call_report_in(Some(run), Some(&id), &key, input, ctx)
                 .instrument(span.clone()),
         )
         .await;

@@ -271,7 +271,22 @@ impl Run {
     ) -> Result<Value, ToolError> {
         self.inner
             .runtime
-            .call_in(Some(&self.inner.state), key, input, ctx)
+            .call_in(Some(&self.inner.state), None, key, input, ctx)
+            .await
+    }
+
+    /// [`Run::call`] of a call the caller names `id` (a model's tool-call id): a
+    /// result spilled to a file is named after it, so the model can name the file.
+    pub async fn call_with_id(
+        &self,
+        id: &str,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        self.inner
+            .runtime
+            .call_in(Some(&self.inner.state), Some(id), key, input, ctx)
             .await
     }
 
@@ -279,7 +294,7 @@ impl Run {
     pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
         self.inner
             .runtime
-            .call_report_in(Some(&self.inner.state), key, input, ctx)
+            .call_report_in(Some(&self.inner.state), None, key, input, ctx)
             .await
     }
 

@@ -6,11 +6,13 @@
 //!
 //! * `middle` keeps the beginning and the end, with a marker saying how many tokens
 //!   were left out between them;
-//! * `tail` keeps the beginning and drops the tail, with a marker at the end;
+//! * `tail` keeps the end (a program's last lines, where its errors are), with a
+//!   marker at the start saying how many tokens came before;
 //! * `spill-to-file` hands the whole result to the runtime's [`SpillWriter`] and
 //!   returns a handle: the path, the size and a short preview. Nothing is lost. The
 //!   default writer, [`FileSpillWriter`], writes
-//!   `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>` (`txt` for text, `json`
+//!   `<temp dir>/tackle-spill/<run_id>/<call_id>.<ext>` (`call_id` the tool call's id
+//!   as the model gave it, or the door's number for a call given none; `txt` for text, `json`
 //!   otherwise), the file readable by its owner only (mode 0600), the directories mode
 //!   0700. The run id is the call's run's ([`Run::with_id`](crate::run::Run::with_id)) or, for a plain call,
 //!   the runtime's own. A `secret` tool's results are never spilled (they are shaped as
@@ -49,7 +51,9 @@ use crate::context::ToolContext;
 pub struct Spill<'a> {
     /// The run the call belongs to.
     pub run_id: &'a str,
-    /// The call's id in the run.
+    /// The call's id as the model gave it (a tool call's `id`), so the model can
+    /// name the file it was told about; the door's number for the call when the
+    /// caller gave none.
     pub call_id: &'a str,
     /// The tool's key.
     pub key: &'a str,
@@ -317,7 +321,7 @@ impl Shaping {
         &self,
         key: &str,
         run_id: Option<&str>,
-        call_id: u64,
+        call_id: &str,
         value: &Value,
         max_tokens: u32,
         strategy: ResultShaping,
@@ -402,7 +406,7 @@ impl Shaping {
         &self,
         key: &str,
         run_id: Option<&str>,
-        call_id: u64,
+        call_id: &str,
         text: &str,
         is_text: bool,
         sensitivity: Sensitivity,
@@ -410,10 +414,9 @@ impl Shaping {
         if sensitivity == Sensitivity::Secret {
             return Err("the tool's results are secret and are not written out".into());
         }
-        let call_id = call_id.to_string();
         let spill = Spill {
             run_id: run_id.unwrap_or(&self.run_id),
-            call_id: &call_id,
+            call_id,
             key,
             extension: if is_text { "txt" } else { "json" },
             content: text,
@@ -440,7 +443,7 @@ fn char_boundary(text: &str, n: usize) -> usize {
 
 fn omitted_marker(omitted_tokens: u64, tail: bool) -> String {
     if tail {
-        format!("\n[... {omitted_tokens} more tokens not shown ...]")
+        format!("[... {omitted_tokens} earlier tokens not shown ...]\n")
     } else {
         format!("\n[... {omitted_tokens} tokens not shown ...]\n")
     }
@@ -466,15 +469,17 @@ fn middle(text: &str, max_tokens: u32) -> String {
     out
 }
 
-/// Keeps the beginning of `text` within `max_tokens`.
+/// Keeps the end of `text` within `max_tokens`, after a marker saying how much came
+/// before.
 fn tail(text: &str, max_tokens: u32) -> String {
     let total = text.chars().count();
     let budget = max_tokens as usize * 4;
     let marker_len = omitted_marker(estimate_tokens(text), true).len();
-    let keep = budget.saturating_sub(marker_len);
-    let omitted = total.saturating_sub(keep);
-    let mut out = text[..char_boundary(text, keep)].to_owned();
-    out.push_str(&omitted_marker((omitted as u64).div_ceil(4), true));
+    let keep = budget.saturating_sub(marker_len).min(total);
+    let omitted = total - keep;
+    let start = char_boundary(text, omitted);
+    let mut out = omitted_marker((omitted as u64).div_ceil(4), true);
+    out.push_str(&text[start..]);
     out
 }
 
@@ -496,7 +501,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 None,
-                1,
+                "1",
                 &value,
                 100,
                 ResultShaping::Middle,
@@ -515,7 +520,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 None,
-                2,
+                "2",
                 &value,
                 100,
                 ResultShaping::Tail,
@@ -525,14 +530,19 @@ mod tests {
             .expect("too long");
         let s = shaped.as_str().unwrap();
         assert!(estimate_tokens(s) <= 100);
-        assert!(s.starts_with("line 0\n") && s.ends_with("more tokens not shown ...]"));
+        assert!(
+            s.starts_with("[... ") && s.contains("earlier tokens not shown ...]\n"),
+            "{s}"
+        );
+        assert!(s.ends_with("line 1999\n"), "the end is kept: {s}");
+        assert!(!s.contains("line 0\n"), "the beginning is not");
         assert!(scan(s).is_empty(), "markers never trip the injection scan");
 
         assert!(shaping
             .shape(
                 "t.log@1",
                 None,
-                3,
+                "3",
                 &Value::String("short".into()),
                 100,
                 ResultShaping::Middle,
@@ -549,7 +559,7 @@ mod tests {
             .shape(
                 "t.x@1",
                 None,
-                1,
+                "1",
                 &Value::String(text),
                 50,
                 ResultShaping::Middle,
@@ -587,7 +597,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 Some("run 7"),
-                12,
+                "12",
                 &value,
                 20,
                 ResultShaping::SpillToFile,
@@ -603,7 +613,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 Some("run 7"),
-                12,
+                "12",
                 &value,
                 20,
                 ResultShaping::SpillToFile,
@@ -624,7 +634,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 None,
-                3,
+                "3",
                 &value,
                 20,
                 ResultShaping::SpillToFile,
@@ -640,7 +650,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 Some("run 7"),
-                13,
+                "13",
                 &value,
                 20,
                 ResultShaping::SpillToFile,
@@ -681,7 +691,7 @@ mod tests {
             .shape(
                 "t.log@1",
                 None,
-                5,
+                "5",
                 &value,
                 20,
                 ResultShaping::SpillToFile,

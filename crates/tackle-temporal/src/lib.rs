@@ -1133,7 +1133,7 @@ impl DoorActivities {
         // A run of its own per activity: the activity's cancellation reaches the call,
         // and no other run's memory answers it with another run's outcome.
         let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
-        let door = run.call(&call.key, call.input, &agent.context);
+        let door = run.call_with_id(&call.id, &call.key, call.input, &agent.context);
         let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), door)).await;
         if ctx.is_cancelled() && matches!(result, Err(ToolError::Cancelled { .. })) {
             // Stopped before it ran, or it stopped itself: the call is cancelled (a

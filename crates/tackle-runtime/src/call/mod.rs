@@ -204,6 +204,8 @@ pub(crate) struct Call<'a> {
     pub(crate) operation: bool,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
+    /// The caller's id for the call (a model's tool-call id), when it gave one.
+    pub(crate) given_id: Option<&'a str>,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -509,18 +511,21 @@ impl Runtime {
 
     /// Like [`Runtime::call`], with everything the door learned about the call.
     pub async fn call_report(&self, key: &str, input: Value, ctx: &ToolContext) -> CallReport {
-        self.call_report_in(None, key, input, ctx).await
+        self.call_report_in(None, None, key, input, ctx).await
     }
 
-    /// A tool call of `run` (or a plain call) through the door.
+    /// A tool call of `run` (or a plain call) through the door; `given_id` is the
+    /// caller's id for it (a model's tool-call id), when it has one.
     pub(crate) async fn call_in(
         &self,
         run: Option<&RunState>,
+        given_id: Option<&str>,
         key: &str,
         input: Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
         let mut call = self.start(run, key, None, Input::Value(input), ctx);
+        call.given_id = given_id;
         // Time is taken only for someone who reads it.
         let start = self.audit.is_some().then(Instant::now);
         self.pass(&mut call, start).await
@@ -530,12 +535,14 @@ impl Runtime {
     pub(crate) async fn call_report_in(
         &self,
         run: Option<&RunState>,
+        given_id: Option<&str>,
         key: &str,
         input: Value,
         ctx: &ToolContext,
     ) -> CallReport {
         let start = Instant::now();
         let mut call = self.start(run, key, None, Input::Value(input), ctx);
+        call.given_id = given_id;
         let result = self.pass(&mut call, Some(start)).await;
         CallReport {
             call_id: call.id(),
@@ -651,6 +658,7 @@ impl Runtime {
             run,
             operation: code.is_some(),
             asked,
+            given_id: None,
             tool,
             spec: None,
             code,

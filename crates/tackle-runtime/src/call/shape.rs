@@ -27,7 +27,15 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
             return ControlFlow::Continue(());
         }
     }
-    let call_id = call.id();
+    // The model's id for the call names a spill file, so the model can name it back.
+    let number;
+    let call_id = match call.given_id {
+        Some(given) => given,
+        None => {
+            number = call.id().to_string();
+            number.as_str()
+        }
+    };
     let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };

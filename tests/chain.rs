@@ -121,10 +121,47 @@ fn validation_names_unknown_tools_and_fields() {
         problems[1].to_string(),
         "step 1: `shop.price@1` has no input field `amount`; its fields are: sku, qty"
     );
+    // The seed's `validate`: the tools exist (only the unknown tool is a problem).
     let checked = chain.validate(rt.registry());
     assert!(!checked.valid);
+    assert_eq!(checked.errors, [problems[0].to_string()]);
+    // The stricter check finds the misspelt field too.
+    let strict = chain.validate_fields(rt.registry());
     assert_eq!(
-        checked.errors,
+        strict.errors,
         problems.iter().map(ToString::to_string).collect::<Vec<_>>()
     );
+    let fields_only = ToolChain::new([ChainStep::new("shop.price", "p").with_mapping("amount", "x")]);
+    assert!(fields_only.validate(rt.registry()).valid);
+    assert!(!fields_only.validate_fields(rt.registry()).valid);
+}
+
+/// Prices what the context holds: `sku` and `qty` at its top level.
+#[tool(namespace = "shop", side_effects = none)]
+fn price_here(sku: String, qty: u32, customer: Option<String>, total_cents: Option<u32>) -> Value {
+    json!({"priced": format!(
+        "{qty} x {sku} for {}: {}",
+        customer.unwrap_or_default(),
+        total_cents.unwrap_or_default()
+    )})
+}
+
+#[tokio::test]
+async fn a_step_without_a_mapping_gets_the_context_so_far() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&rt);
+    let chain = ToolChain::new([
+        ChainStep::new("shop.price", "")
+            .with_mapping("sku", "sku")
+            .with_mapping("qty", "qty"),
+        // No mapping: its input is the whole context (customer, sku, qty, total_cents
+        // merged from the step before).
+        ChainStep::new("shop.price_here", "line"),
+    ]);
+    let mut input = start("ada");
+    input.insert("sku".into(), json!("B7"));
+    input.insert("qty".into(), json!(2));
+    let result = chain.run(&run, input, &ToolContext::new()).await;
+    assert!(result.success, "{:?}", result.errors);
+    assert_eq!(result.context["line"]["priced"], "2 x B7 for ada: 1980");
 }

@@ -3,14 +3,18 @@
 //! A [`ToolChain`] is a list of [`ChainStep`]s run in order over a shared *context* (a
 //! JSON object that starts as the caller's input). Each step builds its tool's input
 //! from the context with an `input_mapping` (input field -> path in the context, in
-//! dot notation with array indices: `order.items[0].sku` or `order.items.0.sku`),
-//! calls the tool through the door, and stores the output under its `output_key`; an
-//! empty `output_key` merges an object output into the context. A failed step stops
-//! the chain when `stop_on_failure` is set (the default), else the chain goes on.
+//! dot notation with array indices: `order.items[0].sku` or `order.items.0.sku`); a
+//! step with no mapping gets the whole context so far as its input (so its tool's
+//! input schema must take every field the context holds: a `#[tool]` refuses fields
+//! it does not name). It calls the tool
+//! through the door and stores the output under its `output_key`; an empty
+//! `output_key` merges an object output into the context. A failed step stops the
+//! chain when `stop_on_failure` is set (the default), else the chain goes on.
 //!
-//! [`ToolChain::validate`] checks a chain before it runs: every tool exists, and every
-//! mapped field is a property of the tool's input schema; [`ToolChain::execute`] does
-//! it first unless told not to (`validate_tools`).
+//! [`ToolChain::validate`] checks, as the seed says, that every tool a chain names
+//! exists; [`ToolChain::execute`] does it first unless told not to (`validate_tools`).
+//! [`ToolChain::validate_fields`] checks more: also that every mapped field is a
+//! property of its tool's input schema.
 //!
 //! This is codomyrmex's `ToolChain` (seed 001): `ChainStep {tool_name, input_mapping,
 //! output_key}`, `add_step`, `clear`, `validate`, `execute(initial_input,
@@ -253,14 +257,26 @@ impl ToolChain {
         self.steps.is_empty()
     }
 
-    /// Checks the chain before it runs (codomyrmex's `validate`): every tool exists,
-    /// and every mapped field is a property of its tool's input. The problems in
-    /// words; [`ToolChain::problems`] has them typed.
+    /// Checks the chain before it runs (codomyrmex's `validate`): every tool it names
+    /// exists. The problems in words; [`ToolChain::problems`] has them typed.
     pub fn validate(&self, registry: &Registry) -> ValidationResult {
+        ValidationResult::from_errors(
+            self.problems(registry)
+                .iter()
+                .filter(|p| matches!(p, ChainError::UnknownTool { .. }))
+                .map(ToString::to_string),
+        )
+    }
+
+    /// A stricter check than [`validate`](Self::validate): every tool exists, and every
+    /// mapped field is a property of its tool's input schema (a misspelt field is
+    /// found before anything runs).
+    pub fn validate_fields(&self, registry: &Registry) -> ValidationResult {
         ValidationResult::from_errors(self.problems(registry).iter().map(ToString::to_string))
     }
 
-    /// Every problem with the chain that can be seen before it runs.
+    /// Every problem with the chain that can be seen before it runs: unknown tools
+    /// and unknown mapped fields.
     pub fn problems(&self, registry: &Registry) -> Vec<ChainError> {
         let mut problems = Vec::new();
         for (step, s) in self.steps.iter().enumerate() {
@@ -335,7 +351,12 @@ impl ToolChain {
         }
         for (step, s) in self.steps.iter().enumerate() {
             let stops = options.stop_on_failure && s.stop_on_failure;
-            let mut arguments = Map::new();
+            // No mapping: the step gets the context so far.
+            let mut arguments = if s.input_mapping.is_empty() {
+                context.clone()
+            } else {
+                Map::new()
+            };
             let mut missing = None;
             for (field, path) in &s.input_mapping {
                 match lookup(&context, path) {

@@ -290,9 +290,12 @@ impl Registry {
         self.tools.iter().filter(|t| query.matches(t)).collect()
     }
 
-    /// Every tool's key, in listing order (codomyrmex's `list_names`).
+    /// Every tool's key, sorted as strings (codomyrmex's `list_names`: so
+    /// `a.t@1.10.0` comes before `a.t@1.9.0`, unlike the listing order).
     pub fn list_names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.key.clone()).collect()
+        let mut names: Vec<String> = self.tools.iter().map(|t| t.key.clone()).collect();
+        names.sort_unstable();
+        names
     }
 
     /// Whether `name` (a key, `namespace.name` or a unique bare name) names a tool

@@ -69,9 +69,18 @@ fn requires_capability_is_read_as_permissions() {
     let mut wire = seed_spec("write");
     let permissions = wire.as_object_mut().unwrap().remove("permissions").unwrap();
     wire["requires_capability"] = permissions;
-    let spec: ToolSpec = serde_json::from_value(wire).unwrap();
+    let spec: ToolSpec = serde_json::from_value(wire.clone()).unwrap();
     assert_eq!(spec.permissions, ["tools:broker_request"]);
     assert_eq!(spec.replay_policy, ReplayPolicy::MustStub);
+    // A single string is a list of one; `null` is none.
+    wire["requires_capability"] = serde_json::json!("tools:broker_request");
+    let spec: ToolSpec = serde_json::from_value(wire.clone()).unwrap();
+    assert_eq!(spec.permissions, ["tools:broker_request"]);
+    wire["requires_capability"] = serde_json::Value::Null;
+    let spec: ToolSpec = serde_json::from_value(wire.clone()).unwrap();
+    assert!(spec.permissions.is_empty());
+    wire["requires_capability"] = serde_json::json!(7);
+    assert!(serde_json::from_value::<ToolSpec>(wire).is_err(), "not a string");
 }
 
 #[test]

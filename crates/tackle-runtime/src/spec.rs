@@ -289,6 +289,22 @@ mod wire {
         SideEffects, ToolExample, ToolSpec, Trust,
     };
 
+    /// A list of strings, or one string as a list of one (the seed's
+    /// `requires_capability: str | list[str] | None`), or `null` as none.
+    fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(String),
+            Many(Vec<String>),
+        }
+        Ok(match Option::<OneOrMany>::deserialize(d)? {
+            None => Vec::new(),
+            Some(OneOrMany::One(one)) => vec![one],
+            Some(OneOrMany::Many(many)) => many,
+        })
+    }
+
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     pub(super) struct SpecWire {
@@ -300,7 +316,7 @@ mod wire {
         // Absent: the default for the side effects.
         #[serde(default)]
         replay_policy: Option<ReplayPolicy>,
-        #[serde(default, alias = "requires_capability")]
+        #[serde(default, alias = "requires_capability", deserialize_with = "one_or_many")]
         permissions: Vec<String>,
         input_schema: Value,
         output_schema: Value,

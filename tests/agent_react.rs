@@ -617,7 +617,10 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
         state.final_value,
         Some(json!({"city": "Bergen", "rain": true}))
     );
-    assert_eq!(state.error_budget, 1, "two repair turns spent the budget");
+    assert_eq!(
+        state.error_budget, 3,
+        "repair turns do not spend the error budget (failed tool calls do)"
+    );
     assert_eq!(state.step_index, 3);
     let requests = model.requests();
     assert_eq!(requests[0].response_schema, Some(schema.clone()));
@@ -676,7 +679,7 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
         .await
         .unwrap();
     assert_eq!(state.final_answer.as_deref(), Some("About 463 km by road."));
-    assert_eq!(state.error_budget, 1);
+    assert_eq!(state.error_budget, 3, "the budget is for failed tool calls");
     let observations: Vec<&str> = state
         .trajectory
         .iter()
@@ -831,4 +834,65 @@ async fn a_paused_run_goes_on_from_its_checkpoint() {
     );
     assert!(matches!(ended.state.stop_reason, Some(StopReason::Done)));
     model.finish().unwrap();
+}
+
+/// Replies that are not answers are repair turns with their own limit (default 3):
+/// the error budget, for failed tool calls, is untouched, and one reply past the limit
+/// ends the run, saying so.
+#[tokio::test]
+async fn repair_turns_have_their_own_limit() {
+    use tackle::agent::model::ScriptedModel;
+    let task = "How far is Bergen from Oslo?";
+    // With an error budget of 1, two repair turns still leave room for the answer.
+    let model = Arc::new(ScriptedModel::new([
+        ChatResponse::text(""),
+        ChatResponse::text(task),
+        ChatResponse::text("About 463 km."),
+    ]));
+    let run = new_run(None);
+    let state = ReactSkill::new(model, run.runtime().registry(), TOOLS)
+        .unwrap()
+        .with_error_budget(1)
+        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert!(state.done, "{state:?}");
+    assert_eq!(state.error_budget, 1);
+
+    // Four empty replies: three repair turns, then the run stops.
+    let model = Arc::new(ScriptedModel::new(vec![ChatResponse::text(""); 4]));
+    let run = new_run(None);
+    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
+        .unwrap()
+        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert!(!state.done);
+    assert_eq!(
+        state.stop_reason,
+        Some(StopReason::RepairTurnsSpent {
+            max_repair_turns: ReactSkill::DEFAULT_REPAIR_TURNS
+        })
+    );
+    assert_eq!(state.step_index, 4);
+    assert_eq!(state.error_budget, 3);
+    assert_eq!(
+        serde_json::to_value(state.stop_reason.as_ref().unwrap()).unwrap(),
+        json!({"reason": "repair_turns_spent", "max_repair_turns": 3})
+    );
+    model.finish().unwrap();
+
+    // A limit of its own: none at all.
+    let model = Arc::new(ScriptedModel::new([ChatResponse::text("")]));
+    let run = new_run(None);
+    let state = ReactSkill::new(model, run.runtime().registry(), TOOLS)
+        .unwrap()
+        .with_repair_turns(0)
+        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+        .await
+        .unwrap();
+    assert_eq!(
+        state.stop_reason.map(|r| r.to_string()).as_deref(),
+        Some("no answer after 0 repair turn(s)")
+    );
 }

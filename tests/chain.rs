@@ -131,7 +131,8 @@ fn validation_names_unknown_tools_and_fields() {
         strict.errors,
         problems.iter().map(ToString::to_string).collect::<Vec<_>>()
     );
-    let fields_only = ToolChain::new([ChainStep::new("shop.price", "p").with_mapping("amount", "x")]);
+    let fields_only =
+        ToolChain::new([ChainStep::new("shop.price", "p").with_mapping("amount", "x")]);
     assert!(fields_only.validate(rt.registry()).valid);
     assert!(!fields_only.validate_fields(rt.registry()).valid);
 }

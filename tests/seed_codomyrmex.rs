@@ -126,11 +126,17 @@ fn list_names_is_sorted_as_strings() {
     for (namespace, version) in [("b", "1.9.0"), ("b", "1.10.0"), ("a", "2.0.0")] {
         let spec = ToolSpec::new(namespace, "t", version, SideEffects::None, "x");
         registry
-            .register(DynamicTool::new(spec, |_c, i| async move { Ok::<_, String>(i) }))
+            .register(DynamicTool::new(
+                spec,
+                |_c, i| async move { Ok::<_, String>(i) },
+            ))
             .unwrap();
     }
     // As strings, "1.10.0" sorts before "1.9.0" (the listing, by semver, after it).
-    assert_eq!(registry.list_names(), ["a.t@2.0.0", "b.t@1.10.0", "b.t@1.9.0"]);
+    assert_eq!(
+        registry.list_names(),
+        ["a.t@2.0.0", "b.t@1.10.0", "b.t@1.9.0"]
+    );
     let listed: Vec<&str> = registry.list().map(|t| t.key()).collect();
     assert_eq!(listed, ["a.t@2.0.0", "b.t@1.9.0", "b.t@1.10.0"]);
 }

@@ -160,7 +160,10 @@ async fn the_truncation_strategy_defaults_by_tool_kind() {
     let text = text.as_str().unwrap();
     assert!(text.trim_end().ends_with("line 06999"), "{text}");
     assert!(!text.contains("line 00000"));
-    assert!(text.starts_with("[... "), "the marker says what came before");
+    assert!(
+        text.starts_with("[... "),
+        "the marker says what came before"
+    );
     // A web_search tool is summarized (here there is no summarizer: middle, said so).
     let mut registry = Registry::default();
     let mut spec = ToolSpec::new("web", "web_search", "1", SideEffects::Read, "Searches.");
@@ -456,12 +459,20 @@ async fn spills_land_at_root_run_id_call_id() {
         assert!(expected.is_file());
     }
     let alone = run
-        .call_with_id("toolu_01", "g.dump", json!({"text": long(100)}), &ToolContext::new())
+        .call_with_id(
+            "toolu_01",
+            "g.dump",
+            json!({"text": long(100)}),
+            &ToolContext::new(),
+        )
         .await
         .unwrap();
     assert_eq!(
         alone["path"],
-        root.join("run-43").join("toolu_01.json").display().to_string()
+        root.join("run-43")
+            .join("toolu_01.json")
+            .display()
+            .to_string()
     );
     let _ = std::fs::remove_dir_all(&root);
 

@@ -80,7 +80,10 @@ fn requires_capability_is_read_as_permissions() {
     let spec: ToolSpec = serde_json::from_value(wire.clone()).unwrap();
     assert!(spec.permissions.is_empty());
     wire["requires_capability"] = serde_json::json!(7);
-    assert!(serde_json::from_value::<ToolSpec>(wire).is_err(), "not a string");
+    assert!(
+        serde_json::from_value::<ToolSpec>(wire).is_err(),
+        "not a string"
+    );
 }
 
 #[test]

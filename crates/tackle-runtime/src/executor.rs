@@ -275,7 +275,11 @@ pub(crate) async fn results(
 ) -> Vec<Result<Value, ToolError>> {
     if calls.len() == 1 && !tracing::enabled!(tracing::Level::INFO) {
         if let Some(ToolCall { id, key, input }) = calls.pop() {
-            return vec![runtime.call_in(Some(run), Some(&id), &key, input, ctx).await];
+            return vec![
+                runtime
+                    .call_in(Some(run), Some(&id), &key, input, ctx)
+                    .await,
+            ];
         }
     }
     execute_batch(runtime, run, max_parallel, calls, ctx)

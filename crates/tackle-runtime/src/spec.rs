@@ -316,7 +316,11 @@ mod wire {
         // Absent: the default for the side effects.
         #[serde(default)]
         replay_policy: Option<ReplayPolicy>,
-        #[serde(default, alias = "requires_capability", deserialize_with = "one_or_many")]
+        #[serde(
+            default,
+            alias = "requires_capability",
+            deserialize_with = "one_or_many"
+        )]
         permissions: Vec<String>,
         input_schema: Value,
         output_schema: Value,

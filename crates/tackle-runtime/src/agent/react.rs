@@ -279,6 +279,12 @@ pub enum StopReason {
     UnknownOutcome,
     /// Failed calls spent the error budget.
     ErrorBudgetSpent,
+    /// The model's replies were not answers (empty, the prompt said back, not the
+    /// required JSON) more often than the run's repair turns allow.
+    RepairTurnsSpent {
+        /// The limit ([`ReactSkill::with_repair_turns`]).
+        max_repair_turns: u32,
+    },
     /// `max_steps` steps were taken without an answer.
     StepLimit {
         /// The limit.
@@ -296,6 +302,9 @@ impl std::fmt::Display for StopReason {
                 f.write_str("calls of unknown outcome wait for an operator")
             }
             StopReason::ErrorBudgetSpent => f.write_str("the error budget is spent"),
+            StopReason::RepairTurnsSpent { max_repair_turns } => {
+                write!(f, "no answer after {max_repair_turns} repair turn(s)")
+            }
             StopReason::StepLimit { max_steps } => write!(f, "no answer within {max_steps} steps"),
         }
     }
@@ -558,6 +567,8 @@ pub struct ReactSkill {
     system_normal: String,
     max_steps: usize,
     error_budget: u32,
+    /// The most replies a run takes that are not answers (repair turns).
+    repair_turns: u32,
     repair: Option<Arc<dyn RepairHook>>,
     /// Prices of models, by model name.
     pricing: HashMap<String, Pricing>,
@@ -571,7 +582,9 @@ pub struct ReactSkill {
 
 /// Which replies without tool calls a run takes as its answer, when it requires no
 /// answer schema ([`ReactSkill::with_text_answers`]). A reply that is not an answer is a
-/// repair turn: the model is told why, and the step spends the error budget.
+/// repair turn: the model is told why. Repair turns do not spend the error budget
+/// (only failed tool calls do); they have their own limit
+/// ([`ReactSkill::with_repair_turns`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TextAnswers {
@@ -590,6 +603,7 @@ impl std::fmt::Debug for ReactSkill {
             .field("tools", &self.names)
             .field("max_steps", &self.max_steps)
             .field("error_budget", &self.error_budget)
+            .field("repair_turns", &self.repair_turns)
             .finish()
     }
 }
@@ -681,6 +695,11 @@ impl ReactSkill {
     /// The failed calls a run tolerates unless told otherwise: 3.
     pub const DEFAULT_ERROR_BUDGET: u32 = 3;
 
+    /// The replies that are not answers (empty, the prompt said back, not the
+    /// required JSON) a run takes unless told otherwise: 3. Each is a repair turn;
+    /// one more ends the run ([`StopReason::RepairTurnsSpent`]).
+    pub const DEFAULT_REPAIR_TURNS: u32 = 3;
+
     /// A skill that lets `model` use the tools `keys` (each must resolve in
     /// `registry`), with default limits. Tools whose spec sets `defer_loading` are
     /// deferred (see [`with_deferred`](Self::with_deferred)). The skill keeps the
@@ -729,6 +748,7 @@ impl ReactSkill {
             system_normal: normal(DEFAULT_SYSTEM_PROMPT),
             max_steps: ReactSkill::DEFAULT_MAX_STEPS,
             error_budget: ReactSkill::DEFAULT_ERROR_BUDGET,
+            repair_turns: ReactSkill::DEFAULT_REPAIR_TURNS,
             repair: None,
             pricing: HashMap::new(),
             answer_schema: None,
@@ -863,9 +883,19 @@ impl ReactSkill {
         self
     }
 
-    /// Sets how many failed calls a run tolerates (default 3).
+    /// Sets how many failed calls a run tolerates (default 3). Only failed tool
+    /// calls spend it (seed 004); replies that are not answers have their own limit,
+    /// [`with_repair_turns`](Self::with_repair_turns).
     pub fn with_error_budget(mut self, budget: u32) -> ReactSkill {
         self.error_budget = budget;
+        self
+    }
+
+    /// Sets how many replies that are not answers a run takes, each a repair turn
+    /// telling the model what is wrong (default 3); the next ends the run, not
+    /// done, with [`StopReason::RepairTurnsSpent`].
+    pub fn with_repair_turns(mut self, turns: u32) -> ReactSkill {
+        self.repair_turns = turns;
         self
     }
 
@@ -1239,9 +1269,28 @@ impl ReactSkill {
                 };
                 match checked {
                     Err(problem) => {
-                        // Not an answer: a repair turn.
-                        state.error_budget = state.error_budget.saturating_sub(1);
+                        // Not an answer: a repair turn, while they last (the error
+                        // budget is for failed tool calls).
                         let observation = format!("not an answer: {problem}");
+                        let repairs = state
+                            .trajectory
+                            .iter()
+                            .filter(|s| s.tool_call.is_none() && s.observation.is_some())
+                            .count();
+                        if repairs >= self.repair_turns as usize {
+                            state.trajectory.push(ReactStep {
+                                thought: response.text.clone(),
+                                tool_call: None,
+                                observation: Some(observation),
+                            });
+                            request
+                                .messages
+                                .push(Message::assistant(response.text, Vec::new()));
+                            state.stop_reason = Some(StopReason::RepairTurnsSpent {
+                                max_repair_turns: self.repair_turns,
+                            });
+                            break;
+                        }
                         state.trajectory.push(ReactStep {
                             thought: response.text.clone(),
                             tool_call: None,

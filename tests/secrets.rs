@@ -181,3 +181,165 @@ async fn an_unknown_key_holding_a_secret_is_scrubbed_from_errors_and_audit() {
     );
     assert_eq!(audit.events().len(), 1);
 }
+
+#[path = "support/capture.rs"]
+mod capture;
+
+const API_KEY: &str = "live-4e1f9a77c0d2b3";
+const PIN: &str = "pin-00913377";
+
+/// Calls a weather service with an API key it declares nothing about; fails quoting
+/// it, as careless code does.
+#[tool(namespace = "s", version = "1", side_effects = read)]
+fn forecast(city: String, api_key: String) -> Result<String, String> {
+    Err(format!("the service refused {api_key} for {city}"))
+}
+
+/// Unlocks a box with a pin marked secret, streams a log naming it, and returns a long
+/// report quoting it (spilled to a file).
+#[tool(namespace = "s", version = "1", side_effects = read, max_result_tokens = 10, result_shaping = spill_to_file)]
+fn unlock(ctx: &ToolContext, #[secret] code: String) -> String {
+    ctx.stream(format!("trying {code}"));
+    format!("opened with {code}; {}", "contents ".repeat(40))
+}
+
+/// A secret argument's value, planted through every path, reaches none of the
+/// records: the cassette (input and outcome), the error (Display and Debug), audit
+/// events (Debug and JSON), a spill file, stream events, traces; and a replay with a
+/// placeholder in the cassette still matches.
+#[test]
+fn secret_arguments_never_leave_the_door() {
+    let capture = Arc::new(capture::Capture::default());
+    let dispatch = tracing::Dispatch::from(Arc::clone(&capture));
+    let root = std::env::temp_dir().join(format!("tackle-secret-args-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let path = root.join("run.json");
+    let audit = Arc::new(MemoryAudit::new());
+    let mut seen = String::new();
+    tracing::dispatcher::with_default(&dispatch, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let runtime = Arc::new(
+                Runtime::from_inventory()
+                    .unwrap()
+                    .with_audit(Arc::clone(&audit))
+                    .with_shaping(Shaping::default().with_spill_root(root.join("spill"))),
+            );
+            let config = CassetteConfig::new()
+                .with_mode(Mode::Rewrite)
+                .with_env_overrides(false);
+            let cassette = Cassette::open(&path, config).unwrap();
+            let (sink, mut events) = tackle::events::default_event_queue();
+            let run = Run::new(&runtime)
+                .with_cassette(cassette.clone())
+                .with_events(sink);
+            let err = run
+                .call(
+                    "s.forecast",
+                    json!({"city": "Oslo", "api_key": API_KEY}),
+                    &ToolContext::new(),
+                )
+                .await
+                .unwrap_err();
+            seen.push_str(&format!("{err}\n{err:?}\n"));
+            assert!(
+                err.to_string().contains("refused <redacted> for Oslo"),
+                "{err}"
+            );
+            let handle = run
+                .call("s.unlock", json!({"code": PIN}), &ToolContext::new())
+                .await
+                .unwrap();
+            seen.push_str(&format!("{handle}\n"));
+            let spilled = std::fs::read_to_string(handle["path"].as_str().unwrap()).unwrap();
+            assert!(spilled.starts_with("opened with <redacted>;"), "{spilled}");
+            seen.push_str(&spilled);
+            seen.push_str(&format!("{:?}\n", events.drain()));
+            cassette.finish().unwrap();
+            seen.push_str(&std::fs::read_to_string(&path).unwrap());
+            seen.push_str(&format!("{:?}\n", audit.events()));
+            seen.push_str(&serde_json::to_string(&audit.events()).unwrap());
+
+            // Replayed, with other values: the placeholders match.
+            let config = CassetteConfig::new()
+                .with_mode(Mode::Replay)
+                .with_env_overrides(false);
+            let replay = Cassette::open(&path, config).unwrap();
+            let run = Run::new(&runtime).with_cassette(replay.clone());
+            let again = run
+                .call(
+                    "s.forecast",
+                    json!({"city": "Oslo", "api_key": "another-key-123456"}),
+                    &ToolContext::new(),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(
+                again.to_string(),
+                err.to_string(),
+                "served from the cassette"
+            );
+            replay.finish().unwrap();
+        });
+    });
+    seen.push_str(&capture.spans.lock().unwrap().join("\n"));
+    seen.push_str(&capture.events.lock().unwrap().join("\n"));
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(
+        seen.contains("[REDACTED]"),
+        "the cassette keeps a placeholder: {seen}"
+    );
+    for secret in [API_KEY, PIN] {
+        assert_eq!(seen.matches(secret).count(), 0, "{secret} leaked: {seen}");
+    }
+}
+
+#[test]
+fn secret_parameters_are_write_only_in_the_schema() {
+    let runtime = Runtime::from_inventory().unwrap();
+    let schema = |key: &str| {
+        runtime
+            .registry()
+            .get(key)
+            .unwrap()
+            .spec()
+            .input_schema
+            .clone()
+    };
+    assert_eq!(
+        schema("s.unlock")["properties"]["code"]["writeOnly"],
+        json!(true)
+    );
+    assert_eq!(
+        schema("s.forecast")["properties"]["api_key"]["writeOnly"],
+        json!(true)
+    );
+    assert_eq!(
+        schema("s.forecast")["properties"]["city"].get("writeOnly"),
+        None
+    );
+}
+
+#[tokio::test]
+async fn the_secret_words_are_configurable() {
+    let runtime = Runtime::from_inventory()
+        .unwrap()
+        .with_secret_words(["city"]);
+    let err = runtime
+        .call(
+            "s.forecast",
+            json!({"city": "Tromsø", "api_key": API_KEY}),
+            &ToolContext::new(),
+        )
+        .await
+        .unwrap_err();
+    // `city` by the words; `api_key` by its schema's `writeOnly`, whatever the words.
+    assert_eq!(
+        err.to_string(),
+        "`s.forecast@1` failed: the service refused <redacted> for <redacted>"
+    );
+}

@@ -6,6 +6,8 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub struct Capture {
     pub spans: Mutex<Vec<String>>,
+    /// Every event's fields, as text.
+    pub events: Mutex<Vec<String>>,
 }
 
 struct Fields<'a>(&'a mut String);
@@ -36,7 +38,11 @@ impl tracing::Subscriber for Capture {
         values.record(&mut Fields(&mut spans[index]));
     }
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, _: &tracing::Event<'_>) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut line = event.metadata().name().to_owned();
+        event.record(&mut Fields(&mut line));
+        self.events.lock().unwrap().push(line);
+    }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }

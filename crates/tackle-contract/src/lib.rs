@@ -533,6 +533,57 @@ pub fn check_version(s: &str) -> Result<(), String> {
     }
 }
 
+/// The words that make a parameter secret by its name unless told otherwise
+/// ([`is_secret_name`]): `api_key`, `password`, `token`, `secret`, `authorization`
+/// and their kin.
+pub const SECRET_WORDS: &[&str] = &[
+    "apikey",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "authorization",
+    "credential",
+    "credentials",
+    "privatekey",
+];
+
+/// Whether a parameter named `name` holds a secret by its name: its last word, or its
+/// last two words joined, is one of `words` (compared in lower case). Words are split
+/// at `_`, `-`, `.`, spaces and lower-to-upper case changes, so `api_key`, `apiKey`,
+/// `X-Api-Key`, `access_token`, `client_secret` and `db_password` are secret, and
+/// `max_tokens`, `token_count` and `password_hint` are not.
+pub fn is_secret_name<W: AsRef<str>>(name: &str, words: &[W]) -> bool {
+    let mut split: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        let boundary = matches!(c, '_' | '-' | '.' | ' ') || (c.is_uppercase() && previous_lower);
+        if boundary && !word.is_empty() {
+            split.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        if !matches!(c, '_' | '-' | '.' | ' ') {
+            word.extend(c.to_lowercase());
+        }
+    }
+    if !word.is_empty() {
+        split.push(word);
+    }
+    let Some(last) = split.last() else {
+        return false;
+    };
+    let pair = match split.len() {
+        0 | 1 => None,
+        n => Some(format!("{}{}", split[n - 2], last)),
+    };
+    words.iter().any(|w| {
+        let w = w.as_ref();
+        w.eq_ignore_ascii_case(last) || pair.as_deref().is_some_and(|p| w.eq_ignore_ascii_case(p))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -640,5 +691,39 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), attr::ALL.len());
+    }
+
+    #[test]
+    fn secret_names_by_their_last_words() {
+        for name in [
+            "api_key",
+            "apiKey",
+            "X-Api-Key",
+            "apikey",
+            "access_token",
+            "client_secret",
+            "db_password",
+            "Authorization",
+            "token",
+            "private_key",
+            "credentials",
+        ] {
+            assert!(is_secret_name(name, SECRET_WORDS), "{name}");
+        }
+        for name in [
+            "max_tokens",
+            "token_count",
+            "password_hint",
+            "key",
+            "monkey",
+            "",
+            "_",
+        ] {
+            assert!(!is_secret_name(name, SECRET_WORDS), "{name}");
+        }
+        assert!(
+            is_secret_name("pin", &["pin"]),
+            "the words are configurable"
+        );
     }
 }

@@ -277,13 +277,16 @@ fn generate(
         .params
         .iter()
         .filter_map(|p| match p {
-            Param::Input { ident, ty, .. } => Some((ident, ty)),
+            Param::Input {
+                ident, ty, secret, ..
+            } => Some((ident, ty, *secret)),
             _ => None,
         })
         .zip(param_docs)
-        .map(|((ident, ty), doc)| {
+        .map(|((ident, ty, secret), doc)| {
             let doc = doc.as_ref().map(|d| quote!(#[doc = #d]));
-            quote!(#doc #ident: #ty)
+            let secret = secret.then(|| quote!(#[schemars(extend("writeOnly" = true))]));
+            quote!(#doc #secret #ident: #ty)
         });
     let args_struct = quote! {
         #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]

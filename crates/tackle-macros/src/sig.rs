@@ -8,7 +8,9 @@
 //! * a parameter of type `Resource<T>` receives a resource from the context;
 //! * a parameter of type `Args<T>` (usually destructured, `Args(q): Args<Q>`) makes `T`
 //!   the whole input object;
-//! * every other parameter is one property of the input object;
+//! * every other parameter is one property of the input object; marked `#[secret]`,
+//!   or named like a secret (`api_key`, `password`, `token`, ...), its property is
+//!   `writeOnly` and its value never leaves the door;
 //! * a return type whose last path segment is `Result` is fallible: `Result<T, E>`
 //!   gives the output `T`, and `E` (which must implement `Display`) becomes an
 //!   `Execution` error.
@@ -22,6 +24,8 @@ pub enum Param {
         ident: Ident,
         ty: Type,
         docs: Vec<String>,
+        /// Marked `#[secret]`, or named like a secret.
+        secret: bool,
     },
     /// The caller's context, by reference or by value.
     Context { by_ref: bool },
@@ -88,9 +92,29 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         };
         let docs = crate::docs::doc_lines(&typed.attrs);
         let marked_ctx = typed.attrs.iter().any(|a| a.path().is_ident("ctx"));
-        typed
+        let marked_secret = typed
             .attrs
-            .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("ctx"));
+            .iter()
+            .find(|a| a.path().is_ident("secret"))
+            .cloned();
+        if let Some(attr) = &marked_secret {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                errors.push(err(attr, "`#[secret]` takes no arguments"));
+            }
+        }
+        typed.attrs.retain(|a| {
+            !a.path().is_ident("doc") && !a.path().is_ident("ctx") && !a.path().is_ident("secret")
+        });
+        let not_an_input = |what: &str| {
+            marked_secret.as_ref().map(|attr| {
+                err(
+                    attr,
+                    &format!(
+                        "`#[secret]` marks an input parameter (its value is kept out of cassettes, errors and audit events); {what} is not one"
+                    ),
+                )
+            })
+        };
 
         if let Some(found) = impl_trait(&typed.ty) {
             errors.push(err(
@@ -101,16 +125,21 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         }
         let ty = (*typed.ty).clone();
         if marked_ctx || last_ident(&ty).is_some_and(|i| i == "ToolContext") {
+            errors.extend(not_an_input("the caller's context"));
             params.push(Param::Context {
                 by_ref: matches!(ty, Type::Reference(_)),
             });
             continue;
         }
         if let Some(inner) = single_arg(&ty, "Resource") {
+            errors.extend(not_an_input("a `Resource<T>`"));
             params.push(Param::Resource { inner });
             continue;
         }
         if let Some(inner) = single_arg(&ty, "Args") {
+            errors.extend(not_an_input(
+                "`Args<T>` (mark the field of `T` with `#[schemars(extend(\"writeOnly\" = true))]`)",
+            ));
             params.push(Param::Whole { inner });
             continue;
         }
@@ -123,7 +152,16 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
         }
         match &*typed.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                params.push(Param::Input { ident: p.ident.clone(), ty, docs });
+                let name = p.ident.to_string();
+                let name = name.strip_prefix("r#").unwrap_or(&name);
+                let secret = marked_secret.is_some()
+                    || tackle_contract::is_secret_name(name, tackle_contract::SECRET_WORDS);
+                params.push(Param::Input {
+                    ident: p.ident.clone(),
+                    ty,
+                    docs,
+                    secret,
+                });
             }
             other => errors.push(err(
                 other,

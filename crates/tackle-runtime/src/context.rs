@@ -117,6 +117,8 @@ pub(crate) struct CallScope {
     pub(crate) key: Arc<str>,
     /// The secrets the tool declared.
     pub(crate) secrets: Arc<[String]>,
+    /// The values of the call's secret arguments, which its events do not carry.
+    pub(crate) arg_secrets: Option<Arc<[String]>>,
     /// The run the call belongs to (none for a plain call).
     pub(crate) run: Option<Arc<RunScope>>,
     /// Every chunk streamed so far, concatenated (never dropped).
@@ -135,6 +137,7 @@ impl CallScope {
             id,
             key,
             secrets,
+            arg_secrets: None,
             run,
             stream: Mutex::new(String::new()),
             streamed: AtomicBool::new(false),
@@ -326,7 +329,18 @@ impl ToolContext {
     /// whether anything was replaced.
     pub(crate) fn redact_secrets(&self, text: &mut String) -> bool {
         let mut changed = false;
-        for secret in self.secret_values().filter(|s| !s.is_empty()) {
+        let arguments = self
+            .call
+            .as_ref()
+            .and_then(|c| c.arg_secrets.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .map(String::as_str);
+        for secret in self
+            .secret_values()
+            .chain(arguments)
+            .filter(|s| !s.is_empty())
+        {
             if text.contains(secret) {
                 *text = text.replace(secret, "<redacted>");
                 changed = true;

@@ -141,7 +141,9 @@ async fn run_awaited(call: &mut Call<'_>, limit: Option<Duration>) -> Result<Val
     if tool.takes_context() {
         let call_id = call.id();
         let run = call.run.map(|run| Arc::clone(&run.scope));
-        return scoped(tool, ctx, (call_id, run), input, bounds).await;
+        let arg_secrets: Option<Arc<[String]>> =
+            (!call.arg_secrets.is_empty()).then(|| call.arg_secrets.as_slice().into());
+        return scoped(tool, ctx, (call_id, run, arg_secrets), input, bounds).await;
     }
     // The tool never sees its context: no scope, no stream, no events.
     if bounds.any() {
@@ -235,21 +237,26 @@ fn off_thread(tool: &Tool, bounds: Bounds<'_>) -> bool {
         && tokio::runtime::Handle::try_current().is_ok()
 }
 
+/// Who a scoped call is: its number, its run, its secret arguments' values.
+type CallOf = (u64, Option<Arc<RunScope>>, Option<Arc<[String]>>);
+
 /// Runs a tool that sees its context in a scope of its own for the call.
 async fn scoped(
     tool: &Tool,
     ctx: &ToolContext,
-    (call_id, run): (u64, Option<Arc<RunScope>>),
+    (call_id, run, arg_secrets): CallOf,
     input: Value,
     bounds: Bounds<'_>,
 ) -> Result<Value, ToolError> {
     let info = tool.call_info();
-    let scoped = ctx.for_call(CallScope::new(
+    let mut scope = CallScope::new(
         call_id,
         Arc::clone(&info.key),
         Arc::clone(&info.secrets),
         run,
-    ));
+    );
+    scope.arg_secrets = arg_secrets;
+    let scoped = ctx.for_call(scope);
     scoped.emit(ToolEventKind::Started);
     let mut result = if bounds.any() {
         let off_thread = off_thread(tool, bounds);
@@ -442,6 +449,50 @@ pub(super) fn scrubbed(
 ) -> Result<Value, ToolError> {
     scrub(&mut result, ctx);
     result
+}
+
+/// Replaces the secret arguments' values (see `secrets::arguments`) in an error's
+/// text, or in an output, with `<redacted>`.
+pub(super) fn scrub_arguments(result: &mut Result<Value, ToolError>, secrets: &[String]) {
+    match result {
+        Ok(value) => {
+            scrub_value_of(value, secrets);
+        }
+        Err(error) => {
+            let Ok(mut value) = serde_json::to_value(&*error) else {
+                return;
+            };
+            if scrub_value_of(&mut value, secrets) {
+                if let Ok(scrubbed) = serde_json::from_value(value) {
+                    *error = scrubbed;
+                }
+            }
+        }
+    }
+}
+
+/// Replaces each of `secrets` (longest first) in `value`'s strings with
+/// `<redacted>`; whether anything changed. `value` is within the door's depth limit.
+pub(super) fn scrub_value_of(value: &mut Value, secrets: &[String]) -> bool {
+    match value {
+        Value::String(text) => {
+            let mut changed = false;
+            for secret in secrets {
+                if text.contains(secret.as_str()) {
+                    *text = text.replace(secret.as_str(), "<redacted>");
+                    changed = true;
+                }
+            }
+            changed
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, v| scrub_value_of(v, secrets) | changed),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, v| scrub_value_of(v, secrets) | changed),
+        _ => false,
+    }
 }
 
 /// Replaces the context's secret values in `value`'s strings with `<redacted>`, and

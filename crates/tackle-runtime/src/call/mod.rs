@@ -146,6 +146,9 @@ pub struct Runtime {
     limits: Limits,
     sandbox: Option<Arc<dyn Sandbox>>,
     sandbox_resolver: Option<Arc<dyn SandboxResolver>>,
+    /// The words that make an argument secret by its name, when not the default
+    /// ([`tackle_contract::SECRET_WORDS`]).
+    secret_words: Option<Arc<[String]>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -206,6 +209,9 @@ pub(crate) struct Call<'a> {
     pub(crate) asked: &'a str,
     /// The caller's id for the call (a model's tool-call id), when it gave one.
     pub(crate) given_id: Option<&'a str>,
+    /// The values of the call's secret arguments (see [`secrets::arguments`]),
+    /// scrubbed from everything that leaves the door; empty for most calls.
+    pub(crate) arg_secrets: Vec<String>,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -466,6 +472,21 @@ impl Runtime {
         self
     }
 
+    /// Sets the words that make an argument secret by its name (its last word, or
+    /// its last two joined, is one of them: see [`tackle_contract::is_secret_name`]),
+    /// in place of the default `api_key`, `password`, `token`, `secret`,
+    /// `authorization` and their kin ([`tackle_contract::SECRET_WORDS`]). Arguments
+    /// the tool's schema marks `writeOnly` (a `#[secret]` parameter) stay secret
+    /// whatever the words. A secret argument's value never reaches a cassette, an
+    /// audit event, an error text, a spill file, a stream event or a trace.
+    pub fn with_secret_words<W: Into<String>>(
+        mut self,
+        words: impl IntoIterator<Item = W>,
+    ) -> Runtime {
+        self.secret_words = Some(words.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Sends an audit event for every call to `sink`.
     pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Runtime {
         self.audit = Some(Arc::new(sink));
@@ -659,6 +680,7 @@ impl Runtime {
             operation: code.is_some(),
             asked,
             given_id: None,
+            arg_secrets: Vec::new(),
             tool,
             spec: None,
             code,
@@ -686,6 +708,7 @@ impl Runtime {
     async fn stages<'a>(&'a self, call: &mut Call<'a>) -> Flow {
         bounds::input(self, call)?;
         resolve::stage(self, call)?;
+        secrets::arguments(self, call);
         capability::stage(call)?;
         validate::input(call)?;
         dedupe::stage(call).await?;
@@ -722,7 +745,10 @@ impl Runtime {
             ControlFlow::Break(outcome) => outcome,
             ControlFlow::Continue(()) => call.outcome.take().unwrap_or(Ok(Value::Null)),
         };
-        let result = execute::scrubbed(result, call.ctx);
+        let mut result = execute::scrubbed(result, call.ctx);
+        if !call.arg_secrets.is_empty() {
+            execute::scrub_arguments(&mut result, &call.arg_secrets);
+        }
         dedupe::settle(call, &result);
         audit::stage(self, call, &result, start);
         result

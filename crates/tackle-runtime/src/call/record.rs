@@ -22,6 +22,9 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     let key = call.tool().key();
     if let Some(outcome) = &mut call.outcome {
         super::execute::scrub(outcome, call.ctx);
+        if !call.arg_secrets.is_empty() {
+            super::execute::scrub_arguments(outcome, &call.arg_secrets);
+        }
         match cassette.record(*pending, outcome, call.trail.shaped.is_some()) {
             Ok(()) => call.trail.execution = Execution::Recorded,
             // Not in the journal: the outcome is not used.

@@ -36,9 +36,10 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
     let hand_over = call.operation && !tool.may_need_approval();
-    let routed = if ctx.has_secrets() {
+    let routed = if ctx.has_secrets() || !call.arg_secrets.is_empty() {
         let redactor = ctx
             .secret_values()
+            .chain(call.arg_secrets.iter().map(String::as_str))
             .fold(cassette.redactor().clone(), |r, secret| {
                 r.with_secret(secret)
             });

@@ -8,10 +8,89 @@
 //! that hands out a credential on purpose says so with `reveals_secrets`, and its
 //! output is left as it is. A replayed output was recorded scrubbed.
 
+//!
+//! Secret arguments. An argument is secret when the tool's input schema marks its
+//! property `writeOnly` (a `#[secret]` parameter), or when its name is a secret's
+//! (`api_key`, `password`, `token`, ...: [`tackle_contract::is_secret_name`], the
+//! words [`Runtime::with_secret_words`] sets). Right after the tool resolves, the door
+//! takes the string values of the call's secret arguments, and from then on scrubs
+//! them from everything that leaves it: the recorded input (a cassette keys and keeps
+//! `[REDACTED]` in their place, so a replay still matches), the output and a spill
+//! file (`<redacted>`), error texts, audit events, stream events.
+
 use std::ops::ControlFlow;
 
-use super::{Call, Flow};
+use serde_json::Value;
+
+use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
+
+/// How many secret strings one call may carry (more are scrubbed as one would be:
+/// the rest are ignored, and their values may show).
+const MAX_ARGUMENT_SECRETS: usize = 64;
+
+/// Takes the values of the call's secret arguments (see the module docs).
+#[inline]
+pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
+    if call.operation {
+        return;
+    }
+    let tool = call.tool();
+    let secret = tool.secret_arguments();
+    let custom = door.secret_words.as_deref();
+    if secret.named.is_empty() && !secret.open && custom.is_none() {
+        return;
+    }
+    let Value::Object(input) = call.input.get() else {
+        return;
+    };
+    let mut found = Vec::new();
+    for (name, value) in input {
+        let named = match custom {
+            // Custom words: the schema's `writeOnly` properties, and names by them.
+            Some(words) => tackle_contract::is_secret_name(name, words) || write_only(tool, name),
+            None => {
+                secret.named.iter().any(|n| n == name)
+                    || (secret.open
+                        && tackle_contract::is_secret_name(name, tackle_contract::SECRET_WORDS))
+            }
+        };
+        if named {
+            strings(value, &mut found);
+        }
+    }
+    // Longest first, so a secret that holds another is replaced whole.
+    found.sort_by_key(|s: &String| std::cmp::Reverse(s.len()));
+    found.dedup();
+    call.arg_secrets = found;
+}
+
+/// Whether `tool`'s input schema marks property `name` `writeOnly`.
+fn write_only(tool: &crate::registry::Tool, name: &str) -> bool {
+    tool.spec()
+        .input_schema
+        .get("properties")
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.get("writeOnly"))
+        == Some(&Value::Bool(true))
+}
+
+/// Every non-empty string in `value` (without recursion: an input is within the
+/// door's depth limit, but a stack costs nothing).
+fn strings(value: &Value, found: &mut Vec<String>) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        if found.len() >= MAX_ARGUMENT_SECRETS {
+            return;
+        }
+        match value {
+            Value::String(s) if !s.is_empty() => found.push(s.clone()),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+}
 
 #[inline]
 pub(super) fn output(call: &mut Call<'_>) -> Flow {
@@ -21,6 +100,9 @@ pub(super) fn output(call: &mut Call<'_>) -> Flow {
     let ctx = call.ctx;
     if let Some(Ok(output)) = &mut call.outcome {
         super::execute::scrub_output(output, ctx);
+        if !call.arg_secrets.is_empty() {
+            super::execute::scrub_value_of(output, &call.arg_secrets);
+        }
     }
     ControlFlow::Continue(())
 }

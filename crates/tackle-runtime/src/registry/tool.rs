@@ -191,6 +191,20 @@ pub struct Tool {
     /// do not).
     scoped: bool,
     call_info: OnceLock<CallInfo>,
+    /// Which input properties hold secrets, computed on first use.
+    secret_arguments: OnceLock<SecretArguments>,
+}
+
+/// Which of a tool's input properties hold secrets (see
+/// [`crate::call`]'s secret arguments): those its schema marks `writeOnly`, and those
+/// named like secrets ([`tackle_contract::SECRET_WORDS`]).
+#[derive(Debug, Default)]
+pub(crate) struct SecretArguments {
+    /// The properties.
+    pub(crate) named: Box<[String]>,
+    /// Whether the schema takes properties it does not name (so an input's other
+    /// keys are checked by name at call time).
+    pub(crate) open: bool,
 }
 
 /// What the registry needs to know of a tool without building its schemas: enough to
@@ -262,6 +276,7 @@ impl Tool {
             idempotency_fn: None,
             scoped: m.uses_context,
             call_info: OnceLock::new(),
+            secret_arguments: OnceLock::new(),
         }
     }
 
@@ -294,6 +309,7 @@ impl Tool {
             idempotency_fn: None,
             scoped: true,
             call_info: OnceLock::new(),
+            secret_arguments: OnceLock::new(),
         }
     }
 
@@ -387,6 +403,34 @@ impl Tool {
     }
 
     /// The key and declared secrets, shared by every call's context.
+    /// Which input properties hold secrets, by the default words.
+    pub(crate) fn secret_arguments(&self) -> &SecretArguments {
+        self.secret_arguments.get_or_init(|| {
+            let schema = &self.spec().input_schema;
+            let named = schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|properties| {
+                    properties
+                        .iter()
+                        .filter(|(name, property)| {
+                            property.get("writeOnly") == Some(&Value::Bool(true))
+                                || tackle_contract::is_secret_name(
+                                    name,
+                                    tackle_contract::SECRET_WORDS,
+                                )
+                        })
+                        .map(|(name, _)| name.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            SecretArguments {
+                named,
+                open: schema.get("additionalProperties") != Some(&Value::Bool(false)),
+            }
+        })
+    }
+
     pub(crate) fn call_info(&self) -> &CallInfo {
         self.call_info.get_or_init(|| CallInfo {
             key: Arc::from(self.key.as_str()),

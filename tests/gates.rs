@@ -235,9 +235,9 @@ fn middle() -> String {
     long_text()
 }
 
-/// The start of the log.
+/// The end of the log (its last rows).
 #[tool(namespace = "logs", side_effects = read, max_result_tokens = 40, result_shaping = tail)]
-fn head() -> String {
+fn end() -> String {
     long_text()
 }
 
@@ -283,9 +283,11 @@ async fn long_results_are_shaped_by_the_tools_strategy() {
     let shaped = report.shaped.expect("shaped");
     assert!(shaped.shaped_tokens <= 40 && shaped.original_tokens == 800);
 
-    let text = rt.call("logs.head", json!({}), &ctx).await.unwrap();
+    // `tail` keeps the end: the last rows, after a marker.
+    let text = rt.call("logs.end", json!({}), &ctx).await.unwrap();
     let text = text.as_str().unwrap();
-    assert!(text.starts_with("row 000") && !text.contains("row 399"));
+    assert!(text.trim_end().ends_with("row 399") && !text.contains("row 000"), "{text}");
+    assert!(text.contains("earlier tokens not shown"), "{text}");
     assert!(
         scan(text).is_empty(),
         "markers never trip the injection scan"

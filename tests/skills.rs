@@ -278,15 +278,17 @@ async fn an_answer_that_is_not_the_state_is_a_repair_turn_and_then_an_error_with
         Some(&skill.to_spec().state_schema),
         "sent to the model as the answer schema"
     );
-    // Only bad answers: the error budget ends the run, which the error keeps.
-    let model = ScriptedModel::new([bad(), bad(), bad()]);
+    // Only bad answers: three repair turns, then the fourth ends the run, which the
+    // error keeps (the error budget is for failed tool calls).
+    let model = ScriptedModel::new([bad(), bad(), bad(), bad()]);
     match skill
         .run::<TripPlan>(Arc::new(model), &Run::new(&rt), "?", &ctx)
         .await
     {
         Err(SkillError::NoAnswer { reason, run, .. }) => {
-            assert_eq!(reason, "the error budget is spent");
-            assert_eq!(run.trajectory.len(), 3);
+            assert_eq!(reason, "no answer after 3 repair turn(s)");
+            assert_eq!(run.trajectory.len(), 4);
+            assert_eq!(run.error_budget, 3);
         }
         other => panic!("{other:?}"),
     }

@@ -286,7 +286,10 @@ async fn long_results_are_shaped_by_the_tools_strategy() {
     // `tail` keeps the end: the last rows, after a marker.
     let text = rt.call("logs.end", json!({}), &ctx).await.unwrap();
     let text = text.as_str().unwrap();
-    assert!(text.trim_end().ends_with("row 399") && !text.contains("row 000"), "{text}");
+    assert!(
+        text.trim_end().ends_with("row 399") && !text.contains("row 000"),
+        "{text}"
+    );
     assert!(text.contains("earlier tokens not shown"), "{text}");
     assert!(
         scan(text).is_empty(),

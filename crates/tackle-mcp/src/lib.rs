@@ -29,6 +29,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -171,7 +172,28 @@ impl HttpServer {
 /// resource server ([`oauth`]): it serves its Protected Resource Metadata, asks
 /// clients without a token to get one (`401` naming the metadata), checks presented
 /// tokens with the configured validator, and serves each with its scopes as grants.
-/// Static tokens, if any, are still accepted beside it.
+/// Static tokens, if any, are still accepted beside it. An OAuth client's sessions are
+/// its own: bound to its token's subject (`sub`; the token itself when it names
+/// none) and scopes, so another subject holding the same scopes cannot use or delete
+/// them.
+///
+/// **Limits.** So that no client can tie the server up:
+/// - a connection must send a request's head within the header-read timeout (10 s
+///   by default, [`with_header_read_timeout`](HttpOptions::with_header_read_timeout)),
+///   and an idle connection is closed after it, so slow or silent connections free
+///   their place;
+/// - at most 512 connections are open at once
+///   ([`with_max_connections`](HttpOptions::with_max_connections)); more wait in the
+///   listen queue. When the process runs out of file descriptors the server backs off
+///   (10 ms, doubling to 1 s) instead of spinning;
+/// - at most 1,024 sessions in all and 64 per client (a static token, or an OAuth
+///   subject and scopes; [`with_max_sessions`](HttpOptions::with_max_sessions)): a
+///   request that would open one more gets `503` (in all) or `429` (for the client),
+///   with `Retry-After`. A session ends when its client deletes it or after 5 idle
+///   minutes ([`with_session_idle`](HttpOptions::with_session_idle)); an idle
+///   session holds about 50 KiB;
+/// - at most as many OAuth clients as sessions keep a service: when full, the one
+///   used longest ago that has no session left goes (never one with sessions).
 #[derive(Clone)]
 pub struct HttpOptions {
     /// Accepted `Host` values: a name or `host:port`.
@@ -182,6 +204,14 @@ pub struct HttpOptions {
     tokens: Vec<(String, Vec<String>)>,
     /// The OAuth resource-server settings, if clients bring OAuth access tokens.
     oauth: Option<OAuthResource>,
+    /// How long a connection may take to send a request's head, or stay idle.
+    header_read_timeout: Duration,
+    /// Connections open at once, at most.
+    max_connections: usize,
+    /// Sessions open at once, in all and per client.
+    max_sessions: (usize, usize),
+    /// How long an idle session lives.
+    session_idle: Duration,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -191,6 +221,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("tokens", &self.tokens.len())
             .field("oauth", &self.oauth)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle", &self.session_idle)
             .finish()
     }
 }
@@ -206,6 +240,10 @@ impl Default for HttpOptions {
             ],
             tokens: Vec::new(),
             oauth: None,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 512,
+            max_sessions: (1024, 64),
+            session_idle: Duration::from_secs(300),
         }
     }
 }
@@ -240,6 +278,32 @@ impl HttpOptions {
         self.oauth = Some(oauth);
         self
     }
+
+    /// Sets how long a connection may take to send a request's head, and stay idle
+    /// between requests (default 10 s; at least 1 ms).
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> HttpOptions {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets how many connections may be open at once (default 512; at least 1).
+    pub fn with_max_connections(mut self, connections: usize) -> HttpOptions {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// Sets how many sessions may be open at once, in all and per client (default
+    /// 1,024 and 64; each at least 1).
+    pub fn with_max_sessions(mut self, in_all: usize, per_client: usize) -> HttpOptions {
+        self.max_sessions = (in_all.max(1), per_client.max(1));
+        self
+    }
+
+    /// Sets how long an idle session lives (default 5 minutes).
+    pub fn with_session_idle(mut self, idle: Duration) -> HttpOptions {
+        self.session_idle = idle;
+        self
+    }
 }
 
 /// Serves `server` over streamable HTTP on `addr` with the default [`HttpOptions`]
@@ -249,8 +313,8 @@ pub async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<HttpServe
 }
 
 /// Serves `server` over streamable HTTP on `addr`, accepting the hosts and origins of
-/// `options`. Accepted connections set `TCP_NODELAY`, so a client's small writes are
-/// not held back by Nagle's algorithm.
+/// `options`, within its limits (see [`HttpOptions`]). Accepted connections set
+/// `TCP_NODELAY`, so a client's small writes are not held back by Nagle's algorithm.
 pub async fn serve_http_with(
     server: McpServer,
     addr: SocketAddr,
@@ -264,34 +328,60 @@ pub async fn serve_http_with(
         .with_allowed_origins(options.allowed_origins)
         .enforce_origin_validation();
     config.cancellation_token = stop.token();
+    let idle = options.session_idle;
     // One service per token, each with its own sessions and grants; or one for all.
     let gate = Arc::new(Gate {
         services: if options.tokens.is_empty() && options.oauth.is_none() {
-            vec![(None, service_for(&config, server.clone()))]
+            vec![(None, Served::new(&config, server.clone(), idle))]
         } else {
             options
                 .tokens
                 .into_iter()
                 .map(|(token, grants)| {
-                    let service = service_for(&config, granted(&server, &grants));
-                    (Some(token), service)
+                    let served = Served::new(&config, granted(&server, &grants), idle);
+                    (Some(token), served)
                 })
                 .collect()
         },
         oauth: options.oauth,
-        by_grants: Mutex::new(HashMap::new()),
+        by_client: Mutex::new(HashMap::new()),
         server,
         config,
+        max_sessions: options.max_sessions,
+        session_idle: idle,
     });
     let token = stop.token();
+    let header_read_timeout = options.header_read_timeout;
+    let permits = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let task = tokio::spawn(async move {
+        let mut backoff = ACCEPT_BACKOFF;
         loop {
+            // A place first: past the limit, new connections wait in the listen queue.
+            let permit = tokio::select! {
+                () = token.cancelled() => break,
+                permit = Arc::clone(&permits).acquire_owned() => permit,
+            };
+            let Ok(permit) = permit else { break };
             let accepted = tokio::select! {
                 () = token.cancelled() => break,
                 accepted = listener.accept() => accepted,
             };
-            let Ok((stream, _peer)) = accepted else {
-                continue;
+            let stream = match accepted {
+                Ok((stream, _peer)) => {
+                    backoff = ACCEPT_BACKOFF;
+                    stream
+                }
+                Err(e) if accept_error_is_transient(&e) => continue,
+                Err(e) => {
+                    // Out of file descriptors (or memory): wait, do not spin.
+                    tracing::warn!(error = %e, backoff_ms = backoff.as_millis() as u64, "accepting a connection failed");
+                    tokio::select! {
+                        () = token.cancelled() => break,
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
             };
             // Small JSON-RPC writes go out at once (a client otherwise waits for the
             // delayed ACK, about 40 ms a call).
@@ -311,7 +401,10 @@ pub async fn serve_http_with(
             });
             let token = token.clone();
             tokio::spawn(async move {
+                let _place = permit;
                 let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(header_read_timeout)
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
                 tokio::select! {
                     _ = connection => {}
@@ -329,17 +422,52 @@ type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 type Response =
     http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>;
 
-/// How many distinct grant sets of OAuth clients get a service (and sessions) of
-/// their own before the oldest are dropped.
-const GRANT_SETS: usize = 256;
+/// The first wait after a failed `accept`.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-/// The service for `server` with `config`.
-fn service_for(config: &StreamableHttpServerConfig, server: McpServer) -> Service {
-    StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config.clone(),
+/// Whether a failed `accept` concerns one connection only (try the next at once).
+fn accept_error_is_transient(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionAborted
+            | ErrorKind::ConnectionReset
+            | ErrorKind::Interrupted
+            | ErrorKind::WouldBlock
     )
+}
+
+/// A service and its sessions.
+#[derive(Clone)]
+struct Served {
+    service: Service,
+    sessions: Arc<LocalSessionManager>,
+}
+
+impl Served {
+    /// The service for `server` with `config`, whose sessions live `idle` when idle.
+    fn new(config: &StreamableHttpServerConfig, server: McpServer, idle: Duration) -> Served {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(idle);
+        let sessions = Arc::new(manager);
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::clone(&sessions),
+            config.clone(),
+        );
+        Served { service, sessions }
+    }
+
+    /// How many sessions it has open now.
+    async fn open(&self) -> usize {
+        self.sessions.sessions.read().await.len()
+    }
+}
+
+/// An OAuth client's service, and when it was last used.
+struct ClientService {
+    served: Served,
+    used: std::time::Instant,
 }
 
 /// `server` with `grants` in place of its context's grants.
@@ -357,12 +485,15 @@ fn granted(server: &McpServer, grants: &[String]) -> McpServer {
 /// Who gets in, and with which grants.
 struct Gate {
     /// The one open service, or one per static token.
-    services: Vec<(Option<String>, Service)>,
+    services: Vec<(Option<String>, Served)>,
     oauth: Option<OAuthResource>,
-    /// OAuth clients' services, by their sorted scopes.
-    by_grants: Mutex<HashMap<Vec<String>, Service>>,
+    /// OAuth clients' services, by subject and sorted scopes.
+    by_client: Mutex<HashMap<(String, Vec<String>), ClientService>>,
     server: McpServer,
     config: StreamableHttpServerConfig,
+    /// Sessions at once, in all and per client.
+    max_sessions: (usize, usize),
+    session_idle: Duration,
 }
 
 /// What to do with a request.
@@ -388,8 +519,8 @@ impl Gate {
                 ));
             }
         }
-        if let [(None, service)] = self.services.as_slice() {
-            return Route::Serve(service.clone());
+        if let [(None, served)] = self.services.as_slice() {
+            return self.admit(request, served.clone()).await;
         }
         let presented = request
             .headers()
@@ -398,14 +529,14 @@ impl Gate {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
         if let Some(presented) = presented {
-            let known = self.services.iter().find_map(|(token, service)| {
+            let known = self.services.iter().find_map(|(token, served)| {
                 token
                     .as_deref()
                     .filter(|t| same_secret(t.as_bytes(), presented.as_bytes()))
-                    .map(|_| service.clone())
+                    .map(|_| served.clone())
             });
-            if let Some(service) = known {
-                return Route::Serve(service);
+            if let Some(served) = known {
+                return self.admit(request, served).await;
             }
         }
         let Some(oauth) = &self.oauth else {
@@ -417,6 +548,14 @@ impl Gate {
         };
         let grant = match oauth.grant(presented).await {
             Ok(grant) => grant,
+            Err(rejected) if rejected.is_transient() => {
+                // The token may be good: the client should try again, not drop it.
+                return Route::Answer(answer(
+                    http::StatusCode::SERVICE_UNAVAILABLE,
+                    &[("retry-after", "5".to_owned())],
+                    format!("the access token could not be checked now: {rejected}"),
+                ));
+            }
             Err(rejected) => {
                 let description = rejected.to_string().replace('"', "'");
                 return Route::Answer(unauthorized(Some(format!(
@@ -439,22 +578,107 @@ impl Gate {
         let mut scopes = grant.scopes;
         scopes.sort();
         scopes.dedup();
-        let Ok(mut by_grants) = self.by_grants.lock() else {
-            return Route::Answer(answer(
-                http::StatusCode::INTERNAL_SERVER_ERROR,
-                &[],
-                String::new(),
-            ));
+        // Sessions are the subject's own: another subject with the same scopes has
+        // other sessions. A token without a subject is its own client.
+        let owner = grant.subject.map_or_else(
+            || {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                presented.hash(&mut hasher);
+                format!("token {:016x}", hasher.finish())
+            },
+            |subject| format!("sub {subject}"),
+        );
+        let served = {
+            let Ok(mut by_client) = self.by_client.lock() else {
+                return Route::Answer(answer(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    &[],
+                    String::new(),
+                ));
+            };
+            let key = (owner, scopes);
+            if by_client.len() >= self.max_sessions.0 && !by_client.contains_key(&key) {
+                // Full: the client used longest ago with no session left goes.
+                let idle = by_client
+                    .iter()
+                    .filter(|(_, c)| {
+                        c.served
+                            .sessions
+                            .sessions
+                            .try_read()
+                            .is_ok_and(|s| s.is_empty())
+                    })
+                    .min_by_key(|(_, c)| c.used)
+                    .map(|(k, _)| k.clone());
+                match idle {
+                    Some(gone) => {
+                        by_client.remove(&gone);
+                    }
+                    None => return Route::Answer(busy("too many clients have sessions open")),
+                }
+            }
+            let client = by_client
+                .entry(key)
+                .or_insert_with_key(|(_, scopes)| ClientService {
+                    served: Served::new(
+                        &self.config,
+                        granted(&self.server, scopes),
+                        self.session_idle,
+                    ),
+                    used: std::time::Instant::now(),
+                });
+            client.used = std::time::Instant::now();
+            client.served.clone()
         };
-        if by_grants.len() >= GRANT_SETS && !by_grants.contains_key(&scopes) {
-            by_grants.clear();
-        }
-        let service = by_grants
-            .entry(scopes)
-            .or_insert_with_key(|scopes| service_for(&self.config, granted(&self.server, scopes)))
-            .clone();
-        Route::Serve(service)
+        self.admit(request, served).await
     }
+
+    /// Serves the request with `served`, unless it would open a session past the
+    /// limits: `429` when its client has its share open, `503` when the server does.
+    async fn admit<B>(&self, request: &http::Request<B>, served: Served) -> Route {
+        let opens = request.method() == http::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        if opens {
+            let (in_all, per_client) = self.max_sessions;
+            if served.open().await >= per_client {
+                return Route::Answer(answer(
+                    http::StatusCode::TOO_MANY_REQUESTS,
+                    &[("retry-after", "60".to_owned())],
+                    format!(
+                        "this client has {per_client} sessions open, its most: close one (DELETE) or let one expire"
+                    ),
+                ));
+            }
+            if self.open_sessions().await >= in_all {
+                return Route::Answer(busy("the server has as many sessions open as it holds"));
+            }
+        }
+        Route::Serve(served.service)
+    }
+
+    /// How many sessions are open now, in all.
+    async fn open_sessions(&self) -> usize {
+        let clients: Vec<Served> = self
+            .by_client
+            .lock()
+            .map(|c| c.values().map(|c| c.served.clone()).collect())
+            .unwrap_or_default();
+        let mut open = 0;
+        for served in self.services.iter().map(|(_, s)| s).chain(&clients) {
+            open += served.open().await;
+        }
+        open
+    }
+}
+
+/// A `503` with `Retry-After`, saying why.
+fn busy(why: &str) -> Response {
+    answer(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        &[("retry-after", "30".to_owned())],
+        why.to_owned(),
+    )
 }
 
 /// Whether two byte strings are equal, taking the same time wherever they differ.

@@ -14,8 +14,10 @@
 //! * answers a request without a token `401` with
 //!   `WWW-Authenticate: Bearer resource_metadata="<metadata URL>"`, one with a token
 //!   its [`TokenValidator`] rejects `401` with `error="invalid_token"`, and one whose
-//!   token lacks a required scope `403` with `error="insufficient_scope"`; none of
-//!   them reaches the door;
+//!   token lacks a required scope `403` with `error="insufficient_scope"`; a token
+//!   that cannot be checked now (the authorization server is down, or checks are
+//!   rate-limited) gets `503` with `Retry-After`, not `invalid_token`: the client's
+//!   token may be good. None of them reaches the door;
 //! * serves an accepted request with the token's **scopes as grants**: a token with
 //!   scope `tools:weather` can call the tools that require `tools:weather`, nothing
 //!   else (deny by default, as everywhere).
@@ -28,8 +30,12 @@
 //! 7662: the authorization server says whether a token is active, for whom, with which
 //! scopes); a validator for self-contained tokens (JWTs checked against the
 //! authorization server's keys) plugs in the same way. Accepted tokens are remembered
-//! until they expire (at most 5 minutes, at most 1024 tokens), so a client's session
-//! does not cost one introspection per message.
+//! until they expire (at most 5 minutes, at most 1024 tokens, the one closest to
+//! expiring dropped first), so a client's session does not cost one introspection per
+//! message. Refused tokens are remembered for 30 seconds (at most 4096), and checks
+//! are limited to 20 a second (bursts of 50) and 8 at once, so junk tokens cannot turn
+//! the server into a flood against its authorization server. An introspection answer
+//! is read as it streams and dropped past 64 KiB.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -47,6 +53,19 @@ const REMEMBERED: usize = 1024;
 
 /// The largest introspection answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+
+/// How long a refused token is remembered.
+const REMEMBER_REFUSED: Duration = Duration::from_secs(30);
+
+/// How many refused tokens are remembered, at most.
+const REFUSED: usize = 4096;
+
+/// Token checks a second, on average, and in a burst.
+const CHECKS_PER_SECOND: f64 = 20.0;
+const CHECK_BURST: f64 = 50.0;
+
+/// Token checks at once, at most.
+const CHECKS_AT_ONCE: usize = 8;
 
 /// What an accepted token gives its bearer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +91,21 @@ pub enum TokenRejected {
     /// The validator could not decide (the authorization server did not answer).
     #[error("the token could not be checked: {0}")]
     Unavailable(String),
+    /// Too many tokens are being checked: the server does not ask its authorization
+    /// server now.
+    #[error("too many token checks; try again shortly")]
+    Throttled,
+}
+
+impl TokenRejected {
+    /// Whether the token may be good and could be checked later (the answer is `503`,
+    /// not `invalid_token`).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            TokenRejected::Unavailable(_) | TokenRejected::Throttled
+        )
+    }
 }
 
 /// The future a [`TokenValidator`] returns.
@@ -88,7 +122,10 @@ pub trait TokenValidator: Send + Sync {
 /// authenticating as this resource server with HTTP Basic credentials.
 ///
 /// A token is accepted when the answer says `active: true`, its `aud` names this
-/// resource, and its `exp` (if any) is in the future; its `scope` becomes the grants.
+/// resource, its `exp` (if any) is in the future and its `nbf` (if any) is not; its
+/// `scope` becomes the grants. `exp` and `nbf` are read as numbers of seconds whether
+/// they come as integers, fractions or strings; one that is not a number refuses the
+/// token. The answer is read as it streams, and dropped past 64 KiB.
 #[derive(Clone)]
 pub struct Introspection {
     endpoint: String,
@@ -146,22 +183,27 @@ impl Introspection {
                 response.status()
             )));
         }
+        let too_large =
+            || TokenRejected::Unavailable("the introspection answer is too large".to_owned());
         if response
             .content_length()
             .is_some_and(|length| length > MAX_ANSWER_BYTES)
         {
-            return Err(TokenRejected::Unavailable(
-                "the introspection answer is too large".to_owned(),
-            ));
+            return Err(too_large());
         }
-        let text = response
-            .bytes()
+        let mut response = response;
+        let mut text = Vec::new();
+        // Read as it streams: an answer without a length is cut off at the limit,
+        // not held whole first.
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|e| TokenRejected::Unavailable(e.without_url().to_string()))?;
-        if text.len() as u64 > MAX_ANSWER_BYTES {
-            return Err(TokenRejected::Unavailable(
-                "the introspection answer is too large".to_owned(),
-            ));
+            .map_err(|e| TokenRejected::Unavailable(e.without_url().to_string()))?
+        {
+            if (text.len() + chunk.len()) as u64 > MAX_ANSWER_BYTES {
+                return Err(too_large());
+            }
+            text.extend_from_slice(&chunk);
         }
         let answer: Value = serde_json::from_slice(&text)
             .map_err(|e| TokenRejected::Unavailable(format!("introspection answer: {e}")))?;
@@ -191,12 +233,18 @@ fn grant_of(answer: &Value, resource: &str, now: SystemTime) -> Result<AccessGra
     if !audience_ok {
         return Err(TokenRejected::WrongAudience);
     }
-    // An `exp` past what the clock can hold is as good as never.
-    let expires_at = answer["exp"]
-        .as_u64()
+    // An `exp` past what the clock can hold is as good as never; an `nbf` past it,
+    // as good as not yet.
+    let expires_at = numeric_date(&answer["exp"])?
         .and_then(|exp| UNIX_EPOCH.checked_add(Duration::from_secs(exp)));
     if expires_at.is_some_and(|at| at <= now) {
         return Err(TokenRejected::Inactive);
+    }
+    if let Some(nbf) = numeric_date(&answer["nbf"])? {
+        let valid_from = UNIX_EPOCH.checked_add(Duration::from_secs(nbf));
+        if valid_from.is_none_or(|from| from > now) {
+            return Err(TokenRejected::Inactive);
+        }
     }
     Ok(AccessGrant {
         subject: answer["sub"].as_str().map(str::to_owned),
@@ -208,6 +256,32 @@ fn grant_of(answer: &Value, resource: &str, now: SystemTime) -> Result<AccessGra
             .collect(),
         expires_at,
     })
+}
+
+/// A JSON "numeric date" (seconds since the epoch), whatever JSON type it comes as:
+/// absent or `null` is none; an integer, a fraction (rounded down, a negative one as 0)
+/// or a string holding one is read; anything else refuses the token.
+fn numeric_date(value: &Value) -> Result<Option<u64>, TokenRejected> {
+    let seconds = |f: f64| {
+        if f.is_finite() {
+            // Saturating: a date past u64 is as good as never (or not yet).
+            Ok(Some(f.max(0.0).floor() as u64))
+        } else {
+            Err(TokenRejected::Inactive)
+        }
+    };
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_u64() {
+            Some(n) => Ok(Some(n)),
+            None => seconds(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => match s.trim().parse::<u64>() {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => seconds(s.trim().parse::<f64>().unwrap_or(f64::NAN)),
+        },
+        _ => Err(TokenRejected::Inactive),
+    }
 }
 
 /// Whether two resource URIs name the same resource (a trailing `/` aside).
@@ -239,6 +313,12 @@ pub struct OAuthResource {
     required_scopes: Vec<String>,
     validator: Arc<dyn TokenValidator>,
     remembered: Arc<Mutex<HashMap<String, (AccessGrant, Instant)>>>,
+    /// Refused tokens, and until when.
+    refused: Arc<Mutex<HashMap<String, (TokenRejected, Instant)>>>,
+    /// The token bucket of checks: tokens left, and when it was last filled.
+    bucket: Arc<Mutex<(f64, Instant)>>,
+    /// Checks at once.
+    checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for OAuthResource {
@@ -268,6 +348,9 @@ impl OAuthResource {
             required_scopes: Vec::new(),
             validator: Arc::new(validator),
             remembered: Arc::default(),
+            refused: Arc::default(),
+            bucket: Arc::new(Mutex::new((CHECK_BURST, Instant::now()))),
+            checks: Arc::new(tokio::sync::Semaphore::new(CHECKS_AT_ONCE)),
         }
     }
 
@@ -320,7 +403,8 @@ impl OAuthResource {
         format!("{origin}{suffixed}")
     }
 
-    /// The grant of a presented token: remembered, or asked of the validator.
+    /// The grant of a presented token: remembered (accepted or refused), or asked of
+    /// the validator, within the check limits.
     pub(crate) async fn grant(&self, token: &str) -> Result<AccessGrant, TokenRejected> {
         let now = Instant::now();
         if let Ok(remembered) = self.remembered.lock() {
@@ -330,21 +414,70 @@ impl OAuthResource {
                 }
             }
         }
-        let grant = self.validator.validate(token, &self.resource).await?;
+        if let Ok(refused) = self.refused.lock() {
+            if let Some((why, until)) = refused.get(token) {
+                if *until > now {
+                    return Err(why.clone());
+                }
+            }
+        }
+        if !self.take_check() {
+            return Err(TokenRejected::Throttled);
+        }
+        // At most a few checks at once: the others wait their turn, briefly.
+        let Ok(Ok(_slot)) =
+            tokio::time::timeout(Duration::from_secs(5), self.checks.acquire()).await
+        else {
+            return Err(TokenRejected::Throttled);
+        };
+        let grant = match self.validator.validate(token, &self.resource).await {
+            Ok(grant) => grant,
+            Err(why) => {
+                if !why.is_transient() {
+                    if let Ok(mut refused) = self.refused.lock() {
+                        remember(
+                            &mut refused,
+                            token,
+                            why.clone(),
+                            now + REMEMBER_REFUSED,
+                            REFUSED,
+                        );
+                    }
+                }
+                return Err(why);
+            }
+        };
         let until = grant
             .expires_at
             .and_then(|at| at.duration_since(SystemTime::now()).ok())
             .map_or(REMEMBER, |left| left.min(REMEMBER));
         if let Ok(mut remembered) = self.remembered.lock() {
-            if remembered.len() >= REMEMBERED {
-                remembered.retain(|_, (_, until)| *until > now);
-                if remembered.len() >= REMEMBERED {
-                    remembered.clear();
-                }
-            }
-            remembered.insert(token.to_owned(), (grant.clone(), now + until));
+            remember(
+                &mut remembered,
+                token,
+                grant.clone(),
+                now + until,
+                REMEMBERED,
+            );
         }
         Ok(grant)
+    }
+
+    /// Takes one check from the bucket, if it has one.
+    fn take_check(&self) -> bool {
+        let Ok(mut bucket) = self.bucket.lock() else {
+            return false;
+        };
+        let now = Instant::now();
+        let (left, filled) = *bucket;
+        let left =
+            (left + now.duration_since(filled).as_secs_f64() * CHECKS_PER_SECOND).min(CHECK_BURST);
+        if left < 1.0 {
+            *bucket = (left, now);
+            return false;
+        }
+        *bucket = (left - 1.0, now);
+        true
     }
 
     /// The required scopes the grant lacks.
@@ -355,6 +488,34 @@ impl OAuthResource {
             .map(String::as_str)
             .collect()
     }
+}
+
+/// Remembers `value` for `token` until `until`, in a memory of at most `most`
+/// entries: the expired go first, then the one closest to expiring (never all).
+fn remember<T>(
+    memory: &mut HashMap<String, (T, Instant)>,
+    token: &str,
+    value: T,
+    until: Instant,
+    most: usize,
+) {
+    if memory.len() >= most && !memory.contains_key(token) {
+        let now = Instant::now();
+        memory.retain(|_, (_, until)| *until > now);
+        while memory.len() >= most {
+            let soonest = memory
+                .iter()
+                .min_by_key(|(_, (_, until))| *until)
+                .map(|(key, _)| key.clone());
+            match soonest {
+                Some(key) => {
+                    memory.remove(&key);
+                }
+                None => break,
+            }
+        }
+    }
+    memory.insert(token.to_owned(), (value, until));
 }
 
 /// A resource URI's origin (`scheme://authority`) and path.
@@ -397,9 +558,108 @@ mod tests {
                 json!({"active": true, "aud": resource, "exp": 999}),
                 TokenRejected::Inactive,
             ),
+            // `exp` and `nbf` whatever their JSON type: an expired one as a string,
+            // a fraction, a negative number; one that is not a date at all.
+            (
+                json!({"active": true, "aud": resource, "exp": "999"}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "exp": 999.9}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "exp": -5}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "exp": true}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "exp": "soon"}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "nbf": 1_001}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "nbf": "1001"}),
+                TokenRejected::Inactive,
+            ),
+            (
+                json!({"active": true, "aud": resource, "nbf": u64::MAX}),
+                TokenRejected::Inactive,
+            ),
         ] {
             assert_eq!(grant_of(&answer, resource, now), Err(why), "{answer}");
         }
+        let string_dates = json!({"active": true, "aud": resource, "exp": "2000", "nbf": 999.5});
+        assert_eq!(
+            grant_of(&string_dates, resource, now).unwrap().expires_at,
+            Some(UNIX_EPOCH + Duration::from_secs(2_000))
+        );
+    }
+
+    #[tokio::test]
+    async fn refused_tokens_are_remembered_and_checks_are_limited() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counting(Arc<AtomicUsize>);
+        impl TokenValidator for Counting {
+            fn validate<'a>(&'a self, _: &'a str, _: &'a str) -> ValidateFuture<'a> {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { Err(TokenRejected::Inactive) })
+            }
+        }
+        let calls = Arc::new(AtomicUsize::new(0));
+        let oauth = OAuthResource::new(
+            "https://tools.example.com/mcp",
+            "https://auth.example.com",
+            Counting(Arc::clone(&calls)),
+        );
+        for _ in 0..10 {
+            assert_eq!(oauth.grant("junk").await, Err(TokenRejected::Inactive));
+        }
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "a refused token is remembered"
+        );
+        // 300 distinct junk tokens: the burst is checked, the rest throttled.
+        let mut throttled = 0;
+        for n in 0..300 {
+            if oauth.grant(&format!("junk-{n}")).await == Err(TokenRejected::Throttled) {
+                throttled += 1;
+            }
+        }
+        let checked = calls.load(Ordering::SeqCst);
+        assert!(checked <= 1 + 52, "{checked} checks for 300 junk tokens");
+        assert!(throttled >= 240, "{throttled} throttled");
+        assert!(TokenRejected::Throttled.is_transient());
+        assert!(!TokenRejected::Inactive.is_transient());
+    }
+
+    #[test]
+    fn a_full_memory_drops_one_entry_not_all() {
+        let mut memory = HashMap::new();
+        let now = Instant::now();
+        for n in 0..4 {
+            remember(
+                &mut memory,
+                &format!("t{n}"),
+                n,
+                now + Duration::from_secs(10 + n),
+                4,
+            );
+        }
+        remember(&mut memory, "t9", 9, now + Duration::from_secs(60), 4);
+        assert_eq!(memory.len(), 4);
+        assert!(
+            !memory.contains_key("t0"),
+            "the one closest to expiring went"
+        );
+        assert!(memory.contains_key("t1") && memory.contains_key("t9"));
     }
 
     #[test]

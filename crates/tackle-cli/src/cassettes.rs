@@ -15,34 +15,47 @@
 //! opens, but writes each fresh recording beside its cassette as
 //! `<name>.pending.json`, leaving the cassette as it was (a recording identical to
 //! the cassette writes nothing). `cargo tackle review` shows each pending file's
-//! changes against its cassette. Accepting renames the pending file over the
-//! cassette, which is atomic: a reader sees the old cassette or the new one.
-//! Rejecting deletes the pending file. Under `CI`, review mode is refused like every
-//! writing mode, so CI never writes pending files.
+//! changes against its cassette. Accepting writes the recording over the cassette
+//! atomically (a temporary file, synced, renamed over it: a reader sees the old
+//! cassette or the new one), then deletes the pending file; `review` writes the very
+//! bytes it showed, and leaves a pending file that changed since it was shown for
+//! another look. Rejecting deletes the pending file. Under `CI`, review mode is
+//! refused like every writing mode, so CI never writes pending files.
+//!
+//! **Hostile folders.** A cassette is never replaced by a symbolic link: `accept`,
+//! `reject` and `review` refuse (exit 4) a pending file that is a link, or one
+//! named through a link that leads out of the folder it sits in (name the real path
+//! instead). Text from a cassette, and file names, are printed with the characters a
+//! terminal acts on escaped (see `escape_for_terminal`).
 //!
 //! **Prune.** A replay run with `TACKLE_CASSETTE_USAGE=1` writes which recorded
 //! calls it used beside each cassette (`<name>.usage.json`). `cassette prune` drops
 //! the others, but only from the cassette that record was taken from.
 //!
 //! A `PATH` is a file or a folder. A folder is searched for pending files, skipping
-//! `target`, `node_modules` and hidden folders. With no `PATH`, the current folder.
+//! `target`, `node_modules` and hidden folders, without following symbolic links to
+//! folders (a link to `.` would loop) and without opening FIFOs, sockets or devices.
+//! With no `PATH`, the current folder.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use tackle_runtime::replay::file::{
-    committed_path, digest, load_usage, pending_path, remove, save, usage_path,
+    committed_path, digest, load_usage, pending_path, remove, save, usage_path, FORMAT, VERSION,
 };
-use tackle_runtime::replay::{load, CassetteFile, Interaction, InteractionKind, Outcome, Redactor};
+use tackle_runtime::replay::{
+    CassetteError, CassetteFile, Interaction, InteractionKind, Outcome, Redactor,
+};
 
 use crate::diff::{json_diff, Change};
 use crate::exit::{CliError, Exit};
-use crate::term::{self, clip, paint, Style};
-use crate::tools::{clap_exit, finish};
+use crate::term::{self, clip, escape_for_terminal, paint, shown, Style};
+use crate::tools::{clap_exit, finish, utf8_arguments};
 
 /// Cassettes from a terminal: show, diff, verify, prune, and review re-recordings.
 #[derive(Debug, Parser)]
@@ -146,6 +159,9 @@ where
     T: Into<OsString> + Clone,
 {
     let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Err(e) = utf8_arguments(&args) {
+        return clap_exit(&e);
+    }
     if args.get(1).is_some_and(|a| a == "tackle") {
         args.remove(1);
     }
@@ -178,20 +194,141 @@ fn execute(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
-/// Loads a cassette, with the exit its failure deserves.
+/// Loads a cassette, with the exit its failure deserves (a symbolic link to one is
+/// followed).
 fn open(path: &Path) -> Result<CassetteFile, CliError> {
-    if !path.exists() {
-        return Err(CliError::new(
-            Exit::NotFound,
-            format!("{}: no such file", path.display()),
-        ));
-    }
-    load(path).map_err(|e| CliError::new(Exit::BadData, e))
+    parse_cassette(path, &read_regular(path, Links::Follow)?)
 }
 
-/// A value as one line of JSON, cut to `max` characters.
+/// Whether [`read_regular`] follows a symbolic link named by the path itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Links {
+    /// Read what the link points to (it must be a regular file).
+    Follow,
+    /// Refuse a link (exit 4): a recording to accept must be a file of its own.
+    Refuse,
+}
+
+/// The bytes of the regular file at `path`. A FIFO, socket, device or folder is
+/// refused (exit 5) before it is opened, so nothing blocks on it; a missing file is
+/// exit 3; with [`Links::Refuse`], a symbolic link is exit 4. The file opened must be
+/// the one looked at: one swapped in between is refused too.
+fn read_regular(path: &Path, links: Links) -> Result<Vec<u8>, CliError> {
+    let failed = |e: std::io::Error| CliError::new(Exit::Io, format!("{}: {e}", path.display()));
+    let looked = match links {
+        Links::Follow => std::fs::metadata(path),
+        Links::Refuse => std::fs::symlink_metadata(path),
+    };
+    let looked = looked.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CliError::new(Exit::NotFound, format!("{}: no such file", path.display()))
+        } else {
+            failed(e)
+        }
+    })?;
+    if looked.file_type().is_symlink() {
+        return Err(CliError::new(
+            Exit::Refused,
+            format!(
+                "{}: a symbolic link, not a recording: a cassette is never replaced by a link (refused)",
+                path.display()
+            ),
+        ));
+    }
+    if !looked.is_file() {
+        return Err(CliError::new(
+            Exit::BadData,
+            format!("{}: not a regular file", path.display()),
+        ));
+    }
+    let mut file = std::fs::File::open(path).map_err(failed)?;
+    let opened = file.metadata().map_err(failed)?;
+    if !opened.is_file() || !same_file(&looked, &opened) {
+        return Err(CliError::new(
+            Exit::Refused,
+            format!(
+                "{}: replaced while it was opened; try again (refused)",
+                path.display()
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(failed)?;
+    Ok(bytes)
+}
+
+/// Whether two metadata describe one file (on Unix, one device and inode).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Whether two metadata describe one file (without inodes, the same size).
+#[cfg(not(unix))]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    a.len() == b.len()
+}
+
+/// Reads `bytes` (the file at `path`) as a cassette, with the checks of
+/// [`tackle_runtime::replay::load`]: the format, the version, a file written to the
+/// end. Exit 5 when it is not one.
+fn parse_cassette(path: &Path, bytes: &[u8]) -> Result<CassetteFile, CliError> {
+    let bad = |e: CassetteError| CliError::new(Exit::BadData, e);
+    let file: CassetteFile = match serde_json::from_slice(bytes) {
+        Ok(file) => file,
+        Err(e) => {
+            // A cassette of another version may fail to parse as this one: say so.
+            let found = serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|v| v.get("version").and_then(Value::as_u64))
+                .filter(|v| *v != u64::from(VERSION));
+            return Err(bad(match found {
+                Some(found) => CassetteError::UnsupportedVersion {
+                    path: path.to_owned(),
+                    found,
+                    supported: VERSION,
+                },
+                None => CassetteError::Corrupt {
+                    path: path.to_owned(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: e.to_string(),
+                },
+            }));
+        }
+    };
+    if file.format != FORMAT {
+        return Err(bad(CassetteError::Corrupt {
+            path: path.to_owned(),
+            line: 1,
+            column: 1,
+            message: format!("`format` is {:?}, not {FORMAT:?}", file.format),
+        }));
+    }
+    if file.version != VERSION {
+        return Err(bad(CassetteError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: u64::from(file.version),
+            supported: VERSION,
+        }));
+    }
+    if !file.complete && file.failure.is_none() {
+        return Err(bad(CassetteError::Incomplete {
+            path: path.to_owned(),
+        }));
+    }
+    Ok(file)
+}
+
+/// A value as one line of JSON, cut to `max` characters, escaped for a terminal.
 fn brief(value: &Value, max: usize) -> String {
-    clip(&value.to_string(), max)
+    escape_for_terminal(&clip(&value.to_string(), max))
+}
+
+/// Cassette text cut to `max` characters, escaped for a terminal.
+fn text(value: &str, max: usize) -> String {
+    escape_for_terminal(&clip(value, max))
 }
 
 // ---- show ----
@@ -201,14 +338,15 @@ fn show(path: &Path) -> Result<Exit, CliError> {
     let colour = term::stdout_colours();
     println!(
         "{}  {} interaction(s), {} tool fingerprint(s)",
-        paint(&file.name, Style::Bold, colour),
+        paint(&escape_for_terminal(&file.name), Style::Bold, colour),
         file.interactions.len(),
         file.tools.len()
     );
     if let Some(failure) = &file.failure {
         println!(
-            "{} {failure}",
-            paint("the recorded run failed:", Style::Red, colour)
+            "{} {}",
+            paint("the recorded run failed:", Style::Red, colour),
+            escape_for_terminal(failure)
         );
     }
     for interaction in &file.interactions {
@@ -233,7 +371,7 @@ fn show_interaction(interaction: &Interaction, colour: bool) {
         "#{:<3} {:5} {}  {}",
         interaction.call,
         label,
-        paint(&interaction.key, Style::Bold, colour),
+        paint(&escape_for_terminal(&interaction.key), Style::Bold, colour),
         paint(&policy, Style::Dim, colour)
     );
     if model {
@@ -250,7 +388,7 @@ fn show_interaction(interaction: &Interaction, colour: bool) {
         Outcome::Error(error) => println!(
             "      {} {}",
             paint(&format!("{:?}:", error.kind()), Style::Red, colour),
-            clip(&error.to_string(), 100)
+            text(&error.to_string(), 100)
         ),
         Outcome::Tombstone => println!(
             "      {}",
@@ -275,19 +413,20 @@ fn show_model_turn(interaction: &Interaction, colour: bool) {
         let role = last.get("role").and_then(Value::as_str).unwrap_or("?");
         let content = last.get("content").and_then(Value::as_str).unwrap_or("");
         println!(
-            "      {} message(s); last, {role}: {}",
+            "      {} message(s); last, {}: {}",
             messages.len(),
-            clip(content, 90)
+            text(role, 20),
+            text(content, 90)
         );
     }
     match &interaction.outcome {
         Outcome::Ok(reply) => {
-            let text = reply.get("text").and_then(Value::as_str).unwrap_or("");
-            if !text.is_empty() {
+            let says = reply.get("text").and_then(Value::as_str).unwrap_or("");
+            if !says.is_empty() {
                 println!(
                     "      {} {}",
                     paint("says:", Style::Green, colour),
-                    clip(text, 100)
+                    text(says, 100)
                 );
             }
             for call in reply
@@ -299,8 +438,9 @@ fn show_model_turn(interaction: &Interaction, colour: bool) {
                 let name = call.get("name").and_then(Value::as_str).unwrap_or("?");
                 let arguments = call.get("arguments").cloned().unwrap_or(Value::Null);
                 println!(
-                    "      {} {name} {}",
+                    "      {} {} {}",
                     paint("calls:", Style::Green, colour),
+                    text(name, 60),
                     brief(&arguments, 90)
                 );
             }
@@ -308,7 +448,7 @@ fn show_model_turn(interaction: &Interaction, colour: bool) {
         Outcome::Error(error) => println!(
             "      {} {}",
             paint(&format!("{:?}:", error.kind()), Style::Red, colour),
-            clip(&error.to_string(), 100)
+            text(&error.to_string(), 100)
         ),
         Outcome::Tombstone => println!("      (fail-loud)"),
     }
@@ -429,7 +569,7 @@ fn print_diff(diff: &FileDiff<'_>, colour: bool) {
             Entry::Added(b) => out.push_str(&format!(
                 "{}\n      in:  {}\n      out: {}\n",
                 paint(
-                    &format!("+ #{} {} (new)", b.call, b.key),
+                    &format!("+ #{} {} (new)", b.call, escape_for_terminal(&b.key)),
                     Style::Green,
                     colour
                 ),
@@ -439,16 +579,17 @@ fn print_diff(diff: &FileDiff<'_>, colour: bool) {
             Entry::Removed(a) => out.push_str(&format!(
                 "{}\n",
                 paint(
-                    &format!("- #{} {} (gone)", a.call, a.key),
+                    &format!("- #{} {} (gone)", a.call, escape_for_terminal(&a.key)),
                     Style::Red,
                     colour
                 )
             )),
             Entry::Changed(a, b, changes) => {
+                let key = escape_for_terminal(&b.key);
                 let head = if a.call == b.call {
-                    format!("~ #{} {}", a.call, b.key)
+                    format!("~ #{} {key}", a.call)
                 } else {
-                    format!("~ #{} -> #{} {}", a.call, b.call, b.key)
+                    format!("~ #{} -> #{} {key}", a.call, b.call)
                 };
                 out.push_str(&format!("{}\n", paint(&head, Style::Yellow, colour)));
                 for change in changes {
@@ -463,16 +604,20 @@ fn print_diff(diff: &FileDiff<'_>, colour: bool) {
     print!("{out}");
 }
 
+/// One change as a line: its JSON pointer (made of the cassette's keys, so escaped)
+/// and values.
 fn describe(change: &Change, colour: bool) -> String {
     match change {
         Change::Added { pointer, value } => format!(
-            "{} {pointer}: {}",
+            "{} {}: {}",
             paint("+", Style::Green, colour),
+            escape_for_terminal(pointer),
             brief(value, 90)
         ),
         Change::Removed { pointer, value } => format!(
-            "{} {pointer}: {}",
+            "{} {}: {}",
             paint("-", Style::Red, colour),
+            escape_for_terminal(pointer),
             brief(value, 90)
         ),
         Change::Changed {
@@ -480,8 +625,9 @@ fn describe(change: &Change, colour: bool) -> String {
             before,
             after,
         } => format!(
-            "{} {pointer}: {} -> {}",
+            "{} {}: {} -> {}",
             paint("~", Style::Yellow, colour),
+            escape_for_terminal(pointer),
             brief(before, 60),
             brief(after, 60)
         ),
@@ -528,7 +674,7 @@ fn diff_files(before: &Path, after: &Path, as_json: bool) -> Result<Exit, CliErr
     if as_json {
         let text = serde_json::to_string_pretty(&diff_json(&diff))
             .map_err(|e| CliError::new(Exit::Failure, e))?;
-        println!("{text}");
+        println!("{}", term::escape_json_for_terminal(&text));
     } else if diff.is_empty() {
         println!("no differences");
     } else {
@@ -545,9 +691,9 @@ fn diff_files(before: &Path, after: &Path, as_json: bool) -> Result<Exit, CliErr
 
 /// The problems of one cassette file (empty: fine).
 fn problems_of(path: &Path) -> Vec<String> {
-    let file = match load(path) {
+    let file = match open(path) {
         Ok(file) => file,
-        Err(e) => return vec![e.to_string()],
+        Err(e) => return vec![e.message],
     };
     let mut problems = Vec::new();
     for (at, interaction) in file.interactions.iter().enumerate() {
@@ -617,19 +763,19 @@ fn verify(paths: &[PathBuf]) -> Result<Exit, CliError> {
     for file in &files {
         let problems = problems_of(file);
         if problems.is_empty() {
-            println!("{} {}", paint("ok", Style::Green, colour), file.display());
+            println!("{} {}", paint("ok", Style::Green, colour), shown(file));
         } else {
             bad += 1;
-            println!("{} {}", paint("bad", Style::Red, colour), file.display());
+            println!("{} {}", paint("bad", Style::Red, colour), shown(file));
             for problem in problems {
-                println!("      {problem}");
+                println!("      {}", escape_for_terminal(&problem));
             }
         }
-        if pending_path(file).exists() {
+        if std::fs::symlink_metadata(pending_path(file)).is_ok() {
             println!(
                 "      {} a pending recording waits for review: {}",
                 paint("note:", Style::Yellow, colour),
-                pending_path(file).display()
+                shown(&pending_path(file))
             );
         }
     }
@@ -651,11 +797,21 @@ fn is_side_file(path: &Path) -> bool {
 }
 
 /// Whether a JSON file in a searched folder says it is a cassette (its start names
-/// the format), so folders of other JSON are not reported.
+/// the format), so folders of other JSON are not reported. Only a regular file (or a
+/// link to one) is opened: opening a FIFO would wait for a writer.
 fn looks_like_cassette(path: &Path) -> bool {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut head = [0u8; 256];
     let read = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .and_then(|mut f| {
+            if f.metadata()?.is_file() {
+                f.read(&mut head)
+            } else {
+                Ok(0)
+            }
+        })
         .unwrap_or(0);
     String::from_utf8_lossy(&head[..read]).contains("\"tackle-cassette\"")
 }
@@ -702,13 +858,13 @@ fn prune(path: &Path, dry_run: bool) -> Result<Exit, CliError> {
             "{} #{} {} {}",
             if dry_run { "would drop" } else { "dropped" },
             interaction.call,
-            interaction.key,
+            escape_for_terminal(&interaction.key),
             brief(&interaction.input, 80)
         );
     }
     println!(
         "{}: {} kept, {} {}",
-        path.display(),
+        shown(path),
         kept.len(),
         dropped.len(),
         if dry_run { "to drop" } else { "dropped" }
@@ -736,7 +892,12 @@ enum Verdict {
 
 /// Every file under `paths` (default: the current folder) that `wanted` takes;
 /// folders are walked with a stack, skipping `target`, `node_modules` and hidden
-/// folders. A named file is taken as is.
+/// folders. A named file is taken as is (a named link is followed).
+///
+/// The walk looks at each entry's own type: a symbolic link to a folder is not
+/// followed (`a -> .` would loop for ever), and FIFOs, sockets and devices are
+/// passed over (opening a FIFO waits for a writer). A symbolic link to a file is
+/// offered to `wanted`, which decides.
 fn collect(paths: &[PathBuf], wanted: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, CliError> {
     let roots = if paths.is_empty() {
         vec![PathBuf::from(".")]
@@ -745,15 +906,24 @@ fn collect(paths: &[PathBuf], wanted: impl Fn(&Path) -> bool) -> Result<Vec<Path
     };
     let mut found = Vec::new();
     for root in roots {
-        if root.is_file() {
-            found.push(root);
-            continue;
-        }
-        if !root.is_dir() {
-            return Err(CliError::new(
-                Exit::NotFound,
-                format!("{}: no such file or folder", root.display()),
-            ));
+        match std::fs::metadata(&root) {
+            Ok(meta) if meta.is_file() => {
+                found.push(root);
+                continue;
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(CliError::new(
+                    Exit::BadData,
+                    format!("{}: not a regular file or a folder", root.display()),
+                ))
+            }
+            Err(_) => {
+                return Err(CliError::new(
+                    Exit::NotFound,
+                    format!("{}: no such file or folder", root.display()),
+                ))
+            }
         }
         let mut stack = vec![root];
         while let Some(dir) = stack.pop() {
@@ -761,13 +931,17 @@ fn collect(paths: &[PathBuf], wanted: impl Fn(&Path) -> bool) -> Result<Vec<Path
                 .map_err(|e| CliError::new(Exit::Io, format!("{}: {e}", dir.display())))?;
             let mut files = Vec::new();
             for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 let path = entry.path();
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if path.is_dir() {
+                if kind.is_dir() {
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
                     if !(name.starts_with('.') || name == "target" || name == "node_modules") {
                         stack.push(path);
                     }
-                } else if wanted(&path) {
+                } else if (kind.is_file() || kind.is_symlink()) && wanted(&path) {
                     files.push(path);
                 }
             }
@@ -779,15 +953,102 @@ fn collect(paths: &[PathBuf], wanted: impl Fn(&Path) -> bool) -> Result<Vec<Path
     Ok(found)
 }
 
+/// The first symbolic link along `path` (its last component included when `last`)
+/// that leads out of the folder it sits in: its target, resolved, is not inside that
+/// folder. A link within its folder (`current -> v2`, even `a -> .`) passes; so do
+/// links outside the path as written (the current folder is where it is). A link
+/// that cannot be resolved counts as leading out.
+fn link_out_of_its_folder(path: &Path, last: bool) -> Option<PathBuf> {
+    let components: Vec<Component<'_>> = path.components().collect();
+    let upto = if last {
+        components.len()
+    } else {
+        components.len().saturating_sub(1)
+    };
+    let mut prefix = PathBuf::new();
+    for component in &components[..upto] {
+        prefix.push(component);
+        if !matches!(component, Component::Normal(_)) {
+            continue;
+        }
+        let is_link = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            continue;
+        }
+        let folder = match prefix.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let inside = match (
+            std::fs::canonicalize(&folder),
+            std::fs::canonicalize(&prefix),
+        ) {
+            (Ok(folder), Ok(target)) => target.starts_with(folder),
+            _ => false,
+        };
+        if !inside {
+            return Some(prefix);
+        }
+    }
+    None
+}
+
+/// Refuses (exit 4) a path named through a symbolic link that leads out of its
+/// folder ([`link_out_of_its_folder`]): a decision there would land in another tree.
+fn refuse_link_out(path: &Path, last: bool) -> Result<(), CliError> {
+    match link_out_of_its_folder(path, last) {
+        None => Ok(()),
+        Some(link) => Err(CliError::new(
+            Exit::Refused,
+            format!(
+                "{}: reached through the symbolic link {}, which leads out of its folder; name the real path if that is meant (refused)",
+                path.display(),
+                link.display()
+            ),
+        )),
+    }
+}
+
+/// Refuses a pending file that is not a regular file of its own: a symbolic link
+/// (exit 4; accepting it would make the cassette a link, or copy another tree's file
+/// into it) or a FIFO, socket, device or folder (exit 5).
+fn refuse_odd_pending(pending: &Path) -> Result<(), CliError> {
+    let meta = std::fs::symlink_metadata(pending).map_err(|e| {
+        CliError::new(
+            Exit::NotFound,
+            format!("{}: no such pending recording ({e})", pending.display()),
+        )
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(CliError::new(
+            Exit::Refused,
+            format!(
+                "{}: a symbolic link, not a recording: a cassette is never replaced by a link; remove it by hand (refused)",
+                pending.display()
+            ),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(CliError::new(
+            Exit::BadData,
+            format!("{}: not a regular file", pending.display()),
+        ));
+    }
+    Ok(())
+}
+
 /// The pending files `paths` name: pending files, cassettes with one, or folders.
+/// Every one is checked before any decision is made: one that is a symbolic link,
+/// or named through a link out of its folder, refuses the whole command (exit 4).
 fn pending_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
     let mut named = Vec::new();
     let mut folders = Vec::new();
     for path in paths {
         if path.is_dir() {
+            refuse_link_out(path, true)?;
             folders.push(path.clone());
         } else if committed_path(path).is_some() {
-            if !path.exists() {
+            if std::fs::symlink_metadata(path).is_err() {
                 return Err(CliError::new(
                     Exit::NotFound,
                     format!("{}: no such pending recording", path.display()),
@@ -796,7 +1057,7 @@ fn pending_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
             named.push(path.clone());
         } else {
             let pending = pending_path(path);
-            if !pending.exists() {
+            if std::fs::symlink_metadata(&pending).is_err() {
                 return Err(CliError::new(
                     Exit::NotFound,
                     format!("{}: no pending recording for it", path.display()),
@@ -805,44 +1066,90 @@ fn pending_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
             named.push(pending);
         }
     }
+    for pending in &named {
+        refuse_link_out(pending, false)?;
+    }
     if paths.is_empty() || !folders.is_empty() {
         named.extend(collect(&folders, |p| committed_path(p).is_some())?);
     }
     named.sort();
     named.dedup();
+    for pending in &named {
+        refuse_odd_pending(pending)?;
+    }
     Ok(named)
 }
 
-/// Carries out `verdict` on the pending file `pending`. Accepting checks that the
-/// recording reads as a cassette, then renames it over its cassette (atomic on one
-/// file system) and syncs the folder; rejecting deletes it.
-fn decide(pending: &Path, verdict: Verdict) -> Result<PathBuf, CliError> {
-    let committed = committed_path(pending).ok_or_else(|| {
+/// The cassette the pending file `pending` is a recording of.
+fn committed_of(pending: &Path) -> Result<PathBuf, CliError> {
+    committed_path(pending).ok_or_else(|| {
         CliError::new(
             Exit::Usage,
             format!("{}: not a pending recording", pending.display()),
         )
-    })?;
+    })
+}
+
+/// Writes `bytes` to `path` atomically, as the runtime writes cassettes: a new
+/// temporary file beside it (`.<name>.<pid>.<n>.tmp`, created afresh, so never
+/// through a link planted there), synced, renamed over `path` (which replaces a
+/// link there rather than writing through it), then the folder synced.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CliError::new(
+            Exit::Io,
+            format!("{} could not be written: {e}", path.display()),
+        ));
+    }
+    // The rename is durable once the folder is synced; a folder that cannot be
+    // opened (some platforms) keeps the rename, only not yet synced.
+    if let Ok(dir) = std::fs::File::open(&dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// Accepts the recording `bytes` read from `pending`: writes them over its cassette
+/// atomically, then deletes the pending file.
+fn commit(pending: &Path, committed: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    write_atomic(committed, bytes)?;
+    remove(pending).map_err(|e| CliError::new(Exit::Io, e))
+}
+
+/// Carries out `verdict` on the pending file `pending`. Accepting reads it (a
+/// regular file, never a link), checks that it reads as a cassette, and writes those
+/// bytes over its cassette ([`commit`]); rejecting deletes it.
+fn decide(pending: &Path, verdict: Verdict) -> Result<PathBuf, CliError> {
+    let committed = committed_of(pending)?;
     match verdict {
         Verdict::Accept => {
-            load(pending).map_err(|e| CliError::new(Exit::BadData, e))?;
-            std::fs::rename(pending, &committed).map_err(|e| {
-                CliError::new(
-                    Exit::Io,
-                    format!(
-                        "{} could not replace {}: {e}",
-                        pending.display(),
-                        committed.display()
-                    ),
-                )
-            })?;
-            if let Some(dir) = committed.parent().filter(|d| !d.as_os_str().is_empty()) {
-                // The rename is durable once the folder is synced; a folder that cannot
-                // be opened (some platforms) keeps the rename, only not yet synced.
-                if let Ok(dir) = std::fs::File::open(dir) {
-                    let _ = dir.sync_all();
-                }
-            }
+            let bytes = read_regular(pending, Links::Refuse)?;
+            parse_cassette(pending, &bytes)?;
+            commit(pending, &committed, &bytes)?;
         }
         Verdict::Reject => {
             remove(pending).map_err(|e| CliError::new(Exit::Io, e))?;
@@ -860,11 +1167,31 @@ fn decide_all(paths: &[PathBuf], verdict: Verdict) -> Result<Exit, CliError> {
     for file in &pending {
         let committed = decide(file, verdict)?;
         match verdict {
-            Verdict::Accept => println!("accepted {}", committed.display()),
-            Verdict::Reject => println!("rejected {}", file.display()),
+            Verdict::Accept => println!("accepted {}", shown(&committed)),
+            Verdict::Reject => println!("rejected {}", shown(file)),
         }
     }
     Ok(Exit::Success)
+}
+
+/// Carries out `verdict` on `pending` only if it still holds the `shown` bytes,
+/// and accepts exactly those bytes. `Ok(false)`: it changed (or went, or became a
+/// link) since it was shown, and is left as it is.
+fn decide_shown(
+    pending: &Path,
+    committed: &Path,
+    shown_bytes: &[u8],
+    verdict: Verdict,
+) -> Result<bool, CliError> {
+    match read_regular(pending, Links::Refuse) {
+        Ok(now) if now == shown_bytes => {}
+        _ => return Ok(false),
+    }
+    match verdict {
+        Verdict::Accept => commit(pending, committed, shown_bytes)?,
+        Verdict::Reject => remove(pending).map_err(|e| CliError::new(Exit::Io, e))?,
+    }
+    Ok(true)
 }
 
 fn review(paths: &[PathBuf]) -> Result<Exit, CliError> {
@@ -879,14 +1206,16 @@ fn review(paths: &[PathBuf]) -> Result<Exit, CliError> {
     let mut left = 0;
     let total = pending.len();
     for (n, file) in pending.iter().enumerate() {
-        let committed = committed_path(file).unwrap_or_default();
+        let committed = committed_of(file)?;
         println!(
             "\n{} {}",
             paint(&format!("[{}/{total}]", n + 1), Style::Dim, colour),
-            paint(&committed.display().to_string(), Style::Bold, colour)
+            paint(&shown(&committed), Style::Bold, colour)
         );
-        let fresh = open(file)?;
-        if committed.exists() {
+        // What is shown is what is decided: these bytes, read once.
+        let bytes = read_regular(file, Links::Refuse)?;
+        let fresh = parse_cassette(file, &bytes)?;
+        if std::fs::symlink_metadata(&committed).is_ok() {
             let old = open(&committed)?;
             let diff = file_diff(&old, &fresh);
             if diff.is_empty() {
@@ -921,20 +1250,27 @@ fn review(paths: &[PathBuf]) -> Result<Exit, CliError> {
                     println!("{left} left pending");
                     return Ok(Exit::Failure);
                 }
-                other => println!("`{other}`: answer a, r, s or q"),
+                other => println!("`{}`: answer a, r, s or q", escape_for_terminal(other)),
             }
         };
         match verdict {
             Some(verdict) => {
-                decide(file, verdict)?;
-                println!(
-                    "{}",
-                    if verdict == Verdict::Accept {
-                        "accepted"
-                    } else {
-                        "rejected"
-                    }
-                );
+                if decide_shown(file, &committed, &bytes, verdict)? {
+                    println!(
+                        "{}",
+                        if verdict == Verdict::Accept {
+                            "accepted"
+                        } else {
+                            "rejected"
+                        }
+                    );
+                } else {
+                    left += 1;
+                    println!(
+                        "{}: changed since it was shown; review it again",
+                        shown(file)
+                    );
+                }
             }
             None => {
                 left += 1;

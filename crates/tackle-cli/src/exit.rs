@@ -14,15 +14,17 @@ pub enum Exit {
     /// 1: it ran, and the answer is no: the tool failed, the cassettes differ, a
     /// check found problems, a recording is left pending.
     Failure,
-    /// 2: bad usage or bad input: an unknown flag, arguments that are not JSON or
-    /// break the tool's schema.
+    /// 2: bad usage or bad input: an unknown flag, arguments that are not UTF-8,
+    /// arguments that are not JSON or break the tool's schema.
     Usage,
     /// 3: no such thing: an unknown tool key, a missing file, nothing pending.
     NotFound,
-    /// 4: refused: a capability not granted, an approval denied.
+    /// 4: refused: a capability not granted, an approval denied, a pending recording
+    /// that is a symbolic link or is reached through one out of its folder.
     Refused,
-    /// 5: a file that cannot be used: a corrupt or incomplete cassette, a pipeline
-    /// that does not parse, a recording that cannot serve the call.
+    /// 5: a file that cannot be used: a corrupt or incomplete cassette, a file that
+    /// is not a regular file (a FIFO, a device), a pipeline that does not parse, a
+    /// recording that cannot serve the call.
     BadData,
     /// 6: the environment failed: a file that cannot be written, a server that cannot
     /// start.

@@ -33,6 +33,15 @@ use tackle_runtime::durable::{
 use tackle_sqlite::SqliteStore;
 
 use crate::exit::{CliError, Exit};
+use crate::term::{escape_for_terminal, escape_json_for_terminal};
+
+/// Prints one line of output built from the store's text (a task, an answer, an
+/// error, arguments, a file name): escaped, so a run cannot drive the terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", escape_for_terminal(&format!($($arg)*)))
+    };
+}
 
 /// What `cargo tackle runs` does.
 #[derive(Debug, Subcommand)]
@@ -186,12 +195,12 @@ pub(crate) fn execute(path: &Path, command: RunsCommand) -> Result<Exit, CliErro
         } => resolve(&store, &run, &call, output, failed, retry),
         RunsCommand::Export { run, file } => {
             DurableRun::export_journal(&store, &run, &file).map_err(durable_error)?;
-            println!("wrote {}", file.display());
+            say!("wrote {}", file.display());
             Ok(Exit::Success)
         }
         RunsCommand::Backup { file } => {
             store.backup(&file).map_err(store_error)?;
-            println!("backed {} up to {}", path.display(), file.display());
+            say!("backed {} up to {}", path.display(), file.display());
             Ok(Exit::Success)
         }
     }
@@ -216,14 +225,17 @@ fn list(store: &SqliteStore, json: bool) -> Result<Exit, CliError> {
                 })
             })
             .collect();
-        println!("{}", Value::Array(rows));
+        println!(
+            "{}",
+            escape_json_for_terminal(&Value::Array(rows).to_string())
+        );
         return Ok(Exit::Success);
     }
     if rows.is_empty() {
-        println!("no runs");
+        say!("no runs");
     }
     for r in &rows {
-        println!(
+        say!(
             "{}  {}  attempt {}  {} step(s)  held by {}",
             r.run_id,
             status_name(&r.status),
@@ -239,39 +251,42 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
     let record = load(store, run)?;
     if json {
         let text = serde_json::to_string_pretty(&record).map_err(|e| CliError::new(Exit::Io, e))?;
-        println!("{text}");
+        println!("{}", escape_json_for_terminal(&text));
         return Ok(Exit::Success);
     }
-    println!("run {}: {}", record.run_id, status_name(&record.status));
-    println!("task: {}", record.task);
-    println!(
+    say!("run {}: {}", record.run_id, status_name(&record.status));
+    say!("task: {}", record.task);
+    say!(
         "attempts: {}  held by: {}",
         record.attempts,
         holder(&record)
     );
     let journal = store.journal(run).map_err(store_error)?;
-    println!("journal: {} entries", journal.len());
+    say!("journal: {} entries", journal.len());
     if let Some(state) = &record.state {
-        println!("steps: {}", state.step_index);
+        say!("steps: {}", state.step_index);
         for call in &state.tool_calls {
             let outcome = match (&call.result, &call.error) {
                 (_, Some(error)) => format!("error: {error}"),
                 (Some(result), None) => result.to_string(),
                 (None, None) => "-".into(),
             };
-            println!(
+            say!(
                 "  step {}: {} {} -> {}",
-                call.step, call.name, call.arguments, outcome
+                call.step,
+                call.name,
+                call.arguments,
+                outcome
             );
         }
         if let Some(answer) = &state.final_answer {
-            println!("answer: {answer}");
+            say!("answer: {answer}");
         }
     }
     if !record.pending.is_empty() {
-        println!("pending approvals:");
+        say!("pending approvals:");
         for p in &record.pending {
-            println!("  request {}: {} {}", p.binding, p.key, p.arguments);
+            say!("  request {}: {} {}", p.binding, p.key, p.arguments);
         }
     }
     for d in &record.decisions {
@@ -280,12 +295,12 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
             Decision::Approve => "approved".to_owned(),
             Decision::Reject { reason } => format!("rejected: {reason}"),
         };
-        println!("decided: {} {} {what}", d.request.key, d.request.arguments);
+        say!("decided: {} {} {what}", d.request.key, d.request.arguments);
     }
     if let RunStatus::UnknownOutcome { calls } = &record.status {
-        println!("calls of unknown outcome:");
+        say!("calls of unknown outcome:");
         for c in calls {
-            println!("  {}/{} {} {}", c.attempt, c.call, c.key, c.input);
+            say!("  {}/{} {} {}", c.attempt, c.call, c.key, c.input);
         }
     }
     Ok(Exit::Success)
@@ -311,7 +326,7 @@ fn decide(store: &SqliteStore, run: &str, id: &str, decision: Decision) -> Resul
         Decision::Approve => "approved",
         Decision::Reject { .. } => "rejected",
     };
-    println!("{verb} {} {}", request.key, request.arguments);
+    say!("{verb} {} {}", request.key, request.arguments);
     Ok(Exit::Success)
 }
 
@@ -356,6 +371,6 @@ fn resolve(
         input: Value::Null,
     };
     DurableRun::resolve(store, run, &in_flight, resolution).map_err(durable_error)?;
-    println!("resolved {attempt}/{number}");
+    say!("resolved {attempt}/{number}");
     Ok(Exit::Success)
 }

@@ -220,10 +220,28 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    utf8_arguments(&args)?;
     let name = program_name(args.first());
     let mut command = Cli::command().name(name.clone()).bin_name(name);
     let matches = command.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches)
+}
+
+/// Refuses arguments that are not UTF-8 (the program's name, first, aside) as a
+/// usage error naming the first one, its bytes escaped. Both programs check this
+/// before parsing: a file argument would otherwise take any bytes, and every other
+/// argument would fail with clap's less precise message.
+pub(crate) fn utf8_arguments(args: &[OsString]) -> Result<(), clap::Error> {
+    match args.iter().skip(1).find(|a| a.to_str().is_none()) {
+        None => Ok(()),
+        Some(arg) => Err(clap::Error::raw(
+            clap::error::ErrorKind::InvalidUtf8,
+            format!(
+                "the argument {} is not UTF-8\n",
+                term::escape_for_terminal(&format!("{arg:?}"))
+            ),
+        )),
+    }
 }
 
 /// Prints clap's message (help and version on stdout, errors on stderr) and gives
@@ -286,7 +304,8 @@ fn execute(cli: Cli, runtime: Runtime) -> Result<Exit, CliError> {
 fn print_json(value: &Value) -> Result<Exit, CliError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::new(Exit::Failure, format!("the output is not JSON: {e}")))?;
-    println!("{text}");
+    // A replayed output comes from a cassette: the same JSON, safe on a terminal.
+    println!("{}", term::escape_json_for_terminal(&text));
     Ok(Exit::Success)
 }
 

@@ -7,14 +7,23 @@
 //!
 //! The review check records a cassette, changes a tool, re-records into a pending
 //! file, diffs, rejects, re-records, accepts, and replays the accepted recording.
+//!
+//! The hostile-folder checks give `cargo tackle` link loops, FIFOs, symbolic links,
+//! a pending file swapped mid-review, terminal control sequences and arguments that
+//! are not UTF-8; each command runs under a deadline ([`Running`]), so one that
+//! would hang fails its check instead.
 
 #[path = "../../../tests/support/harness.rs"]
 #[allow(dead_code)]
 mod harness;
 
-use std::io::Write;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tackle::tool;
@@ -32,6 +41,30 @@ fn main() -> ExitCode {
         ("record_change_review_accept", record_change_review_accept),
         ("cassette_commands", cassette_commands),
         ("runs_commands", runs_commands),
+        (
+            "walks_pass_over_link_loops_and_fifos",
+            walks_pass_over_link_loops_and_fifos,
+        ),
+        (
+            "accept_refuses_symlinked_pending_files",
+            accept_refuses_symlinked_pending_files,
+        ),
+        (
+            "accept_refuses_pending_files_through_a_link_out_of_the_tree",
+            accept_refuses_pending_files_through_a_link_out_of_the_tree,
+        ),
+        (
+            "review_decides_only_what_it_showed",
+            review_decides_only_what_it_showed,
+        ),
+        (
+            "terminal_controls_in_cassettes_are_escaped",
+            terminal_controls_in_cassettes_are_escaped,
+        ),
+        (
+            "arguments_that_are_not_utf8_are_bad_usage",
+            arguments_that_are_not_utf8_are_bad_usage,
+        ),
     ])
 }
 
@@ -82,25 +115,142 @@ fn tools(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("run")
 }
 
+/// How long one `cargo tackle` command may take before a check kills it and fails:
+/// a walk that loops, or a read that blocks, must fail the check, not hang the suite.
+const DEADLINE: Duration = Duration::from_secs(60);
+
 /// Runs `cargo-tackle tackle ARGS` (as cargo does for `cargo tackle ARGS`), with
-/// `stdin` as its standard input.
+/// `stdin` as its standard input, killed if it runs past [`DEADLINE`].
 fn cargo_tackle(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-tackle"))
-        .arg("tackle")
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run cargo-tackle");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("answers");
-    child.wait_with_output().expect("output")
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    cargo_tackle_os(&args, stdin)
+}
+
+/// [`cargo_tackle`] with arguments that need not be UTF-8.
+fn cargo_tackle_os(args: &[&OsStr], stdin: &str) -> Output {
+    Running::tackle(args).finish(stdin)
+}
+
+/// A child process whose output is read on threads, so that a check can wait for a
+/// prompt, answer it, and wait for the end, each within the deadline; past it, the
+/// child is killed and the check fails. Dropped, it kills the child.
+struct Running {
+    child: std::process::Child,
+    stdout: mpsc::Receiver<Vec<u8>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    seen: Vec<u8>,
+    deadline: Instant,
+    what: String,
+}
+
+impl Running {
+    /// `cargo-tackle tackle ARGS`, colourless, with piped standard streams.
+    fn tackle(args: &[&OsStr]) -> Running {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-tackle"));
+        command.arg("tackle").args(args).env("NO_COLOR", "1");
+        Running::start(command)
+    }
+
+    fn start(mut command: Command) -> Running {
+        let what = format!("{command:?}");
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut out = child.stdout.take().expect("stdout");
+        let mut err = child.stderr.take().expect("stderr");
+        let (send, stdout) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = out.read(&mut chunk) {
+                if n == 0 || send.send(chunk[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let _ = err.read_to_end(&mut all);
+            all
+        });
+        Running {
+            child,
+            stdout,
+            stderr: Some(stderr),
+            seen: Vec::new(),
+            deadline: Instant::now() + DEADLINE,
+            what,
+        }
+    }
+
+    /// Kills the child and fails the check.
+    fn fail(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!(
+            "{}: {why}; its output so far:\n{}",
+            self.what,
+            String::from_utf8_lossy(&self.seen)
+        );
+    }
+
+    /// Reads standard output until it holds `text`.
+    fn wait_for(&mut self, text: &str) {
+        while !String::from_utf8_lossy(&self.seen).contains(text) {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            match self.stdout.recv_timeout(left) {
+                Ok(chunk) => self.seen.extend(chunk),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.fail(&format!("no `{text}` within {DEADLINE:?}"))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.fail(&format!("it ended without printing `{text}`"))
+                }
+            }
+        }
+    }
+
+    /// Writes `stdin`, closes it, and waits for the end.
+    fn finish(mut self, stdin: &str) -> Output {
+        if let Some(mut input) = self.child.stdin.take() {
+            // A child that already ended does not read it.
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        let status = loop {
+            match self.child.try_wait().expect("wait") {
+                Some(status) => break status,
+                None if Instant::now() >= self.deadline => {
+                    self.fail(&format!("it did not finish within {DEADLINE:?}"))
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        // The reader ends when the pipe closes, with the child.
+        while let Ok(chunk) = self.stdout.recv() {
+            self.seen.extend(chunk);
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        Output {
+            status,
+            stdout: std::mem::take(&mut self.seen),
+            stderr,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn code(out: &Output) -> i32 {
@@ -722,4 +872,394 @@ fn runs_commands() {
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     assert!(stderr(&out).contains("bad.db"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A cassette of one `demo.weather@1` call whose reading holds `note`.
+fn cassette_with(note: &str) -> Value {
+    json!({
+        "format": "tackle-cassette",
+        "version": 1,
+        "complete": true,
+        "name": "hostile",
+        "tools": {"demo.weather@1": "0000000000000000"},
+        "interactions": [{
+            "call": 0, "key": "demo.weather@1", "kind": "tool", "policy": "recorded-result",
+            "input": {"city": "Oslo"}, "outcome": {"ok": {"celsius": 12, "note": note}}
+        }]
+    })
+}
+
+fn bytes_of(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `a -> .` and `b -> .` make a folder walk that follows links endless, and a FIFO
+/// named like a cassette blocks whoever opens it: `verify`, `review` and `accept`
+/// finish within the deadline all the same, and a FIFO named on the command line is
+/// refused, not opened.
+fn walks_pass_over_link_loops_and_fifos() {
+    let dir = temp("loops");
+    let cassette = dir.join("c.json");
+    let pending = dir.join("c.pending.json");
+    write(&cassette, &cassette_with("before"));
+    write(&pending, &cassette_with("after"));
+    std::os::unix::fs::symlink(".", dir.join("a")).expect("a -> .");
+    std::os::unix::fs::symlink(".", dir.join("b")).expect("b -> .");
+    let fifos = Command::new("mkfifo")
+        .arg(dir.join("x.json"))
+        .arg(dir.join("y.pending.json"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !fifos {
+        println!("no `mkfifo`: the FIFO part is not checked");
+    }
+    let d = dir.to_str().expect("dir");
+
+    let out = cargo_tackle(&["cassette", "verify", d], "");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("1 checked, 0 with problems"),
+        "{}",
+        stdout(&out)
+    );
+    let out = cargo_tackle(&["review", d], "s\n");
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("1 left pending"), "{}", stdout(&out));
+    let after = bytes_of(&pending);
+    let out = cargo_tackle(&["accept", d], "");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        stdout(&out).matches("accepted").count(),
+        1,
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(bytes_of(&cassette), after);
+    if fifos {
+        let fifo = dir.join("x.json");
+        let out = cargo_tackle(&["cassette", "show", fifo.to_str().expect("path")], "");
+        assert_eq!(code(&out), 5, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{}",
+            stderr(&out)
+        );
+        let out = cargo_tackle(&["cassette", "verify", fifo.to_str().expect("path")], "");
+        assert_eq!(code(&out), 5, "{}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pending file that is a symbolic link is never accepted (the cassette would
+/// become a link, or take another tree's file): exit 4, whichever way it is named,
+/// with nothing changed.
+fn accept_refuses_symlinked_pending_files() {
+    let dir = temp("linked-pending");
+    let tree = dir.join("tree");
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&tree).expect("tree");
+    std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+    let cassette = tree.join("w.json");
+    let pending = tree.join("w.pending.json");
+    write(&cassette, &cassette_with("mine"));
+    write(&elsewhere.join("evil.json"), &cassette_with("theirs"));
+    std::os::unix::fs::symlink("../elsewhere/evil.json", &pending).expect("link");
+    let before = bytes_of(&cassette);
+
+    for named in [&tree, &pending, &cassette] {
+        for command in ["accept", "review", "reject"] {
+            let out = cargo_tackle(&[command, named.to_str().expect("path")], "a\n");
+            assert_eq!(
+                code(&out),
+                4,
+                "{command} {}: {}",
+                named.display(),
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("a symbolic link, not a recording"),
+                "{}",
+                stderr(&out)
+            );
+            assert!(!is_link(&cassette), "the cassette is never a link");
+            assert_eq!(bytes_of(&cassette), before);
+            assert!(is_link(&pending), "left for a person to remove");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pending file reached through a symbolic link that leads out of its folder is
+/// in another tree: named through the link it is refused (exit 4), a folder walk
+/// does not follow the link, and the real path is accepted. A link that stays in its
+/// folder is fine.
+fn accept_refuses_pending_files_through_a_link_out_of_the_tree() {
+    let dir = temp("linked-folder");
+    let root = dir.join("root");
+    let other = dir.join("other");
+    std::fs::create_dir_all(root.join("v2")).expect("root");
+    std::fs::create_dir_all(&other).expect("other");
+    std::os::unix::fs::symlink("../other", root.join("link")).expect("link");
+    let (cassette, pending) = (other.join("y.json"), other.join("y.pending.json"));
+    write(&cassette, &cassette_with("kept"));
+    write(&pending, &cassette_with("theirs"));
+    let before = bytes_of(&cassette);
+
+    let through = root.join("link").join("y.pending.json");
+    for named in [
+        through.clone(),
+        root.join("link").join("y.json"),
+        root.join("link"),
+    ] {
+        let out = cargo_tackle(&["accept", named.to_str().expect("path")], "");
+        assert_eq!(code(&out), 4, "{}: {}", named.display(), stderr(&out));
+        assert!(
+            stderr(&out).contains("which leads out of its folder"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(bytes_of(&cassette), before);
+        assert!(pending.exists());
+    }
+    let out = cargo_tackle(&["accept", root.to_str().expect("path")], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("nothing pending"), "{}", stdout(&out));
+    assert_eq!(bytes_of(&cassette), before, "the walk stays in its tree");
+
+    // The real path is the way to accept it.
+    let theirs = bytes_of(&pending);
+    let out = cargo_tackle(&["accept", pending.to_str().expect("path")], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(bytes_of(&cassette), theirs);
+
+    // A link within its folder leads nowhere else.
+    std::os::unix::fs::symlink("v2", root.join("current")).expect("link");
+    write(&root.join("v2").join("z.json"), &cassette_with("old"));
+    write(
+        &root.join("v2").join("z.pending.json"),
+        &cassette_with("new"),
+    );
+    let within = root.join("current").join("z.pending.json");
+    let out = cargo_tackle(&["accept", within.to_str().expect("path")], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!root.join("v2").join("z.pending.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `review` decides on the recording it showed: a pending file replaced between its
+/// diff and the answer is left pending ("changed since it was shown"), the cassette
+/// untouched; reviewed again, the new recording is what is accepted.
+fn review_decides_only_what_it_showed() {
+    let dir = temp("swap");
+    let cassette = dir.join("s.json");
+    let pending = dir.join("s.pending.json");
+    write(&cassette, &cassette_with("committed"));
+    write(&pending, &cassette_with("shown"));
+    let before = bytes_of(&cassette);
+    let d = OsStr::new(dir.to_str().expect("dir"));
+
+    for answer in ["a\n", "r\n"] {
+        let mut review = Running::tackle(&[OsStr::new("review"), d]);
+        review.wait_for("[a/r/s/q] ");
+        assert!(
+            String::from_utf8_lossy(&review.seen).contains("\"shown\""),
+            "the diff shows the recording"
+        );
+        // Swapped after the diff, before the answer.
+        write(&pending, &cassette_with("swapped in unseen"));
+        let swapped = bytes_of(&pending);
+        let out = review.finish(answer);
+        assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+        assert!(
+            stdout(&out).contains("changed since it was shown; review it again"),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(bytes_of(&cassette), before, "nothing unseen is committed");
+        assert_eq!(bytes_of(&pending), swapped, "left pending");
+        write(&pending, &cassette_with("shown"));
+    }
+
+    // Unchanged, the shown recording is accepted, byte for byte.
+    let shown = bytes_of(&pending);
+    let out = cargo_tackle(&["review", d.to_str().expect("dir")], "a\n");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(bytes_of(&cassette), shown);
+    assert!(!pending.exists());
+    assert!(!is_link(&cassette));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Raw bytes a terminal acts on: ESC, BEL, the single-byte CSI (U+009B, whose UTF-8
+/// ends in 0x9b) and a bidirectional override.
+fn assert_no_terminal_controls(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    assert!(!bytes.contains(&0x1b), "{what}: a raw ESC in {text}");
+    assert!(!bytes.contains(&0x07), "{what}: a raw BEL in {text}");
+    assert!(!bytes.contains(&0x9b), "{what}: a raw 0x9b in {text}");
+    assert!(!text.contains('\u{202e}'), "{what}: a raw U+202E in {text}");
+}
+
+/// A cassette (and a run store) holding an OSC 52 clipboard write, a line erase, a
+/// C1 CSI and a bidirectional override, in every field that is printed, and in a
+/// file name: `show`, `verify`, `diff` (text and JSON), `review`, `accept`, error
+/// messages and `runs` print them as visible escapes, never raw.
+fn terminal_controls_in_cassettes_are_escaped() {
+    let dir = temp("controls");
+    let evil = "\u{1b}]52;c;aGVsbG8=\u{7}\u{1b}[2K\u{9b}31m\u{202e}txt";
+    let hostile = json!({
+        "format": "tackle-cassette",
+        "version": 1,
+        "complete": true,
+        "name": format!("name {evil}"),
+        "tools": {"demo.weather@1": "0000000000000000", format!("demo.{evil}@1"): "0000000000000000"},
+        "interactions": [
+            {"call": 0, "key": "demo.weather@1", "kind": "tool", "policy": "recorded-result",
+             "input": {"city": evil}, "outcome": {"ok": {"celsius": 12, "note": evil, evil: 1}}},
+            {"call": 1, "key": format!("demo.{evil}@1"), "kind": "tool", "policy": "recorded-result",
+             "input": {"x": evil}, "outcome": {"ok": evil}},
+            {"call": 2, "key": "llm.chat", "kind": "operation", "policy": "recorded-result",
+             "input": {"messages": [{"role": evil, "content": evil}]},
+             "outcome": {"ok": {"text": evil, "tool_calls": [{"name": evil, "arguments": {"a": evil}}]}}}
+        ]
+    });
+    let plain = dir.join("plain.json");
+    write(&plain, &cassette_with("calm"));
+    let file = dir.join("evil \u{1b}[2K.json");
+    write(&file, &hostile);
+    let (p, f) = (plain.as_os_str(), file.as_os_str());
+    let runs: [&[&OsStr]; 5] = [
+        &[OsStr::new("cassette"), OsStr::new("show"), f],
+        &[
+            OsStr::new("cassette"),
+            OsStr::new("verify"),
+            dir.as_os_str(),
+        ],
+        &[OsStr::new("cassette"), OsStr::new("diff"), p, f],
+        &[
+            OsStr::new("cassette"),
+            OsStr::new("diff"),
+            p,
+            f,
+            OsStr::new("--json"),
+        ],
+        &[OsStr::new("cassette"), OsStr::new("prune"), f],
+    ];
+    for args in runs {
+        let out = cargo_tackle_os(args, "");
+        let what = format!("{args:?}");
+        assert!(code(&out) <= 3, "{what}: {}", stderr(&out));
+        assert_no_terminal_controls(&what, &out.stdout);
+        assert_no_terminal_controls(&what, &out.stderr);
+    }
+    let out = cargo_tackle_os(&[OsStr::new("cassette"), OsStr::new("show"), f], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("\\u{1b}]52;c;aGVsbG8=\\u{7}\\u{1b}[2K\\u{9b}31m\\u{202e}txt"),
+        "shown as escapes: {}",
+        stdout(&out)
+    );
+    let out = cargo_tackle_os(
+        &[
+            OsStr::new("cassette"),
+            OsStr::new("diff"),
+            p,
+            f,
+            OsStr::new("--json"),
+        ],
+        "",
+    );
+    let diff: Value = serde_json::from_slice(&out.stdout).expect("still JSON");
+    assert!(
+        diff.to_string().contains('\u{9b}'),
+        "the same value: {diff}"
+    );
+
+    // Review and accept of a pending file with that content and name.
+    let sub = dir.join("review");
+    std::fs::create_dir_all(&sub).expect("dir");
+    let cassette = sub.join("evil \u{1b}[2K.json");
+    write(&cassette, &cassette_with("calm"));
+    write(&sub.join("evil \u{1b}[2K.pending.json"), &hostile);
+    let s = sub.as_os_str();
+    let out = cargo_tackle_os(&[OsStr::new("review"), s], "s\n");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_no_terminal_controls("review", &out.stdout);
+    let out = cargo_tackle_os(&[OsStr::new("accept"), s], "");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_terminal_controls("accept", &out.stdout);
+    assert!(stdout(&out).contains("\\u{1b}[2K.json"), "{}", stdout(&out));
+
+    // An error naming such a file.
+    let corrupt = dir.join("corrupt \u{9b}2J.json");
+    std::fs::write(&corrupt, "{").expect("write");
+    let out = cargo_tackle_os(
+        &[
+            OsStr::new("cassette"),
+            OsStr::new("show"),
+            corrupt.as_os_str(),
+        ],
+        "",
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert_no_terminal_controls("error", &out.stderr);
+    assert!(
+        stderr(&out).contains("corrupt \\u{9b}2J.json"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A run store's text.
+    let db = dir.join("runs.db");
+    {
+        use std::sync::Arc;
+        use tackle::durable::{DurableRun, RunStore};
+        use tackle_sqlite::SqliteStore;
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).expect("store"));
+        DurableRun::start(store, "r-1", &format!("task {evil}")).expect("start");
+    }
+    let store = db.to_str().expect("path");
+    for command in [
+        &["list"][..],
+        &["list", "--json"],
+        &["show", "r-1"],
+        &["show", "r-1", "--json"],
+    ] {
+        let mut args = vec!["runs", "--store", store];
+        args.extend_from_slice(command);
+        let out = cargo_tackle(&args, "");
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert_no_terminal_controls(&format!("{args:?}"), &out.stdout);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An argument that is not UTF-8 is bad usage (exit 2) for both programs, even where
+/// a file name is expected, and the error shows its bytes escaped.
+fn arguments_that_are_not_utf8_are_bad_usage() {
+    let bad = OsStr::from_bytes(b"bad\xffname\x1b.json");
+    for args in [
+        vec![OsStr::new("cassette"), OsStr::new("show"), bad],
+        vec![OsStr::new("review"), bad],
+        vec![OsStr::new("cassette"), OsStr::new("verify"), bad],
+    ] {
+        let out = cargo_tackle_os(&args, "");
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is not UTF-8"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(r"bad\xFFname"), "{}", stderr(&out));
+        assert_no_terminal_controls("error", &out.stderr);
+    }
+    let mut command = Command::new(std::env::current_exe().expect("this test"));
+    command.env(CHILD, "1").env("NO_COLOR", "1").args([
+        OsStr::new("pipeline"),
+        OsStr::new("run"),
+        bad,
+    ]);
+    let out = Running::start(command).finish("");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("is not UTF-8"), "{}", stderr(&out));
 }

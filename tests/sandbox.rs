@@ -22,6 +22,9 @@ use tackle::{tool, DynamicTool, Run, Runtime, SideEffects, ToolContext, ToolErro
 /// An environment variable this process has and sandboxed tools must not see.
 const UNDECLARED: &str = "TACKLE_SANDBOX_TEST_UNDECLARED";
 
+/// Its value.
+const UNDECLARED_VALUE: &str = "visible-4d1c9e";
+
 /// Writes this process's id to `pid_file`, then loops forever.
 fn spin_forever(pid_file: &str) -> Result<(), String> {
     std::fs::write(pid_file, std::process::id().to_string()).map_err(|e| e.to_string())?;
@@ -93,7 +96,8 @@ async fn add(a: i64, b: i64, log: Option<String>) -> Result<i64, String> {
             .append(true)
             .open(log)
             .map_err(|e| e.to_string())?;
-        writeln!(file, "{}", std::process::id()).map_err(|e| e.to_string())?;
+        // This process's mark: a process id is 1 in every sandbox's PID namespace.
+        writeln!(file, "{}", process_mark()).map_err(|e| e.to_string())?;
     }
     if a < 0 || b < 0 {
         return Err(format!("negative: {a}, {b}"));
@@ -106,16 +110,61 @@ async fn add(a: i64, b: i64, log: Option<String>) -> Result<i64, String> {
     Ok(a + b)
 }
 
-/// Starts `sleep 30` (which inherits the child's standard output and error), writes its
-/// pid to `pid_file`, and returns at once.
+/// A mark of this process, unlike any other process's (a hasher's random keys).
+fn process_mark() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
+}
+
+/// Starts `sleep 31.4159` (which inherits the child's standard output and error, so it
+/// would hold the call open), and a shell in a session of its own that writes
+/// `marker` after 1.5 s; returns at once.
 #[tool(namespace = "sbx", side_effects = none, sandbox = process)]
-fn spawner(pid_file: String) -> Result<u32, String> {
+fn spawner(marker: String) -> Result<u32, String> {
     let sleeper = std::process::Command::new("sleep")
-        .arg("30")
+        .arg("31.4159")
         .spawn()
         .map_err(|e| e.to_string())?;
-    std::fs::write(&pid_file, sleeper.id().to_string()).map_err(|e| e.to_string())?;
+    std::process::Command::new("setsid")
+        .args([
+            "-f",
+            "sh",
+            "-c",
+            &format!("sleep 1.5; echo late > {marker}"),
+        ])
+        .status()
+        .map_err(|e| e.to_string())?;
     Ok(sleeper.id())
+}
+
+/// Starts a shell in a session of its own that writes `marker` after 1.5 s, then
+/// sleeps past its 400 ms time limit.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process, timeout_ms = 400)]
+fn escapee(marker: String) -> Result<(), String> {
+    std::process::Command::new("setsid")
+        .args([
+            "-f",
+            "sh",
+            "-c",
+            &format!("sleep 1.5; echo late > {marker}"),
+        ])
+        .status()
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_secs(10));
+    Ok(())
+}
+
+/// Reads every process's environment it can see (its parent's, `parent`, first), and
+/// returns what it read.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn snoop(parent: u32) -> String {
+    let mut seen = std::fs::read(format!("/proc/{parent}/environ")).unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            seen.extend(std::fs::read(entry.path().join("environ")).unwrap_or_default());
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
 }
 
 /// Sleeps `seconds` (using no CPU time).
@@ -138,9 +187,52 @@ fn depth(value: Value) -> usize {
 }
 
 fn sandboxed() -> Runtime {
-    Runtime::from_inventory()
-        .expect("registry")
-        .with_sandbox(ProcessSandbox::current_exe().expect("current exe"))
+    sandboxed_as("any")
+}
+
+/// A sandboxed runtime whose children carry `--sandbox-test=<name>` on their command
+/// line, so a check can find them in this process's view of `/proc` (inside its PID
+/// namespace, a child's own process id means nothing here).
+fn sandboxed_as(name: &str) -> Runtime {
+    Runtime::from_inventory().expect("registry").with_sandbox(
+        ProcessSandbox::current_exe()
+            .expect("current exe")
+            .arg(format!("--sandbox-test={name}")),
+    )
+}
+
+/// Waits until no process marked `name` (see [`sandboxed_as`]) runs, or `within`
+/// passes; whether none does.
+fn gone_within(name: &str, within: Duration) -> bool {
+    let needle = format!("--sandbox-test={name}\0");
+    let start = Instant::now();
+    loop {
+        let alive = std::fs::read_dir("/proc")
+            .map(|entries| {
+                entries.flatten().any(|entry| {
+                    let path = entry.path();
+                    let marked = std::fs::read(path.join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle));
+                    marked && !zombie(&path)
+                })
+            })
+            .unwrap_or(false);
+        if !alive {
+            return true;
+        }
+        if start.elapsed() > within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether the process at `path` (`/proc/<pid>`) is a zombie or dead.
+fn zombie(path: &Path) -> bool {
+    std::fs::read_to_string(path.join("stat")).map_or(true, |stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        state.starts_with('Z') || state.starts_with('X')
+    })
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -148,27 +240,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
-}
-
-/// Waits until the process `pid` is gone or a zombie (killed, not yet reaped).
-fn dead_within(pid: &str, within: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            Ok(stat) => {
-                // The state follows the command's closing parenthesis.
-                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-                if state.starts_with('Z') || state.starts_with('X') {
-                    return true;
-                }
-            }
-        }
-        if start.elapsed() > within {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// The reason of a sandbox error; any other outcome fails the check.
@@ -179,14 +250,10 @@ fn sandbox_reason(err: &ToolError) -> &str {
     }
 }
 
-fn read_pid(path: &Path) -> String {
-    std::fs::read_to_string(path).expect("the tool wrote its pid")
-}
-
 /// A tool that loops forever is killed when its time limit passes: `Timeout`, not
 /// still running, and the process is gone within the grace window.
 fn an_endless_loop_is_killed_at_its_time_limit() {
-    let rt = sandboxed();
+    let rt = sandboxed_as("spin");
     let dir = scratch("spin");
     let pid_file = dir.join("pid");
     let start = Instant::now();
@@ -210,18 +277,17 @@ fn an_endless_loop_is_killed_at_its_time_limit() {
         other => panic!("expected Timeout, got {other:?}"),
     }
     assert!(took < Duration::from_secs(3), "took {took:?}");
-    let pid = read_pid(&pid_file);
     let grace = DEFAULT_GRACE;
     assert!(
-        dead_within(&pid, grace),
-        "process {pid} still runs {grace:?} after its timeout"
+        gone_within("spin", grace),
+        "the tool's process still runs {grace:?} after its timeout"
     );
     let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Cancelling the run kills the child when the grace window ends: `Aborted`.
 fn a_cancelled_run_kills_its_sandboxed_tool() {
-    let rt = std::sync::Arc::new(sandboxed());
+    let rt = std::sync::Arc::new(sandboxed_as("cancel"));
     let dir = scratch("cancel");
     let pid_file = dir.join("pid");
     let token = CancellationToken::new();
@@ -244,10 +310,9 @@ fn a_cancelled_run_kills_its_sandboxed_tool() {
         matches!(err, ToolError::Aborted { grace_ms: 100, .. }),
         "{err:?}"
     );
-    let pid = read_pid(&pid_file);
     assert!(
-        dead_within(&pid, grace * 3),
-        "process {pid} survived its grace window"
+        gone_within("cancel", grace * 3),
+        "the tool's process survived its grace window"
     );
     assert!(cancelled_at.elapsed() < Duration::from_secs(1));
     let _ = std::fs::remove_dir_all(dir);
@@ -255,7 +320,7 @@ fn a_cancelled_run_kills_its_sandboxed_tool() {
 
 /// A CPU-bound tool with no time limit meets its CPU-time limit.
 fn a_runaway_tool_meets_its_cpu_limit() {
-    let rt = sandboxed()
+    let rt = sandboxed_as("cpu")
         .with_sandbox_resolver(|spec: &ToolSpec| SandboxPolicy::for_spec(spec).with_cpu_seconds(1));
     let dir = scratch("cpu");
     let pid_file = dir.join("pid");
@@ -271,7 +336,7 @@ fn a_runaway_tool_meets_its_cpu_limit() {
     let reason = sandbox_reason(&err);
     assert!(reason.contains("CPU-time limit of 1 s"), "{reason}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
-    assert!(dead_within(&read_pid(&pid_file), Duration::ZERO));
+    assert!(gone_within("cpu", Duration::from_millis(100)));
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -309,7 +374,7 @@ fn an_undeclared_environment_variable_is_unseen() {
     let seen = tokio()
         .block_on(in_process.call("sbx.peek", json!({}), &ctx))
         .expect("peek");
-    assert_eq!(seen["undeclared"], json!("visible"));
+    assert_eq!(seen["undeclared"], json!(UNDECLARED_VALUE));
 }
 
 /// Where the platform gives the child a network namespace of its own, it cannot reach
@@ -422,31 +487,90 @@ fn a_run_time_tool_cannot_be_sent_to_a_process() {
     );
 }
 
-/// A process the tool starts neither holds the call open nor outlives it.
+/// A process the tool starts neither holds the call open nor outlives it, even one
+/// in a session (and process group) of its own.
 fn what_a_tool_starts_dies_with_its_call() {
-    let rt = sandboxed();
+    let rt = sandboxed_as("spawner");
     let dir = scratch("spawner");
-    let pid_file = dir.join("pid");
+    let marker = dir.join("late");
     let start = Instant::now();
-    let pid = tokio()
+    tokio()
         .block_on(rt.call(
             "sbx.spawner",
-            json!({"pid_file": pid_file}),
+            json!({"marker": marker}),
             &ToolContext::new(),
         ))
         .expect("spawner");
     assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "the answer waited for the grandchild: {:?}",
+        start.elapsed() < Duration::from_secs(1),
+        "the answer waited for what the tool started: {:?}",
         start.elapsed()
     );
-    let pid = pid.to_string();
-    assert_eq!(read_pid(&pid_file), pid);
+    std::thread::sleep(Duration::from_millis(2500));
     assert!(
-        dead_within(&pid, Duration::from_secs(1)),
-        "the tool's `sleep 30` ({pid}) outlived the call"
+        !marker.exists(),
+        "a process the tool started in a session of its own outlived the call"
+    );
+    assert!(gone_within("spawner", Duration::from_millis(100)));
+    assert!(
+        !running("sleep\x0031.4159"),
+        "the tool's `sleep` outlived the call"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Whether a process whose command line holds `needle` runs.
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries.flatten().any(|entry| {
+                let path = entry.path();
+                std::fs::read(path.join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                    && !zombie(&path)
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// A process that escaped into a session of its own dies when its tool times out.
+fn an_escaped_process_dies_with_a_timed_out_call() {
+    let rt = sandboxed_as("escapee");
+    let dir = scratch("escapee");
+    let marker = dir.join("late");
+    let err = tokio()
+        .block_on(rt.call(
+            "sbx.escapee",
+            json!({"marker": marker}),
+            &ToolContext::new(),
+        ))
+        .expect_err("it sleeps past its limit");
+    assert!(matches!(err, ToolError::Timeout { .. }), "{err:?}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!marker.exists(), "the escaped process outlived the timeout");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A sandboxed tool reads no other process's environment, even with the network
+/// allowed: it sees only the processes of its own PID namespace.
+fn no_other_process_environment_is_readable() {
+    let rt = sandboxed_as("snoop")
+        .with_sandbox_resolver(|spec: &ToolSpec| SandboxPolicy::for_spec(spec).with_network(true));
+    let seen = tokio()
+        .block_on(rt.call(
+            "sbx.snoop",
+            json!({"parent": std::process::id()}),
+            &ToolContext::new(),
+        ))
+        .expect("snoop");
+    let seen = seen.as_str().unwrap_or_default();
+    // Cargo starts this test with `CARGO_MANIFEST_DIR` in its environment (what
+    // `/proc/<pid>/environ` shows); a child starts with an empty one.
+    assert!(
+        std::env::var_os("CARGO_MANIFEST_DIR").is_some(),
+        "run by cargo"
+    );
+    assert!(!seen.contains("CARGO_MANIFEST_DIR="), "read: {seen}");
 }
 
 /// A tool that sleeps uses no CPU time; the wall-clock limit stops it.
@@ -503,11 +627,19 @@ fn nested_values_cross_the_boundary() {
 fn main() -> ExitCode {
     tackle::sandbox::serve_child();
     // Edition 2021: setting a variable is safe; no other thread runs yet.
-    std::env::set_var(UNDECLARED, "visible");
+    std::env::set_var(UNDECLARED, UNDECLARED_VALUE);
     harness::run(&[
         (
             "what_a_tool_starts_dies_with_its_call",
             what_a_tool_starts_dies_with_its_call,
+        ),
+        (
+            "an_escaped_process_dies_with_a_timed_out_call",
+            an_escaped_process_dies_with_a_timed_out_call,
+        ),
+        (
+            "no_other_process_environment_is_readable",
+            no_other_process_environment_is_readable,
         ),
         (
             "a_sleeping_tool_meets_its_wall_clock_limit",

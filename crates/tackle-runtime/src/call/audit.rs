@@ -28,6 +28,7 @@ pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
         tool.sandbox.kind = tracing::field::Empty,
         tool.sandbox.forced = tracing::field::Empty,
         tool.sandbox.no_network = tracing::field::Empty,
+        tool.sandbox.contained = tracing::field::Empty,
         tool.result.max_tokens = tracing::field::Empty,
         tool.result.truncation.strategy = tracing::field::Empty,
         tool.result.truncation.applied = tracing::field::Empty,

@@ -209,10 +209,11 @@ async fn sandboxed(
         policy: &policy,
         max_bytes: door.limits.max_bytes,
     };
-    let mut no_network = false;
+    let (mut no_network, mut contained) = (false, false);
     let work = async {
         let run = sandbox.run(job).await;
         no_network = run.no_network;
+        contained = run.contained;
         run.result
     };
     let result = if bounds.any() {
@@ -222,6 +223,7 @@ async fn sandboxed(
     };
     if !call.span.is_disabled() {
         call.span.record("tool.sandbox.no_network", no_network);
+        call.span.record("tool.sandbox.contained", contained);
     }
     result.map_err(|e| rekey(e, tool.key()))
 }

@@ -90,6 +90,11 @@ pub struct SandboxPolicy {
     /// The longest the child may run, in seconds, even when the call has no time
     /// limit of its own (`None`: no limit but the call's).
     pub wall_seconds: Option<u64>,
+    /// The most processes the child and what it starts may run at once (`None`:
+    /// unlimited). `RLIMIT_NPROC`, counted within the child's own user namespace
+    /// (Linux, where it has one): it binds a user other than root; the kernel exempts
+    /// root.
+    pub max_processes: Option<u64>,
 }
 
 impl SandboxPolicy {
@@ -101,6 +106,7 @@ impl SandboxPolicy {
             memory_bytes: None,
             no_network: false,
             wall_seconds: None,
+            max_processes: None,
         }
     }
 
@@ -113,6 +119,7 @@ impl SandboxPolicy {
             memory_bytes: Some(DEFAULT_MEMORY_BYTES),
             no_network: true,
             wall_seconds: Some(DEFAULT_WALL_SECONDS),
+            max_processes: Some(DEFAULT_MAX_PROCESSES),
         }
     }
 
@@ -139,6 +146,13 @@ impl SandboxPolicy {
     /// Sets the longest the child may run, in seconds.
     pub fn with_wall_seconds(mut self, seconds: u64) -> SandboxPolicy {
         self.wall_seconds = Some(seconds);
+        self
+    }
+
+    /// Sets the most processes the child's user may run at once (see
+    /// [`max_processes`](Self::max_processes)).
+    pub fn with_max_processes(mut self, processes: u64) -> SandboxPolicy {
+        self.max_processes = Some(processes);
         self
     }
 
@@ -208,6 +222,10 @@ pub struct SandboxRun {
     pub result: Result<Value, ToolError>,
     /// Whether the child really was cut from the network.
     pub no_network: bool,
+    /// Whether what the child started was contained with it: in a PID namespace of
+    /// its own, so nothing outlives the call (Linux, where the platform allows it);
+    /// `false` where only its process group holds it.
+    pub contained: bool,
 }
 
 /// The future a [`Sandbox`] returns.
@@ -241,3 +259,6 @@ const ERR: &[u8] = b"err\n";
 /// The longest a sandboxed call may take by default, whatever its own time limit: 10
 /// minutes. A tool that sleeps uses no CPU time; this stops it all the same.
 pub const DEFAULT_WALL_SECONDS: u64 = 600;
+
+/// The most processes a sandboxed call may run at once by default: 64.
+pub const DEFAULT_MAX_PROCESSES: u64 = 64;

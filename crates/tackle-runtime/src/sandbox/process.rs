@@ -138,6 +138,7 @@ impl ProcessSandbox {
         // this call does.
         let _group = child.id().map(limits::Group);
         let no_network = job.policy.no_network && child.id().is_some_and(limits::isolated);
+        let contained = child.id().is_some_and(limits::contained);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -204,7 +205,11 @@ impl ProcessSandbox {
                 reason: format!("{}{}", ended(status, job.policy, &tail), quote(&tail)),
             })
         };
-        SandboxRun { result, no_network }
+        SandboxRun {
+            result,
+            no_network,
+            contained,
+        }
     }
 }
 
@@ -216,6 +221,7 @@ fn failed(key: &str, reason: String) -> SandboxRun {
             reason,
         }),
         no_network: false,
+        contained: false,
     }
 }
 
@@ -318,13 +324,17 @@ mod limits {
 
     /// Sets the child's limits between `fork` and `exec`.
     pub(super) fn apply(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
-        let (cpu, memory, no_network) =
-            (policy.cpu_seconds, policy.memory_bytes, policy.no_network);
+        let (cpu, memory, no_network, processes) = (
+            policy.cpu_seconds,
+            policy.memory_bytes,
+            policy.no_network,
+            policy.max_processes,
+        );
         // A group of its own, so the child and what it starts can be killed together.
         command.process_group(0);
         // SAFETY: the closure runs in the forked child before `exec` and only makes
-        // system calls that are safe there (`setrlimit`, `unshare`); it allocates
-        // nothing and takes no lock.
+        // system calls that are safe there (`setrlimit`, `unshare`, `fork`, `waitpid`,
+        // `mount`, `prctl`, `close`, `_exit`); it allocates nothing and takes no lock.
         unsafe {
             command.pre_exec(move || {
                 limit(libc::RLIMIT_CORE, 0, 0)?;
@@ -335,10 +345,7 @@ mod limits {
                 if let Some(bytes) = memory {
                     limit(libc::RLIMIT_AS, bytes, bytes)?;
                 }
-                if no_network {
-                    isolate();
-                }
-                Ok(())
+                contain(no_network, processes)
             });
         }
     }
@@ -362,20 +369,129 @@ mod limits {
         }
     }
 
-    /// Moves the child into new, empty user and network namespaces: it has only a
-    /// loopback interface that is down. Where the platform refuses (no unprivileged
-    /// user namespaces), the child keeps the network; see [`isolated`].
+    /// Contains the child, in the forked process before `exec`: new user, PID and
+    /// mount namespaces (and a new, empty network namespace with `no_network`: only a
+    /// loopback interface that is down). This process stays outside the new PID
+    /// namespace: it forks the child that `exec`s, which is the namespace's first
+    /// process, with a `/proc` of its own (no process outside it can be seen, so no
+    /// other process's environment can be read), waits for it and ends as it ended.
+    /// When that child ends, the kernel kills every process left in its namespace, so
+    /// nothing the tool started (even in a session of its own) outlives the call or
+    /// holds its pipes open.
+    ///
+    /// Where the platform refuses the namespaces (no unprivileged user namespaces),
+    /// the child runs in this process as before, in its process group only; see
+    /// [`contained`] and [`isolated`].
     #[cfg(target_os = "linux")]
-    fn isolate() {
-        // SAFETY: a plain system call; the forked child has one thread, as
+    fn contain(no_network: bool, processes: Option<u64>) -> std::io::Result<()> {
+        let namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        let network = if no_network { libc::CLONE_NEWNET } else { 0 };
+        // SAFETY: plain system calls in a forked child with one thread, as
         // `CLONE_NEWUSER` requires.
         unsafe {
-            libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+            if libc::unshare(namespaces | network) != 0 {
+                // No PID namespace here: the network alone, if asked for.
+                if no_network {
+                    libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
+                }
+                return Ok(());
+            }
+            if let Some(count) = processes {
+                // Set in the new user namespace, it counts that namespace's processes
+                // only (a user other than root; the kernel exempts root).
+                limit(libc::RLIMIT_NPROC, count, count)?;
+            }
+            let pid = libc::fork();
+            if pid < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if pid > 0 {
+                reap(pid);
+            }
+            // The namespace's first process: a `/proc` of its own, and an end with the
+            // process that waits for it.
+            let none: *const libc::c_char = std::ptr::null();
+            libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            );
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            );
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
+        Ok(())
+    }
+
+    /// The process outside the namespace: lets go of every file (so only the
+    /// namespace's processes hold the call's pipes, and the parent's `spawn` learns
+    /// that `exec` happened), waits for the namespace's first process, and ends as it
+    /// ended: its exit code, or its signal raised again.
+    #[cfg(target_os = "linux")]
+    unsafe fn reap(pid: libc::pid_t) -> ! {
+        // SAFETY (whole body): system calls that are safe in a forked child.
+        unsafe {
+            if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+                for fd in 0..4096 {
+                    libc::close(fd);
+                }
+            }
+            let mut status = 0;
+            loop {
+                let waited = libc::waitpid(pid, &mut status, 0);
+                if waited == pid {
+                    break;
+                }
+                if waited < 0 && *libc::__errno_location() != libc::EINTR {
+                    libc::_exit(127);
+                }
+            }
+            if libc::WIFSIGNALED(status) {
+                let signal = libc::WTERMSIG(status);
+                libc::signal(signal, libc::SIG_DFL);
+                let mut all: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut all);
+                libc::sigaddset(&mut all, signal);
+                libc::sigprocmask(libc::SIG_UNBLOCK, &all, std::ptr::null_mut());
+                libc::kill(libc::getpid(), signal);
+            }
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128
+            })
         }
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn isolate() {}
+    fn contain(_no_network: bool, _processes: Option<u64>) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    /// Whether the process `pid`'s children are in another PID namespace than this
+    /// process (the child is contained: see `contain`).
+    #[cfg(target_os = "linux")]
+    pub(super) fn contained(pid: u32) -> bool {
+        match (
+            std::fs::read_link("/proc/self/ns/pid"),
+            std::fs::read_link(format!("/proc/{pid}/ns/pid_for_children")),
+        ) {
+            (Ok(ours), Ok(theirs)) => ours != theirs,
+            _ => false,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn contained(_pid: u32) -> bool {
+        false
+    }
 
     /// Whether the process `pid` is in another network namespace than this one.
     #[cfg(target_os = "linux")]
@@ -429,6 +545,10 @@ mod limits {
     pub(super) fn apply(_command: &mut tokio::process::Command, _policy: &SandboxPolicy) {}
 
     pub(super) fn isolated(_pid: u32) -> bool {
+        false
+    }
+
+    pub(super) fn contained(_pid: u32) -> bool {
         false
     }
 

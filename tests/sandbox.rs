@@ -125,6 +125,13 @@ fn spawner(marker: String) -> Result<u32, String> {
         .arg("31.4159")
         .spawn()
         .map_err(|e| e.to_string())?;
+    escape_and_write_later(&marker)?;
+    Ok(sleeper.id())
+}
+
+/// Starts a shell in a session (and process group) of its own that writes `marker`
+/// after 1.5 s.
+fn escape_and_write_later(marker: &str) -> Result<(), String> {
     std::process::Command::new("setsid")
         .args([
             "-f",
@@ -133,23 +140,15 @@ fn spawner(marker: String) -> Result<u32, String> {
             &format!("sleep 1.5; echo late > {marker}"),
         ])
         .status()
-        .map_err(|e| e.to_string())?;
-    Ok(sleeper.id())
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// Starts a shell in a session of its own that writes `marker` after 1.5 s, then
 /// sleeps past its 400 ms time limit.
 #[tool(namespace = "sbx", side_effects = none, sandbox = process, timeout_ms = 400)]
 fn escapee(marker: String) -> Result<(), String> {
-    std::process::Command::new("setsid")
-        .args([
-            "-f",
-            "sh",
-            "-c",
-            &format!("sleep 1.5; echo late > {marker}"),
-        ])
-        .status()
-        .map_err(|e| e.to_string())?;
+    escape_and_write_later(&marker)?;
     std::thread::sleep(Duration::from_secs(10));
     Ok(())
 }

@@ -41,12 +41,12 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
 use tackle_runtime::replay::file::{
-    committed_path, digest, load_usage, pending_path, remove, save, usage_path, FORMAT, VERSION,
+    self, committed_path, digest, load_usage, pending_path, remove, save, usage_path, FORMAT,
+    VERSION,
 };
 use tackle_runtime::replay::{
     CassetteError, CassetteFile, Interaction, InteractionKind, Outcome, Redactor,
@@ -1090,47 +1090,16 @@ fn committed_of(pending: &Path) -> Result<PathBuf, CliError> {
     })
 }
 
-/// Writes `bytes` to `path` atomically, as the runtime writes cassettes: a new
-/// temporary file beside it (`.<name>.<pid>.<n>.tmp`, created afresh, so never
-/// through a link planted there), synced, renamed over `path` (which replaces a
-/// link there rather than writing through it), then the folder synced.
+/// Writes `bytes` to `path` atomically, as the runtime writes cassettes
+/// ([`file::write_atomically`]: a fresh temporary file, never through a link, renamed
+/// over `path`, then the folder synced).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(CliError::new(
+    file::write_atomically(path, bytes).map_err(|e| {
+        CliError::new(
             Exit::Io,
             format!("{} could not be written: {e}", path.display()),
-        ));
-    }
-    // The rename is durable once the folder is synced; a folder that cannot be
-    // opened (some platforms) keeps the rename, only not yet synced.
-    if let Ok(dir) = std::fs::File::open(&dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+        )
+    })
 }
 
 /// Accepts the recording `bytes` read from `pending`: writes them over its cassette

@@ -460,18 +460,27 @@ pub fn save(path: &Path, file: &CassetteFile) -> Result<(), CassetteError> {
 /// Writes `value` as pretty JSON atomically: temporary file, fsync, rename, fsync of
 /// the folder.
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CassetteError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let fail = |source| CassetteError::Write {
         path: path.to_owned(),
         source,
     };
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| fail(std::io::Error::other(e)))?;
     bytes.push(b'\n');
+    write_atomically(path, &bytes).map_err(fail)
+}
+
+/// Writes `bytes` to `path` atomically: a new temporary file beside it
+/// (`.<name>.<pid>.<n>.tmp`, created afresh, so never through a link planted there),
+/// synced, renamed over `path` (which replaces a link there rather than writing
+/// through it), then the folder synced. The folder is created if missing. A reader
+/// sees the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
     };
-    fs::create_dir_all(&dir).map_err(fail)?;
+    fs::create_dir_all(&dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -482,14 +491,17 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CassetteError>
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let written = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
-        return Err(fail(e));
+        return Err(e);
     }
     // Make the rename itself durable; not every platform can open a folder.
     if let Ok(d) = fs::File::open(&dir) {

@@ -479,9 +479,16 @@ mod limits {
     /// process (the child is contained: see `contain`).
     #[cfg(target_os = "linux")]
     pub(super) fn contained(pid: u32) -> bool {
+        other_namespace(pid, "pid", "pid_for_children")
+    }
+
+    /// Whether namespace link `theirs` of process `pid` differs from this process's
+    /// link `ours` (both under `/proc/<pid>/ns/`).
+    #[cfg(target_os = "linux")]
+    fn other_namespace(pid: u32, ours: &str, theirs: &str) -> bool {
         match (
-            std::fs::read_link("/proc/self/ns/pid"),
-            std::fs::read_link(format!("/proc/{pid}/ns/pid_for_children")),
+            std::fs::read_link(format!("/proc/self/ns/{ours}")),
+            std::fs::read_link(format!("/proc/{pid}/ns/{theirs}")),
         ) {
             (Ok(ours), Ok(theirs)) => ours != theirs,
             _ => false,
@@ -496,13 +503,7 @@ mod limits {
     /// Whether the process `pid` is in another network namespace than this one.
     #[cfg(target_os = "linux")]
     pub(super) fn isolated(pid: u32) -> bool {
-        match (
-            std::fs::read_link("/proc/self/ns/net"),
-            std::fs::read_link(format!("/proc/{pid}/ns/net")),
-        ) {
-            (Ok(ours), Ok(theirs)) => ours != theirs,
-            _ => false,
-        }
+        other_namespace(pid, "net", "net")
     }
 
     #[cfg(not(target_os = "linux"))]

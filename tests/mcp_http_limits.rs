@@ -182,6 +182,84 @@ async fn sessions_are_capped_per_client_and_in_all() {
     http.shutdown().await;
 }
 
+/// Opens sessions one by one until the server answers `refused`; how many opened.
+async fn top_up(addr: SocketAddr, token: Option<&str>, refused: u16) -> usize {
+    let mut opened = 0;
+    loop {
+        let answer = send(addr, "POST", token, None, None).await;
+        if answer.status == refused {
+            return opened;
+        }
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        opened += 1;
+        assert!(opened <= 100, "no limit");
+    }
+}
+
+/// `n` requests sent at once; their answers.
+async fn at_once<F, Fut>(n: usize, request: F) -> Vec<Answer>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Answer> + Send + 'static,
+{
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        set.spawn(request());
+    }
+    let mut answers = Vec::new();
+    while let Some(answer) = set.join_next().await {
+        answers.push(answer.unwrap());
+    }
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_at_once_open_no_more_sessions_than_the_limits() {
+    let options = HttpOptions::default()
+        .with_token("token-a", &["*"])
+        .with_max_sessions(100, 2);
+    let http = tackle_mcp::serve_http_with(server(), "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    let answers = at_once(12, move || send(addr, "POST", Some("token-a"), None, None)).await;
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status).collect();
+    let opened = statuses.iter().filter(|s| **s == 200).count();
+    assert!(
+        (1..=2).contains(&opened),
+        "never past the client's share: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 429),
+        "{statuses:?}"
+    );
+    // At the margin a request at once may be refused a moment early, never let past:
+    // one by one, the client tops up to its share exactly.
+    assert_eq!(top_up(addr, Some("token-a"), 429).await + opened, 2);
+    http.shutdown().await;
+
+    // Without tokens no client can be told from another: only the cap in all holds,
+    // so one client cannot lock the others out at the per-client share.
+    let options = HttpOptions::default().with_max_sessions(5, 1);
+    let http = tackle_mcp::serve_http_with(server(), "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    let answers = at_once(12, move || send(addr, "POST", None, None, None)).await;
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status).collect();
+    let opened = statuses.iter().filter(|s| **s == 200).count();
+    assert!(
+        (1..=5).contains(&opened),
+        "never past the cap in all: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    assert_eq!(top_up(addr, None, 503).await + opened, 5);
+    http.shutdown().await;
+}
+
 /// A stand-in introspection endpoint: `ada` and `eve` are two subjects with the same
 /// scopes, `down` gets a 500 (an outage), `huge` a 40 MiB answer streamed in chunks,
 /// `one-N` the subject `one-N`; anything else is inactive.

@@ -28,6 +28,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -189,11 +190,16 @@ impl HttpServer {
 /// - at most 1,024 sessions in all and 64 per client (a static token, or an OAuth
 ///   subject and scopes; [`with_max_sessions`](HttpOptions::with_max_sessions)): a
 ///   request that would open one more gets `503` (in all) or `429` (for the client),
-///   with `Retry-After`. A session ends when its client deletes it or after 5 idle
+///   with `Retry-After`; requests at once are weighed one by one and cannot open
+///   more (at the margin, one may be refused a moment early). A server without tokens cannot tell clients apart: only the cap in
+///   all holds there. A session ends when its client deletes it or after 5 idle
 ///   minutes ([`with_session_idle`](HttpOptions::with_session_idle)); an idle
-///   session holds about 50 KiB;
+///   session holds about 55 KiB;
 /// - at most as many OAuth clients as sessions keep a service: when full, the one
 ///   used longest ago that has no session left goes (never one with sessions).
+///
+/// Not bounded in time: a request's *body* (the header-read timeout covers its head);
+/// a client that trickles bodies holds at most its connections, within the cap.
 #[derive(Clone)]
 pub struct HttpOptions {
     /// Accepted `Host` values: a name or `host:port`.
@@ -349,6 +355,8 @@ pub async fn serve_http_with(
         config,
         max_sessions: options.max_sessions,
         session_idle: idle,
+        opening: Arc::default(),
+        admitting: tokio::sync::Mutex::new(()),
     });
     let token = stop.token();
     let header_read_timeout = options.header_read_timeout;
@@ -391,9 +399,12 @@ pub async fn serve_http_with(
                 let gate = Arc::clone(&gate);
                 async move {
                     match gate.route(&request).await {
-                        Route::Serve(service) => {
+                        Route::Serve(service, opening) => {
                             let service = hyper_util::service::TowerToHyperService::new(service);
-                            hyper::service::Service::call(&service, request).await
+                            let response = hyper::service::Service::call(&service, request).await;
+                            // The session, if one opens, is open now: it counts itself.
+                            drop(opening);
+                            response
                         }
                         Route::Answer(response) => Ok(response),
                     }
@@ -442,6 +453,24 @@ fn accept_error_is_transient(error: &std::io::Error) -> bool {
 struct Served {
     service: Service,
     sessions: Arc<LocalSessionManager>,
+    /// Requests that may be opening a session now.
+    opening: Arc<AtomicUsize>,
+    /// Held while a request is weighed against the client's limit.
+    admitting: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A request that may open a session, counted against the limits until it is
+/// answered (so requests at once cannot open more than the limits allow).
+struct Opening {
+    client: Arc<AtomicUsize>,
+    all: Arc<AtomicUsize>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.client.fetch_sub(1, Ordering::AcqRel);
+        self.all.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Served {
@@ -455,7 +484,12 @@ impl Served {
             Arc::clone(&sessions),
             config.clone(),
         );
-        Served { service, sessions }
+        Served {
+            service,
+            sessions,
+            opening: Arc::default(),
+            admitting: Arc::default(),
+        }
     }
 
     /// How many sessions it has open now.
@@ -494,11 +528,16 @@ struct Gate {
     /// Sessions at once, in all and per client.
     max_sessions: (usize, usize),
     session_idle: Duration,
+    /// Requests that may be opening a session now, in all.
+    opening: Arc<AtomicUsize>,
+    /// Held while a request is weighed against the limit in all.
+    admitting: tokio::sync::Mutex<()>,
 }
 
 /// What to do with a request.
 enum Route {
-    Serve(Service),
+    /// Serve it, holding its place among the sessions being opened, if it may open one.
+    Serve(Service, Option<Opening>),
     Answer(Response),
 }
 
@@ -520,7 +559,8 @@ impl Gate {
             }
         }
         if let [(None, served)] = self.services.as_slice() {
-            return self.admit(request, served.clone()).await;
+            // No tokens: no client can be told from another; only the cap in all holds.
+            return self.admit(request, served.clone(), false).await;
         }
         let presented = request
             .headers()
@@ -536,7 +576,7 @@ impl Gate {
                     .map(|_| served.clone())
             });
             if let Some(served) = known {
-                return self.admit(request, served).await;
+                return self.admit(request, served, true).await;
             }
         }
         let Some(oauth) = &self.oauth else {
@@ -631,17 +671,25 @@ impl Gate {
             client.used = std::time::Instant::now();
             client.served.clone()
         };
-        self.admit(request, served).await
+        self.admit(request, served, true).await
     }
 
     /// Serves the request with `served`, unless it would open a session past the
     /// limits: `429` when its client has its share open, `503` when the server does.
-    async fn admit<B>(&self, request: &http::Request<B>, served: Served) -> Route {
+    async fn admit<B>(&self, request: &http::Request<B>, served: Served, known: bool) -> Route {
         let opens = request.method() == http::Method::POST
             && !request.headers().contains_key("mcp-session-id");
-        if opens {
-            let (in_all, per_client) = self.max_sessions;
-            if served.open().await >= per_client {
+        if !opens {
+            return Route::Serve(served.service, None);
+        }
+        // Weighed one at a time, sessions open and being opened counted: of requests
+        // at once, exactly as many as the limits allow pass.
+        let (in_all, per_client) = self.max_sessions;
+        let _client = served.admitting.lock().await;
+        let _all = self.admitting.lock().await;
+        {
+            let client = served.open().await + served.opening.load(Ordering::Acquire);
+            if known && client >= per_client {
                 return Route::Answer(answer(
                     http::StatusCode::TOO_MANY_REQUESTS,
                     &[("retry-after", "60".to_owned())],
@@ -650,11 +698,17 @@ impl Gate {
                     ),
                 ));
             }
-            if self.open_sessions().await >= in_all {
+            if self.open_sessions().await + self.opening.load(Ordering::Acquire) >= in_all {
                 return Route::Answer(busy("the server has as many sessions open as it holds"));
             }
         }
-        Route::Serve(served.service)
+        served.opening.fetch_add(1, Ordering::AcqRel);
+        self.opening.fetch_add(1, Ordering::AcqRel);
+        let opening = Opening {
+            client: Arc::clone(&served.opening),
+            all: Arc::clone(&self.opening),
+        };
+        Route::Serve(served.service, Some(opening))
     }
 
     /// How many sessions are open now, in all.

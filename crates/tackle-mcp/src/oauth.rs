@@ -54,6 +54,9 @@ const REMEMBERED: usize = 1024;
 /// The largest introspection answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 
+/// The longest token checked; a longer one is refused without a question.
+const MAX_TOKEN_BYTES: usize = 4096;
+
 /// How long a refused token is remembered.
 const REMEMBER_REFUSED: Duration = Duration::from_secs(30);
 
@@ -312,9 +315,12 @@ pub struct OAuthResource {
     scopes_supported: Vec<String>,
     required_scopes: Vec<String>,
     validator: Arc<dyn TokenValidator>,
-    remembered: Arc<Mutex<HashMap<String, (AccessGrant, Instant)>>>,
-    /// Refused tokens, and until when.
-    refused: Arc<Mutex<HashMap<String, (TokenRejected, Instant)>>>,
+    /// Accepted tokens, by a keyed hash of their text, and until when.
+    remembered: Arc<Mutex<HashMap<u64, (AccessGrant, Instant)>>>,
+    /// Refused tokens, by a keyed hash of their text, and until when.
+    refused: Arc<Mutex<HashMap<u64, (TokenRejected, Instant)>>>,
+    /// The hash's keys: random, so no one can make a token that hashes as another.
+    keys: std::collections::hash_map::RandomState,
     /// The token bucket of checks: tokens left, and when it was last filled.
     bucket: Arc<Mutex<(f64, Instant)>>,
     /// Checks at once.
@@ -349,6 +355,7 @@ impl OAuthResource {
             validator: Arc::new(validator),
             remembered: Arc::default(),
             refused: Arc::default(),
+            keys: std::collections::hash_map::RandomState::new(),
             bucket: Arc::new(Mutex::new((CHECK_BURST, Instant::now()))),
             checks: Arc::new(tokio::sync::Semaphore::new(CHECKS_AT_ONCE)),
         }
@@ -406,16 +413,24 @@ impl OAuthResource {
     /// The grant of a presented token: remembered (accepted or refused), or asked of
     /// the validator, within the check limits.
     pub(crate) async fn grant(&self, token: &str) -> Result<AccessGrant, TokenRejected> {
+        use std::hash::BuildHasher;
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(TokenRejected::Inactive);
+        }
+        // Remembered by a keyed hash, not their text: memory stays small whatever the
+        // tokens' length.
+        let text = token;
+        let token = self.keys.hash_one(text);
         let now = Instant::now();
         if let Ok(remembered) = self.remembered.lock() {
-            if let Some((grant, until)) = remembered.get(token) {
+            if let Some((grant, until)) = remembered.get(&token) {
                 if *until > now {
                     return Ok(grant.clone());
                 }
             }
         }
         if let Ok(refused) = self.refused.lock() {
-            if let Some((why, until)) = refused.get(token) {
+            if let Some((why, until)) = refused.get(&token) {
                 if *until > now {
                     return Err(why.clone());
                 }
@@ -430,7 +445,7 @@ impl OAuthResource {
         else {
             return Err(TokenRejected::Throttled);
         };
-        let grant = match self.validator.validate(token, &self.resource).await {
+        let grant = match self.validator.validate(text, &self.resource).await {
             Ok(grant) => grant,
             Err(why) => {
                 if !why.is_transient() {
@@ -493,20 +508,20 @@ impl OAuthResource {
 /// Remembers `value` for `token` until `until`, in a memory of at most `most`
 /// entries: the expired go first, then the one closest to expiring (never all).
 fn remember<T>(
-    memory: &mut HashMap<String, (T, Instant)>,
-    token: &str,
+    memory: &mut HashMap<u64, (T, Instant)>,
+    token: u64,
     value: T,
     until: Instant,
     most: usize,
 ) {
-    if memory.len() >= most && !memory.contains_key(token) {
+    if memory.len() >= most && !memory.contains_key(&token) {
         let now = Instant::now();
         memory.retain(|_, (_, until)| *until > now);
         while memory.len() >= most {
             let soonest = memory
                 .iter()
                 .min_by_key(|(_, (_, until))| *until)
-                .map(|(key, _)| key.clone());
+                .map(|(key, _)| *key);
             match soonest {
                 Some(key) => {
                     memory.remove(&key);
@@ -515,7 +530,7 @@ fn remember<T>(
             }
         }
     }
-    memory.insert(token.to_owned(), (value, until));
+    memory.insert(token, (value, until));
 }
 
 /// A resource URI's origin (`scheme://authority`) and path.
@@ -636,6 +651,16 @@ mod tests {
         let checked = calls.load(Ordering::SeqCst);
         assert!(checked <= 1 + 52, "{checked} checks for 300 junk tokens");
         assert!(throttled >= 240, "{throttled} throttled");
+        let before = calls.load(Ordering::SeqCst);
+        assert_eq!(
+            oauth.grant(&"x".repeat(MAX_TOKEN_BYTES + 1)).await,
+            Err(TokenRejected::Inactive)
+        );
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            before,
+            "a huge token is not checked"
+        );
         assert!(TokenRejected::Throttled.is_transient());
         assert!(!TokenRejected::Inactive.is_transient());
     }
@@ -645,21 +670,12 @@ mod tests {
         let mut memory = HashMap::new();
         let now = Instant::now();
         for n in 0..4 {
-            remember(
-                &mut memory,
-                &format!("t{n}"),
-                n,
-                now + Duration::from_secs(10 + n),
-                4,
-            );
+            remember(&mut memory, n, n, now + Duration::from_secs(10 + n), 4);
         }
-        remember(&mut memory, "t9", 9, now + Duration::from_secs(60), 4);
+        remember(&mut memory, 9, 9, now + Duration::from_secs(60), 4);
         assert_eq!(memory.len(), 4);
-        assert!(
-            !memory.contains_key("t0"),
-            "the one closest to expiring went"
-        );
-        assert!(memory.contains_key("t1") && memory.contains_key("t9"));
+        assert!(!memory.contains_key(&0), "the one closest to expiring went");
+        assert!(memory.contains_key(&1) && memory.contains_key(&9));
     }
 
     #[test]

@@ -297,6 +297,9 @@ fn ended(status: ExitStatus, policy: &SandboxPolicy, tail: &[u8]) -> String {
             ),
             None => "stopped it: it was killed by the system".to_owned(),
         },
+        _ if status.code() == Some(limits::NOT_CONTAINED) && tail.is_empty() => {
+            "could not run it: its process namespace could not get a /proc of its own".to_owned()
+        }
         _ => format!("could not run it: the child ended ({status}) with no response"),
     }
 }
@@ -320,6 +323,9 @@ mod limits {
     use super::SandboxPolicy;
 
     pub(super) const SIGXCPU: i32 = libc::SIGXCPU;
+
+    /// The exit code of a child whose `/proc` could not be replaced (see `contain`).
+    pub(super) const NOT_CONTAINED: i32 = 126;
     pub(super) const SIGKILL: i32 = libc::SIGKILL;
 
     /// Sets the child's limits between `fork` and `exec`.
@@ -418,13 +424,28 @@ mod limits {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             );
-            libc::mount(
+            let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            let own_proc = libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),
                 c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                flags,
                 std::ptr::null(),
-            );
+            ) == 0;
+            // Where a new `/proc` is refused (a container that masks parts of its
+            // own), an empty one hides every process all the same; where neither can
+            // be mounted, the tool does not run as if it were contained.
+            if !own_proc
+                && libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags | libc::MS_RDONLY,
+                    std::ptr::null(),
+                ) != 0
+            {
+                libc::_exit(NOT_CONTAINED);
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         }
         Ok(())
@@ -541,6 +562,7 @@ mod limits {
     use super::SandboxPolicy;
 
     pub(super) const SIGXCPU: i32 = -1;
+    pub(super) const NOT_CONTAINED: i32 = 126;
     pub(super) const SIGKILL: i32 = -2;
 
     pub(super) fn apply(_command: &mut tokio::process::Command, _policy: &SandboxPolicy) {}

@@ -37,6 +37,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tackle_runtime::CancellationToken;
 use tokio::net::TcpListener;
 
+mod coarse;
 pub mod import;
 pub mod names;
 pub mod oauth;
@@ -360,6 +361,8 @@ pub async fn serve_http_with(
     });
     let token = stop.token();
     let header_read_timeout = options.header_read_timeout;
+    let timer = coarse::CoarseTimer::default();
+    timer.run(stop.token());
     let permits = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     let task = tokio::spawn(async move {
         let mut backoff = ACCEPT_BACKOFF;
@@ -411,10 +414,11 @@ pub async fn serve_http_with(
                 }
             });
             let token = token.clone();
+            let timer = timer.clone();
             tokio::spawn(async move {
                 let _place = permit;
                 let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
+                    .timer(timer)
                     .header_read_timeout(header_read_timeout)
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
                 tokio::select! {

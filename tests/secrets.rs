@@ -203,6 +203,62 @@ fn unlock(ctx: &ToolContext, #[secret] code: String) -> String {
     format!("opened with {code}; {}", "contents ".repeat(40))
 }
 
+/// Opens a safe with a numeric code and a short PIN, both secret; refuses the code.
+#[tool(namespace = "s", version = "1", side_effects = read)]
+fn safe(#[secret] code: u64, #[secret] pin: String) -> Result<String, String> {
+    Err(format!("code {code} refused ({} digits of pin)", pin.len()))
+}
+
+/// A secret argument of any type or length loses its whole value in the cassette
+/// (the recording still replays), and a number long enough to read is scrubbed from
+/// error texts too.
+#[tokio::test]
+async fn numbers_and_short_secrets_leave_no_trace_in_the_cassette() {
+    let dir = std::env::temp_dir().join(format!("tackle-secret-safe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("safe.json");
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let config = CassetteConfig::new()
+        .with_mode(Mode::Rewrite)
+        .with_env_overrides(false);
+    let cassette = Cassette::open(&path, config).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette.clone());
+    let input = json!({"code": 73914055u64, "pin": "417"});
+    let err = run
+        .call("s.safe", input.clone(), &ToolContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`s.safe@1` failed: code <redacted> refused (3 digits of pin)"
+    );
+    cassette.finish().unwrap();
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(!file.contains("73914055"), "{file}");
+    assert!(!file.contains("\"417\""), "{file}");
+    let config = CassetteConfig::new()
+        .with_mode(Mode::Replay)
+        .with_env_overrides(false);
+    let replay = Cassette::open(&path, config).unwrap();
+    let again = Run::new(&runtime)
+        .with_cassette(replay.clone())
+        .call(
+            "s.safe",
+            json!({"code": 1u64, "pin": "000"}),
+            &ToolContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        again.to_string(),
+        err.to_string(),
+        "served from the cassette"
+    );
+    replay.finish().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A secret argument's value, planted through every path, reaches none of the
 /// records: the cassette (input and outcome), the error (Display and Debug), audit
 /// events (Debug and JSON), a spill file, stream events, traces; and a replay with a

@@ -212,6 +212,9 @@ pub(crate) struct Call<'a> {
     /// The values of the call's secret arguments (see [`secrets::arguments`]),
     /// scrubbed from everything that leaves the door; empty for most calls.
     pub(crate) arg_secrets: Vec<String>,
+    /// The names of the call's secret arguments: their whole values are replaced in
+    /// what a cassette keeps, whatever their type or length.
+    pub(crate) arg_secret_fields: Vec<String>,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -681,6 +684,7 @@ impl Runtime {
             asked,
             given_id: None,
             arg_secrets: Vec::new(),
+            arg_secret_fields: Vec::new(),
             tool,
             spec: None,
             code,

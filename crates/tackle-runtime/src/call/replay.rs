@@ -11,6 +11,8 @@
 
 use std::ops::ControlFlow;
 
+use serde_json::Value;
+
 use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
@@ -36,14 +38,23 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
     let hand_over = call.operation && !tool.may_need_approval();
-    let routed = if ctx.has_secrets() || !call.arg_secrets.is_empty() {
+    let routed = if ctx.has_secrets() || !call.arg_secret_fields.is_empty() {
         let redactor = ctx
             .secret_values()
             .chain(call.arg_secrets.iter().map(String::as_str))
             .fold(cassette.redactor().clone(), |r, secret| {
                 r.with_secret(secret)
             });
-        Routed::Owned(redactor.redact(call.input.get()))
+        let mut input = redactor.redact(call.input.get());
+        // A secret argument loses its whole value, whatever its type or length.
+        if let Value::Object(fields) = &mut input {
+            for name in &call.arg_secret_fields {
+                if let Some(value) = fields.get_mut(name) {
+                    *value = Value::String(crate::replay::redact::REDACTED.to_owned());
+                }
+            }
+        }
+        Routed::Owned(input)
     } else if hand_over {
         Routed::Owned(call.input.take())
     } else {

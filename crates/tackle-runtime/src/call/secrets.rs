@@ -45,6 +45,7 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
         return;
     };
     let mut found = Vec::new();
+    let mut fields = Vec::new();
     for (name, value) in input {
         let named = match custom {
             // Custom words: the schema's `writeOnly` properties, and names by them.
@@ -56,14 +57,20 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
             }
         };
         if named {
-            strings(value, &mut found);
+            values(value, &mut found);
+            fields.push(name.clone());
         }
     }
     // Longest first, so a secret that holds another is replaced whole.
     found.sort_by_key(|s: &String| std::cmp::Reverse(s.len()));
     found.dedup();
     call.arg_secrets = found;
+    call.arg_secret_fields = fields;
 }
+
+/// The shortest value scrubbed from texts: a shorter one would shred ordinary text
+/// (a cassette's input loses the whole field, whatever its length).
+const MIN_TEXT_SECRET: usize = 4;
 
 /// Whether `tool`'s input schema marks property `name` `writeOnly`.
 fn write_only(tool: &crate::registry::Tool, name: &str) -> bool {
@@ -75,19 +82,30 @@ fn write_only(tool: &crate::registry::Tool, name: &str) -> bool {
         == Some(&Value::Bool(true))
 }
 
-/// Every non-empty string in `value` (without recursion: an input is within the
-/// door's depth limit, but a stack costs nothing).
-fn strings(value: &Value, found: &mut Vec<String>) {
+/// Every value in `value` long enough to scrub from texts: strings as they are,
+/// numbers as written (without recursion: an input is within the door's depth limit,
+/// but a stack costs nothing).
+fn values(value: &Value, found: &mut Vec<String>) {
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
         if found.len() >= MAX_ARGUMENT_SECRETS {
             return;
         }
-        match value {
-            Value::String(s) if !s.is_empty() => found.push(s.clone()),
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Array(items) => {
+                stack.extend(items);
+                continue;
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                continue;
+            }
+            _ => continue,
+        };
+        if text.chars().count() >= MIN_TEXT_SECRET {
+            found.push(text);
         }
     }
 }

@@ -555,32 +555,43 @@ pub const SECRET_WORDS: &[&str] = &[
 /// `X-Api-Key`, `access_token`, `client_secret` and `db_password` are secret, and
 /// `max_tokens`, `token_count` and `password_hint` are not.
 pub fn is_secret_name<W: AsRef<str>>(name: &str, words: &[W]) -> bool {
-    let mut split: Vec<String> = Vec::new();
-    let mut word = String::new();
+    let separator = |c: char| matches!(c, '_' | '-' | '.' | ' ');
+    // The byte spans of the last two words: no allocation, as the door asks this of
+    // an open input's every key.
+    let mut previous: Option<(usize, usize)> = None;
+    let mut last: Option<(usize, usize)> = None;
+    let mut start: Option<usize> = None;
     let mut previous_lower = false;
-    for c in name.chars() {
-        let boundary = matches!(c, '_' | '-' | '.' | ' ') || (c.is_uppercase() && previous_lower);
-        if boundary && !word.is_empty() {
-            split.push(std::mem::take(&mut word));
+    for (i, c) in name.char_indices() {
+        if separator(c) || (c.is_uppercase() && previous_lower) {
+            if let Some(begun) = start.take() {
+                previous = last;
+                last = Some((begun, i));
+            }
         }
         previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        if !matches!(c, '_' | '-' | '.' | ' ') {
-            word.extend(c.to_lowercase());
+        if !separator(c) && start.is_none() {
+            start = Some(i);
         }
     }
-    if !word.is_empty() {
-        split.push(word);
+    if let Some(begun) = start {
+        previous = last;
+        last = Some((begun, name.len()));
     }
-    let Some(last) = split.last() else {
+    let Some((from, to)) = last else {
         return false;
     };
-    let pair = match split.len() {
-        0 | 1 => None,
-        n => Some(format!("{}{}", split[n - 2], last)),
-    };
+    let last = &name[from..to];
+    let previous = previous.map(|(from, to)| &name[from..to]);
     words.iter().any(|w| {
         let w = w.as_ref();
-        w.eq_ignore_ascii_case(last) || pair.as_deref().is_some_and(|p| w.eq_ignore_ascii_case(p))
+        w.eq_ignore_ascii_case(last)
+            || previous.is_some_and(|p| {
+                w.len() == p.len() + last.len()
+                    && w.is_char_boundary(p.len())
+                    && w[..p.len()].eq_ignore_ascii_case(p)
+                    && w[p.len()..].eq_ignore_ascii_case(last)
+            })
     })
 }
 

@@ -49,7 +49,10 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
     for (name, value) in input {
         let named = match custom {
             // Custom words: the schema's `writeOnly` properties, and names by them.
-            Some(words) => tackle_contract::is_secret_name(name, words) || write_only(tool, name),
+            Some(words) => {
+                tackle_contract::is_secret_name(name, words)
+                    || secret.write_only.iter().any(|n| n == name)
+            }
             None => {
                 secret.named.iter().any(|n| n == name)
                     || (secret.open
@@ -71,16 +74,6 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
 /// The shortest value scrubbed from texts: a shorter one would shred ordinary text
 /// (a cassette's input loses the whole field, whatever its length).
 const MIN_TEXT_SECRET: usize = 4;
-
-/// Whether `tool`'s input schema marks property `name` `writeOnly`.
-fn write_only(tool: &crate::registry::Tool, name: &str) -> bool {
-    tool.spec()
-        .input_schema
-        .get("properties")
-        .and_then(|p| p.get(name))
-        .and_then(|p| p.get("writeOnly"))
-        == Some(&Value::Bool(true))
-}
 
 /// Every value in `value` long enough to scrub from texts: strings as they are,
 /// numbers as written (without recursion: an input is within the door's depth limit,

@@ -200,8 +200,10 @@ pub struct Tool {
 /// named like secrets ([`tackle_contract::SECRET_WORDS`]).
 #[derive(Debug, Default)]
 pub(crate) struct SecretArguments {
-    /// The properties.
+    /// The properties, by `writeOnly` or by the default words.
     pub(crate) named: Box<[String]>,
+    /// Those the schema marks `writeOnly` (secret whatever the words).
+    pub(crate) write_only: Box<[String]>,
     /// Whether the schema takes properties it does not name (so an input's other
     /// keys are checked by name at call time).
     pub(crate) open: bool,
@@ -407,25 +409,23 @@ impl Tool {
     pub(crate) fn secret_arguments(&self) -> &SecretArguments {
         self.secret_arguments.get_or_init(|| {
             let schema = &self.spec().input_schema;
-            let named = schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|properties| {
-                    properties
-                        .iter()
-                        .filter(|(name, property)| {
-                            property.get("writeOnly") == Some(&Value::Bool(true))
-                                || tackle_contract::is_secret_name(
-                                    name,
-                                    tackle_contract::SECRET_WORDS,
-                                )
-                        })
-                        .map(|(name, _)| name.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let names = |secret: &dyn Fn(&str, &Value) -> bool| -> Box<[String]> {
+                properties
+                    .into_iter()
+                    .flatten()
+                    .filter(|(name, property)| secret(name, property))
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            };
+            let write_only =
+                |property: &Value| property.get("writeOnly") == Some(&Value::Bool(true));
             SecretArguments {
-                named,
+                named: names(&|name, property| {
+                    write_only(property)
+                        || tackle_contract::is_secret_name(name, tackle_contract::SECRET_WORDS)
+                }),
+                write_only: names(&|_, property| write_only(property)),
                 open: schema.get("additionalProperties") != Some(&Value::Bool(false)),
             }
         })

@@ -166,6 +166,19 @@ fn snoop(parent: u32) -> String {
     String::from_utf8_lossy(&seen).into_owned()
 }
 
+/// Starts up to `count` processes that sleep, and says how many started.
+#[tool(namespace = "sbx", side_effects = none, sandbox = process)]
+fn breed(count: u32) -> u32 {
+    let mut started = 0;
+    for _ in 0..count {
+        match std::process::Command::new("sleep").arg("27.1828").spawn() {
+            Ok(_) => started += 1,
+            Err(_) => break,
+        }
+    }
+    started
+}
+
 /// Sleeps `seconds` (using no CPU time).
 #[tool(namespace = "sbx", side_effects = none, sandbox = process)]
 fn nap(seconds: u64) -> u64 {
@@ -623,6 +636,39 @@ fn nested_values_cross_the_boundary() {
     assert_eq!(depth, json!(100));
 }
 
+/// A tool cannot start more processes than its policy's `max_processes`, whoever
+/// runs it (root included: the kernel exempts root from `RLIMIT_NPROC`, so the
+/// limit must come from a `pids` cgroup there).
+fn a_tool_cannot_start_more_processes_than_its_limit() {
+    let rt = sandboxed_as("breed").with_sandbox_resolver(|spec: &ToolSpec| {
+        SandboxPolicy::for_spec(spec).with_max_processes(8)
+    });
+    let started = tokio()
+        .block_on(rt.call("sbx.breed", json!({"count": 40}), &ToolContext::new()))
+        .expect("breed");
+    let started = started.as_u64().expect("a count");
+    assert!(
+        (1..8).contains(&started),
+        "a limit of 8 processes let the tool start {started} more"
+    );
+    assert!(
+        !running("sleep\x0027.1828"),
+        "the tool's processes outlived the call"
+    );
+    // The call's cgroup goes with it.
+    let leftover = std::fs::read_dir("/sys/fs/cgroup/pids")
+        .map(|entries| {
+            entries.flatten().any(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("tackle-{}-", std::process::id()))
+            })
+        })
+        .unwrap_or(false);
+    assert!(!leftover, "a call's pids cgroup was left behind");
+}
+
 fn main() -> ExitCode {
     tackle::sandbox::serve_child();
     // Edition 2021: setting a variable is safe; no other thread runs yet.
@@ -635,6 +681,10 @@ fn main() -> ExitCode {
         (
             "an_escaped_process_dies_with_a_timed_out_call",
             an_escaped_process_dies_with_a_timed_out_call,
+        ),
+        (
+            "a_tool_cannot_start_more_processes_than_its_limit",
+            a_tool_cannot_start_more_processes_than_its_limit,
         ),
         (
             "no_other_process_environment_is_readable",

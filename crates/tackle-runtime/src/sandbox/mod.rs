@@ -51,6 +51,7 @@
 //! process fails with [`ToolError::Sandbox`]: the door never
 //! runs it in process instead.
 
+mod cgroup;
 mod child;
 mod process;
 
@@ -90,10 +91,12 @@ pub struct SandboxPolicy {
     /// The longest the child may run, in seconds, even when the call has no time
     /// limit of its own (`None`: no limit but the call's).
     pub wall_seconds: Option<u64>,
-    /// The most processes the child and what it starts may run at once (`None`:
-    /// unlimited). `RLIMIT_NPROC`, counted within the child's own user namespace
-    /// (Linux, where it has one): it binds a user other than root; the kernel exempts
-    /// root.
+    /// The most processes (threads count) the child and what it starts may run at
+    /// once (`None`: unlimited). On Linux, where this program may make cgroups (root,
+    /// or a delegated cgroup), each call gets a `pids` cgroup of its own with this
+    /// limit, which binds every user, root included. Elsewhere it is `RLIMIT_NPROC`,
+    /// counted within the child's own user namespace, which binds a user other than
+    /// root only (the kernel exempts root).
     pub max_processes: Option<u64>,
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::cgroup::ProcessCap;
 use super::{
     ChildRequest, Sandbox, SandboxFuture, SandboxJob, SandboxPolicy, SandboxRun, CHILD_ENV, ERR, OK,
 };
@@ -124,7 +125,10 @@ impl ProcessSandbox {
                 command.env(name, value);
             }
         }
-        limits::apply(&mut command, job.policy);
+        // A cap on the processes of the call where the platform offers one that binds
+        // every user (root too); `RLIMIT_NPROC` otherwise.
+        let cap = job.policy.max_processes.and_then(ProcessCap::new);
+        limits::apply(&mut command, job.policy, cap.as_ref());
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(error) => {
@@ -175,6 +179,8 @@ impl ProcessSandbox {
             Ok(status) => status,
             Err(error) => return fail(format!("lost the child: {error}")),
         };
+        // Every process of the call is gone now (see `limits::contain`): its cgroup can go.
+        drop(cap);
         let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
         let tail = tail_of_stderr
             .lock()
@@ -328,14 +334,18 @@ mod limits {
     pub(super) const NOT_CONTAINED: i32 = 126;
     pub(super) const SIGKILL: i32 = libc::SIGKILL;
 
-    /// Sets the child's limits between `fork` and `exec`.
-    pub(super) fn apply(command: &mut tokio::process::Command, policy: &SandboxPolicy) {
-        let (cpu, memory, no_network, processes) = (
-            policy.cpu_seconds,
-            policy.memory_bytes,
-            policy.no_network,
-            policy.max_processes,
-        );
+    /// Sets the child's limits between `fork` and `exec`. With `cap`, the child joins
+    /// that cgroup first (while it still has its privileges), and `RLIMIT_NPROC` is
+    /// left unset.
+    pub(super) fn apply(
+        command: &mut tokio::process::Command,
+        policy: &SandboxPolicy,
+        cap: Option<&ProcessCap>,
+    ) {
+        let (cpu, memory, no_network) =
+            (policy.cpu_seconds, policy.memory_bytes, policy.no_network);
+        let processes = policy.max_processes.filter(|_| cap.is_none());
+        let join = cap.map(ProcessCap::procs_file);
         // A group of its own, so the child and what it starts can be killed together.
         command.process_group(0);
         // SAFETY: the closure runs in the forked child before `exec` and only makes
@@ -343,6 +353,9 @@ mod limits {
         // `mount`, `prctl`, `close`, `_exit`); it allocates nothing and takes no lock.
         unsafe {
             command.pre_exec(move || {
+                if let Some(procs) = &join {
+                    cgroup::join(procs)?;
+                }
                 limit(libc::RLIMIT_CORE, 0, 0)?;
                 if let Some(seconds) = cpu {
                     // SIGXCPU at the soft limit, SIGKILL a second later.
@@ -355,6 +368,8 @@ mod limits {
             });
         }
     }
+
+    use crate::sandbox::cgroup::{self, ProcessCap};
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
     type Resource = libc::__rlimit_resource_t;
@@ -565,7 +580,12 @@ mod limits {
     pub(super) const NOT_CONTAINED: i32 = 126;
     pub(super) const SIGKILL: i32 = -2;
 
-    pub(super) fn apply(_command: &mut tokio::process::Command, _policy: &SandboxPolicy) {}
+    pub(super) fn apply(
+        _command: &mut tokio::process::Command,
+        _policy: &SandboxPolicy,
+        _cap: Option<&super::ProcessCap>,
+    ) {
+    }
 
     pub(super) fn isolated(_pid: u32) -> bool {
         false

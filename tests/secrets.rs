@@ -399,3 +399,62 @@ async fn the_secret_words_are_configurable() {
         "`s.forecast@1` failed: the service refused <redacted> for <redacted>"
     );
 }
+
+/// Signs a payment with a key (needs approval for every call).
+#[tool(namespace = "s", version = "1", side_effects = external, needs_approval)]
+fn pay(amount: u32, #[secret] signing_key: String) -> String {
+    format!(
+        "paid {amount} with a key of {} characters",
+        signing_key.len()
+    )
+}
+
+/// An approver is shown a secret argument as `[REDACTED]`, while its approval stays
+/// bound to the real value: an approval of one key does not pass a call with another.
+#[tokio::test]
+async fn an_approver_never_sees_a_secret_argument() {
+    use std::sync::Mutex;
+    use tackle::approval::{ApprovalDecision, ApprovalRequest, ApproveWith};
+
+    let seen: Arc<Mutex<Vec<ApprovalRequest>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let runtime = Arc::new(
+        Runtime::from_inventory()
+            .unwrap()
+            .with_approver(ApproveWith(
+                move |request: &ApprovalRequest| -> ApprovalDecision {
+                    kept.lock().unwrap().push(request.clone());
+                    request.approve_and_remember()
+                },
+            )),
+    );
+    let run = Run::new(&runtime);
+    let paid = run
+        .call(
+            "s.pay",
+            json!({"amount": 12, "signing_key": "sk-live-0000-1111"}),
+            &ToolContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paid, json!("paid 12 with a key of 17 characters"));
+    // The same amount with another key is asked about again: the binding holds the key.
+    run.call(
+        "s.pay",
+        json!({"amount": 12, "signing_key": "sk-live-2222-3333"}),
+        &ToolContext::new(),
+    )
+    .await
+    .unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "the second key was not asked about");
+    for request in seen.iter() {
+        assert_eq!(
+            request.input,
+            json!({"amount": 12, "signing_key": "[REDACTED]"})
+        );
+        let pending = tackle::durable::PendingApproval::of(request);
+        assert!(!format!("{pending:?}{request:?}").contains("sk-live"));
+    }
+    assert_ne!(seen[0].binding, seen[1].binding);
+}

@@ -78,7 +78,8 @@ pub struct ApprovalRequest {
     pub key: String,
     /// The call's id (as in audit events).
     pub call_id: u64,
-    /// The validated arguments.
+    /// The validated arguments, each secret argument's value replaced by
+    /// `[REDACTED]` (the binding is to the real values).
     pub input: Value,
     /// What an approval of this request is bound to.
     pub binding: ApprovalBinding,

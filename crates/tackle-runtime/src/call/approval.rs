@@ -35,7 +35,16 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     // Boxed, like the other rare stages, to keep the common call's future small.
     let call_id = call.id();
     let run = call.run;
-    let decision = Box::pin(ask(door, run, tool, call.input.get(), call_id)).await;
+    let secret_fields = &call.arg_secret_fields;
+    let decision = Box::pin(ask(
+        door,
+        run,
+        tool,
+        call.input.get(),
+        secret_fields,
+        call_id,
+    ))
+    .await;
     let refusal = match &decision {
         GateDecision::Refused(reason) => Some(ToolError::ApprovalDenied {
             key: tool.key().to_owned(),
@@ -50,12 +59,14 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     }
 }
 
-/// Asks for approval of a call of `tool` with the validated `input`.
+/// Asks for approval of a call of `tool` with the validated `input`, whose
+/// `secret_fields` the approver is not shown.
 async fn ask(
     door: &Runtime,
     run: Option<&RunState>,
     tool: &Tool,
     input: &Value,
+    secret_fields: &[String],
     call_id: u64,
 ) -> GateDecision {
     let binding = ApprovalBinding::new(tool.key(), input);
@@ -79,10 +90,12 @@ async fn ask(
             "the tool needs approval and no approver is configured".to_owned(),
         );
     };
+    let mut shown = input.clone();
+    super::secrets::blank_arguments(&mut shown, secret_fields);
     let request = ApprovalRequest {
         key: tool.key().to_owned(),
         call_id,
-        input: input.clone(),
+        input: shown,
         binding,
     };
     let decision = match approver.review(&request).await {

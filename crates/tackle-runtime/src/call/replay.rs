@@ -11,8 +11,6 @@
 
 use std::ops::ControlFlow;
 
-use serde_json::Value;
-
 use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
@@ -46,14 +44,7 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
                 r.with_secret(secret)
             });
         let mut input = redactor.redact(call.input.get());
-        // A secret argument loses its whole value, whatever its type or length.
-        if let Value::Object(fields) = &mut input {
-            for name in &call.arg_secret_fields {
-                if let Some(value) = fields.get_mut(name) {
-                    *value = Value::String(crate::replay::redact::REDACTED.to_owned());
-                }
-            }
-        }
+        super::secrets::blank_arguments(&mut input, &call.arg_secret_fields);
         Routed::Owned(input)
     } else if hand_over {
         Routed::Owned(call.input.take())

@@ -16,7 +16,8 @@
 //! takes the string values of the call's secret arguments, and from then on scrubs
 //! them from everything that leaves it: the recorded input (a cassette keys and keeps
 //! `[REDACTED]` in their place, so a replay still matches), the output and a spill
-//! file (`<redacted>`), error texts, audit events, stream events.
+//! file (`<redacted>`), error texts, audit events, stream events. An approver is shown
+//! `[REDACTED]` in their place too, while the approval stays bound to the real values.
 
 use std::ops::ControlFlow;
 
@@ -69,6 +70,19 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
     found.dedup();
     call.arg_secrets = found;
     call.arg_secret_fields = fields;
+}
+
+/// Replaces the whole value of each secret argument in `fields` of `input` with
+/// `[REDACTED]`, whatever its type or length: what a cassette keys and keeps, and what
+/// an approver is shown.
+pub(super) fn blank_arguments(input: &mut Value, fields: &[String]) {
+    if let Value::Object(input) = input {
+        for name in fields {
+            if let Some(value) = input.get_mut(name) {
+                *value = Value::String(crate::replay::redact::REDACTED.to_owned());
+            }
+        }
+    }
 }
 
 /// The shortest value scrubbed from texts: a shorter one would shred ordinary text

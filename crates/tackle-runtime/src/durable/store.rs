@@ -141,7 +141,8 @@ impl Lease {
 pub struct PendingApproval {
     /// The tool's key.
     pub key: String,
-    /// The validated arguments, as canonical JSON: what a decision is bound to.
+    /// The validated arguments, as canonical JSON, a secret argument's value as
+    /// `[REDACTED]`: what a person deciding reads.
     pub arguments: String,
     /// The binding's hash (hex), for logs and for naming the request.
     pub binding: String,
@@ -157,10 +158,13 @@ impl PendingApproval {
         }
     }
 
-    /// Whether this is the request of `request`'s call: the same key and the same
-    /// canonical arguments.
+    /// Whether this is the request of `request`'s call: the same key, the same
+    /// canonical arguments as shown, and the same binding (which covers the values of
+    /// secret arguments too).
     pub fn binds(&self, request: &ApprovalRequest) -> bool {
-        self.key == request.key && self.arguments == canonical(&request.input)
+        self.key == request.key
+            && self.binding == request.binding.to_string()
+            && self.arguments == canonical(&request.input)
     }
 }
 

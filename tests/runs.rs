@@ -248,6 +248,44 @@ async fn a_divergence_leads_with_the_diff_and_names_the_tool_whose_result_change
     assert!(text.contains("`runs_lookup` (call `c1`)"), "{text}");
 }
 
+/// A recording holds each model request as what it adds to the run's previous one:
+/// the tools' schemas and every message once, so a run's cassette grows with its
+/// length. It replays as it was recorded.
+#[tokio::test]
+async fn model_requests_are_recorded_as_deltas_and_replay() {
+    let path = scratch("deltas");
+    let runtime = runtime();
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let agent = ReactSkill::new(lookup_model(), runtime.registry(), &["runs.lookup"]).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite));
+    let recorded = agent.run(&run, "Find Oslo.", &ctx).await.unwrap();
+    run.finish().unwrap();
+
+    let file = load(&path).unwrap();
+    let requests: Vec<&serde_json::Value> = file
+        .interactions
+        .iter()
+        .filter(|i| i.key.starts_with("llm."))
+        .map(|i| &i.input)
+        .collect();
+    assert_eq!(requests.len(), 2);
+    // The first: the system prompt and the task, with the tools.
+    assert_eq!(requests[0]["extends"], json!(0));
+    assert_eq!(requests[0]["messages"].as_array().map(Vec::len), Some(2));
+    assert!(requests[0]["tools"][0]["parameters"].is_object());
+    // The second: the model's call and the tool's result only, no tools again.
+    assert_eq!(requests[1]["extends"], json!(2));
+    assert_eq!(requests[1]["messages"][1]["role"], json!("tool"));
+    assert!(requests[1].get("tools").is_none());
+    assert_ne!(requests[0]["digest"], requests[1]["digest"]);
+
+    let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay));
+    let replayed = agent.run(&run, "Find Oslo.", &ctx).await.unwrap();
+    run.finish().unwrap();
+    assert_eq!(replayed.final_answer, recorded.final_answer);
+    assert_eq!(replayed.trajectory, recorded.trajectory);
+}
+
 #[tokio::test]
 async fn a_model_reply_is_never_shaped_and_a_200_kb_one_replays() {
     let path = scratch("long-reply");

@@ -6,8 +6,6 @@
 //! minimal escaping of ECMAScript's `JSON.stringify`, and numbers are written the way
 //! ECMAScript writes doubles (`1.0` and `1` are both `1`, `1e21` is `1e+21`).
 
-use std::fmt::Write;
-
 use serde_json::{Number, Value};
 
 /// The RFC 8785 canonical form of a JSON value.
@@ -22,6 +20,37 @@ pub fn canonical_into(value: &Value, out: &mut String) {
     write_value(out, value);
 }
 
+/// Feeds the canonical form of `value` to `hasher`, as [`canonical`] would write it,
+/// without building the text.
+pub fn canonical_hash(value: &Value, hasher: &mut Fnv) {
+    write_value(hasher, value);
+}
+
+/// Where canonical text goes: a buffer, or a hasher that needs only its bytes.
+trait Sink {
+    fn put(&mut self, text: &str);
+
+    fn put_char(&mut self, c: char) {
+        self.put(c.encode_utf8(&mut [0; 4]));
+    }
+}
+
+impl Sink for String {
+    fn put(&mut self, text: &str) {
+        self.push_str(text);
+    }
+
+    fn put_char(&mut self, c: char) {
+        self.push(c);
+    }
+}
+
+impl Sink for Fnv {
+    fn put(&mut self, text: &str) {
+        std::hash::Hasher::write(self, text.as_bytes());
+    }
+}
+
 /// Orders object keys by UTF-16 code units, as RFC 8785 requires. For ASCII keys (the
 /// usual case) that is byte order, which is cheaper to compare.
 fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
@@ -32,28 +61,28 @@ fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-fn write_value(out: &mut String, value: &Value) {
+fn write_value(out: &mut impl Sink, value: &Value) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Null => out.put("null"),
+        Value::Bool(b) => out.put(if *b { "true" } else { "false" }),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
-            out.push('[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
                 write_value(out, item);
             }
-            out.push(']');
+            out.put("]");
         }
         Value::Object(map) => {
             let sorted = map
                 .keys()
                 .zip(map.keys().skip(1))
                 .all(|(a, b)| utf16_order(a, b).is_lt());
-            out.push('{');
+            out.put("{");
             if sorted {
                 // Already in canonical order (inputs usually follow their schema): no
                 // buffer to sort.
@@ -63,78 +92,78 @@ fn write_value(out: &mut String, value: &Value) {
                 entries.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
                 write_entries(out, entries.into_iter());
             }
-            out.push('}');
+            out.put("}");
         }
     }
 }
 
-fn write_entries<'a>(out: &mut String, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
+fn write_entries<'a>(out: &mut impl Sink, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
     for (i, (k, v)) in entries.enumerate() {
         if i > 0 {
-            out.push(',');
+            out.put(",");
         }
         write_string(out, k);
-        out.push(':');
+        out.put(":");
         write_value(out, v);
     }
 }
 
-fn write_number(out: &mut String, n: &Number) {
+fn write_number(out: &mut impl Sink, n: &Number) {
     // Integers that a double holds exactly are written as integers; anything else is
     // written as the double ECMAScript would print.
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() <= 1 << 53 {
-            out.push_str(itoa::Buffer::new().format(i));
+            out.put(itoa::Buffer::new().format(i));
             return;
         }
     } else if let Some(u) = n.as_u64() {
         if u <= 1 << 53 {
-            out.push_str(itoa::Buffer::new().format(u));
+            out.put(itoa::Buffer::new().format(u));
             return;
         }
     }
     let x = n.as_f64().unwrap_or(0.0);
     if x == 0.0 {
-        out.push('0');
+        out.put("0");
     } else if (1e-6..1e21).contains(&x.abs()) {
         // Rust's shortest round-trip digits, in plain notation (`100`, `0.25`).
-        let _ = write!(out, "{x}");
+        out.put(&x.to_string());
     } else {
         // Exponent notation with an explicit `+` for positive exponents (`1e+21`).
         let s = format!("{x:e}");
         match s.split_once('e') {
             Some((mantissa, exp)) if !exp.starts_with('-') => {
-                let _ = write!(out, "{mantissa}e+{exp}");
+                out.put(&format!("{mantissa}e+{exp}"));
             }
-            _ => out.push_str(&s),
+            _ => out.put(&s),
         }
     }
 }
 
-fn write_string(out: &mut String, s: &str) {
-    out.push('"');
+fn write_string(out: &mut impl Sink, s: &str) {
+    out.put("\"");
     // Most strings (keys, words) need no escape: copy them whole.
     if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.push_str(s);
-        out.push('"');
+        out.put(s);
+        out.put("\"");
         return;
     }
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
+            '"' => out.put("\\\""),
+            '\\' => out.put("\\\\"),
+            '\u{08}' => out.put("\\b"),
+            '\u{0c}' => out.put("\\f"),
+            '\n' => out.put("\\n"),
+            '\r' => out.put("\\r"),
+            '\t' => out.put("\\t"),
             c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+                out.put(&format!("\\u{:04x}", c as u32));
             }
-            c => out.push(c),
+            c => out.put_char(c),
         }
     }
-    out.push('"');
+    out.put("\"");
 }
 
 /// A short, stable fingerprint of a value: FNV-1a (64-bit) over its canonical form.
@@ -179,6 +208,18 @@ pub type FnvSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_hash_is_the_texts() {
+        use std::hash::Hasher;
+        let value =
+            serde_json::json!({"b": [1, 2.5, "x\n\u{1}é"], "a": {"z": null, "y": true}, "é": 1e30});
+        let mut text = Fnv::default();
+        text.write(canonical(&value).as_bytes());
+        let mut streamed = Fnv::default();
+        canonical_hash(&value, &mut streamed);
+        assert_eq!(text.finish(), streamed.finish());
+    }
 
     #[test]
     fn key_order_and_whitespace_do_not_matter() {

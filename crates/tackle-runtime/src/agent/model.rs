@@ -52,7 +52,7 @@ use tracing::Instrument;
 
 use crate::bounds::dispose;
 use crate::call::Operation;
-use crate::canonical::{canonical_into, Fnv};
+use crate::canonical::{canonical_hash, Fnv};
 use crate::content::ContentPart;
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -471,7 +471,7 @@ pub async fn complete(
 /// A conversation that only grows between its model calls (the ReAct loop's: it
 /// appends, and changes nothing it sent): its calls tell a journaled run how much of
 /// each request it sent before, so the request is journaled as what it added
-/// without comparing the rest again (see `journaled_request`).
+/// without comparing the rest again (see `recorded_request`).
 pub(crate) struct Conversation {
     id: u64,
     /// Messages at the latest call (`usize::MAX` before the first).
@@ -576,8 +576,8 @@ async fn complete_in_door(
             Some(run.state()),
             completion,
             || {
-                if let Some(cassette) = run.cassette().filter(|c| c.journal_memory().is_some()) {
-                    journaled_request(cassette, request, conversation)
+                if let Some(cassette) = run.cassette() {
+                    recorded_request(cassette, request, conversation)
                 } else {
                     serde_json::to_value(request).unwrap_or(Value::Null)
                 }
@@ -653,24 +653,74 @@ async fn complete_in_door(
     }
 }
 
-/// A journaled run's last model request: what its next one is journaled against.
+/// A run's last recorded model request: what its next one is recorded against.
 #[derive(Default)]
 struct LastRequest {
-    messages: Vec<Message>,
-    tools: Vec<ToolDefinition>,
+    /// How many messages it had.
+    messages: usize,
+    /// The hash of those messages (see [`messages_hash`]): what a request that
+    /// extends it must begin with. A hash, not a copy, so a recording run keeps no
+    /// second conversation.
+    prefix: Fnv,
+    /// The hash of its tools (see [`tools_hash`]).
+    tools: u64,
     response_schema: Option<Value>,
     /// The digest of the request, chained over its deltas.
     digest: u64,
     started: bool,
     /// The conversation it came from (`u64::MAX`: unknown).
     conversation: u64,
-    /// Whether the run journals whole requests (it began before deltas).
+    /// Whether the run records whole requests (its cassette or journal began before
+    /// deltas).
     whole: bool,
 }
 
-/// The input of a model call in a journaled (durable) run: the request as a delta
-/// against the run's previous model request, so the journal holds each message once
-/// and a resume reads it in time linear in the run's length.
+/// Feeds what is serialized into it to a hasher: a hash of typed values without
+/// building them as JSON.
+struct Hashing(Fnv);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        std::hash::Hasher::write(&mut self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Hashing {
+    /// Hashes `value` as serialized. Writing to a hasher cannot fail; a value that
+    /// cannot be serialized hashes as far as it got, and so differs from any that can.
+    fn feed(&mut self, value: &impl Serialize) {
+        let _ = serde_json::to_writer(&mut *self, value);
+    }
+}
+
+/// A hash of `tools` as serialized: equal tools hash equal (within one program), and
+/// nothing is built to compare them.
+fn tools_hash(tools: &[ToolDefinition]) -> u64 {
+    let mut hashing = Hashing(Fnv::default());
+    hashing.feed(&tools);
+    std::hash::Hasher::finish(&hashing.0)
+}
+
+/// The hash state after `messages`, one after another, from `state`.
+fn messages_hash(mut state: Fnv, messages: &[Message]) -> Fnv {
+    let mut hashing = Hashing(state);
+    for message in messages {
+        hashing.feed(message);
+    }
+    state = hashing.0;
+    state
+}
+
+/// The input of a model call in a run with a cassette or a journal: the request as a
+/// delta against the run's previous model request, so the recording holds each
+/// message and the tools' schemas once (a run's recording grows with its length, not
+/// its square), a durable run resumes in time linear in its length, and a recording
+/// run builds a small value per call instead of the whole conversation.
 ///
 /// `{"digest", "extends", "messages", "tools"?, "response_schema"?}`: the first
 /// `extends` messages are the previous request's (checked equal), `messages` the
@@ -678,25 +728,24 @@ struct LastRequest {
 /// request's (always on the first). `digest` (hex) is chained over the deltas from
 /// the run's first request, so it names the whole request. A replay makes the same
 /// deltas, so calls match as before; [`expand_requests`] makes whole requests again
-/// (an exported cassette holds those).
+/// (an exported journal holds those). A cassette recorded with whole requests goes on
+/// with whole requests.
 ///
-/// `memory` is the journaled cassette's slot for the last request. When the request
-/// comes from a [`Conversation`] whose previous call was the last request, the
-/// prefix is not compared again.
-fn journaled_request(
+/// The cassette keeps the last request in its slot. When the request comes from a
+/// [`Conversation`] whose previous call was the last request, the prefix is not
+/// compared again.
+fn recorded_request(
     cassette: &Cassette,
     request: &ChatRequest,
     conversation: Option<&Conversation>,
 ) -> Value {
     let whole = || serde_json::to_value(request).unwrap_or(Value::Null);
-    let Some(memory) = cassette.journal_memory() else {
-        return whole();
-    };
+    let memory = cassette.request_memory();
     let unchanged = conversation.and_then(Conversation::unchanged);
     let mut slot = memory.lock().unwrap_or_else(PoisonError::into_inner);
     if !slot.as_ref().is_some_and(|s| s.is::<LastRequest>()) {
         *slot = Some(Box::new(LastRequest {
-            whole: cassette.journals_whole_requests(),
+            whole: cassette.records_whole_requests(),
             ..LastRequest::default()
         }));
     }
@@ -704,14 +753,17 @@ fn journaled_request(
         return whole();
     };
     if last.whole {
-        // A run journaled before requests went as deltas goes on as it began.
+        // A run recorded before requests went as deltas goes on as it began.
         return whole();
     }
-    let kept = last.messages.len();
+    let kept = last.messages;
     let extends = last.started
         && request.messages.len() >= kept
         && (unchanged == Some((last.conversation, kept))
-            || request.messages[..kept] == last.messages[..]);
+            || std::hash::Hasher::finish(&messages_hash(
+                Fnv::default(),
+                &request.messages[..kept],
+            )) == std::hash::Hasher::finish(&last.prefix));
     let shared = if extends { kept } else { 0 };
     let new = &request.messages[shared..];
     let mut input = Map::new();
@@ -720,12 +772,13 @@ fn journaled_request(
         "messages".into(),
         serde_json::to_value(new).unwrap_or(Value::Null),
     );
-    if !last.started || request.tools != last.tools {
+    let tools = tools_hash(&request.tools);
+    if !last.started || tools != last.tools {
         input.insert(
             "tools".into(),
             serde_json::to_value(&request.tools).unwrap_or(Value::Null),
         );
-        last.tools.clone_from(&request.tools);
+        last.tools = tools;
     }
     if !last.started || request.response_schema != last.response_schema {
         input.insert(
@@ -735,24 +788,27 @@ fn journaled_request(
         last.response_schema.clone_from(&request.response_schema);
     }
     if !extends {
-        last.messages.clear();
+        last.messages = 0;
+        last.prefix = Fnv::default();
         last.digest = 0;
     }
-    last.messages.extend(new.iter().cloned());
-    let mut text = String::new();
-    canonical_into(&Value::Object(input.clone()), &mut text);
+    last.messages += new.len();
+    last.prefix = messages_hash(last.prefix, new);
+    let mut input = Value::Object(input);
     let mut hasher = Fnv::default();
     std::hash::Hasher::write_u64(&mut hasher, last.digest);
-    std::hash::Hasher::write(&mut hasher, text.as_bytes());
+    canonical_hash(&input, &mut hasher);
     last.digest = std::hash::Hasher::finish(&hasher);
     last.started = true;
     last.conversation = unchanged.map_or(u64::MAX, |(id, _)| id);
-    input.insert("digest".into(), json!(format!("{:016x}", last.digest)));
-    Value::Object(input)
+    if let Value::Object(fields) = &mut input {
+        fields.insert("digest".into(), json!(format!("{:016x}", last.digest)));
+    }
+    input
 }
 
 /// Makes the whole requests of model calls journaled as deltas again (see
-/// `journaled_request`), in the order the calls were made: what a cassette that
+/// `recorded_request`), in the order the calls were made: what a cassette that
 /// replays the run in an ordinary (not journaled) run holds. Other inputs are left
 /// as they are.
 pub(crate) fn expand_requests<'a>(inputs: impl Iterator<Item = &'a mut Value>) {

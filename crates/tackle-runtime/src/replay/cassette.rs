@@ -76,15 +76,17 @@ pub(super) struct Inner {
     pub(super) redactor: Redactor,
     /// Where each call is appended as it happens, for a journaled cassette.
     pub(super) journal: Option<Box<Journaled>>,
+    /// What the agent layer keeps beside the cassette: the run's last model request,
+    /// against which the next one is recorded as a delta.
+    requests: Mutex<Option<Box<dyn Any + Send>>>,
     /// Whether a replay writes which recorded calls it used (`TACKLE_CASSETTE_USAGE=1`).
     usage: bool,
     state: Mutex<State>,
 }
 
-/// A journaled cassette's journal, and what the layers above keep beside it.
+/// A journaled cassette's journal.
 pub(super) struct Journaled {
     pub(super) journal: Arc<dyn Journal>,
-    memory: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 #[derive(Default)]
@@ -225,6 +227,7 @@ impl Cassette {
                 live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: None,
+                requests: Mutex::default(),
                 usage: config.use_env
                     && std::env::var("TACKLE_CASSETTE_USAGE").is_ok_and(|v| v.trim() == "1"),
                 state: Mutex::new(state),
@@ -259,26 +262,23 @@ impl Cassette {
                 strict: config.strict,
                 live_reads: config.live_reads,
                 redactor: config.redactor,
-                journal: Some(Box::new(Journaled {
-                    journal,
-                    memory: Mutex::default(),
-                })),
+                journal: Some(Box::new(Journaled { journal })),
+                requests: Mutex::default(),
                 usage: false,
                 state: Mutex::new(state),
             }),
         }
     }
 
-    /// A slot the agent layer keeps per journaled cassette (the run's last model
-    /// request, to journal the next one as a delta); `None` when not journaled.
-    pub(crate) fn journal_memory(&self) -> Option<&Mutex<Option<Box<dyn Any + Send>>>> {
-        self.inner.journal.as_ref().map(|j| &j.memory)
+    /// A slot the agent layer keeps per cassette: the run's last model request, to
+    /// record the next one as a delta.
+    pub(crate) fn request_memory(&self) -> &Mutex<Option<Box<dyn Any + Send>>> {
+        &self.inner.requests
     }
 
-    /// Whether the journal this cassette was opened with holds model requests whole
-    /// (a run journaled before requests were journaled as deltas, which must go on
-    /// the same way to match).
-    pub(crate) fn journals_whole_requests(&self) -> bool {
+    /// Whether this cassette holds model requests whole (recorded before requests
+    /// were recorded as deltas): a run over it goes on the same way, to match.
+    pub(crate) fn records_whole_requests(&self) -> bool {
         self.state().recorded.iter().any(|i| {
             i.kind == super::file::InteractionKind::Operation
                 && i.key.starts_with("llm.")

@@ -158,7 +158,11 @@ impl Cassette {
 /// holds the conversation, so a changed request most often means a tool answered
 /// differently), then the recorded call.
 fn divergence(expected: &Interaction, now: &Value) -> String {
-    let differences = diff(&expected.input, now);
+    let shift = delta_offset(now);
+    let differences: Vec<String> = diff(&expected.input, now)
+        .into_iter()
+        .filter_map(|line| in_whole_request(line, shift))
+        .collect();
     let mut message = if differences.is_empty() {
         "the request differs from the recorded one".to_owned()
     } else {
@@ -185,6 +189,38 @@ fn divergence(expected: &Interaction, now: &Value) -> String {
         expected.call, expected.key
     ));
     message
+}
+
+/// For a model request recorded as a delta (`{"digest", "extends", "messages", ..}`:
+/// the new messages since the run's previous request), the number of messages before
+/// its first.
+fn delta_offset(request: &Value) -> Option<usize> {
+    request.get("digest")?;
+    usize::try_from(request.get("extends")?.as_u64()?).ok()
+}
+
+/// A difference line of a request as it reads against the whole conversation: in a
+/// delta, message pointers are shifted by what it extends, and the digest (which
+/// follows from the rest) is left out.
+fn in_whole_request(line: String, shift: Option<usize>) -> Option<String> {
+    let Some(shift) = shift else {
+        return Some(line);
+    };
+    if line.starts_with("/digest:") {
+        return None;
+    }
+    let Some(rest) = line.strip_prefix("/messages/") else {
+        return Some(line);
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    match rest[..digits].parse::<usize>() {
+        Ok(index) => Some(format!(
+            "/messages/{}{}",
+            index.saturating_add(shift),
+            &rest[digits..]
+        )),
+        Err(_) => Some(line),
+    }
 }
 
 /// The pointers of the differences between two values (as [`diff`] finds them).

@@ -107,22 +107,31 @@ fn token_char(c: char) -> bool {
 }
 
 /// Replaces token-shaped runs; `None` when there are none.
+///
+/// Only a word's first byte can start a token (`b`/`B` of `Bearer `, `s` of `sk-`,
+/// `e` of `eyJ`), so the scan jumps from one such byte to the next: ordinary text is
+/// passed over at the speed of a byte search.
 fn redact_tokens(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut last = 0;
     let mut i = 0;
     let mut changed = false;
-    while i < bytes.len() {
+    while let Some(offset) = bytes[i..]
+        .iter()
+        .position(|b| matches!(b, b'b' | b'B' | b's' | b'e'))
+    {
+        i += offset;
+        // The byte before a candidate is ASCII or part of a multibyte character
+        // (never a token character); the candidate is ASCII, so `i` is a boundary.
+        let at_word_start = i == 0 || !token_char(char::from(bytes[i - 1]));
         let rest = &text[i..];
-        let at_word_start = i == 0 || !token_char(text[..i].chars().next_back().unwrap_or(' '));
         let token_end = if !at_word_start {
             None
         } else if rest
             .get(..7)
             .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer "))
         {
-            // `Bearer <token>`: keep the scheme, drop the credential.
             let start = i + 7;
             let end = start
                 + text[start..]
@@ -156,7 +165,7 @@ fn redact_tokens(text: &str) -> Option<String> {
                 i = end;
                 changed = true;
             }
-            None => i += rest.chars().next().map_or(1, char::len_utf8),
+            None => i += 1,
         }
     }
     changed.then(|| {
@@ -207,6 +216,23 @@ mod tests {
         assert_eq!(
             redact_tokens("«Bearer abcdefghijklmnop» °").as_deref(),
             Some("«Bearer [REDACTED]» °")
+        );
+    }
+
+    #[test]
+    fn a_token_starts_only_a_word() {
+        let r = Redactor::new();
+        let key = "sk-proj-ABCDEFGHIJKLMNOP1234";
+        assert_eq!(r.redact_str(&format!("°{key}")), "°[REDACTED]");
+        assert_eq!(r.redact_str(&format!("x{key}")), format!("x{key}"));
+        assert_eq!(r.redact_str("xBearer abcdef"), "xBearer abcdef");
+        assert_eq!(
+            r.redact_str("bee sea BEARER abc sk- eyJ"),
+            "bee sea BEARER [REDACTED] sk- eyJ"
+        );
+        assert_eq!(
+            r.redact_str(&format!("{key} and {key}")),
+            "[REDACTED] and [REDACTED]"
         );
     }
 

@@ -120,6 +120,10 @@ fn main() -> ExitCode {
             python_client_lists_and_calls_our_server,
         ),
         (
+            "python_client_uses_the_conformance_fixtures",
+            python_client_uses_the_conformance_fixtures,
+        ),
+        (
             "importer_calls_a_python_server_and_fails_in_time",
             importer_calls_a_python_server,
         ),
@@ -440,6 +444,107 @@ fn python_client_lists_and_calls_our_server() {
             .is_some_and(|e| e.contains("unknown tool `no.such`")),
         "{}",
         seen["unknown"]
+    );
+}
+
+/// The conformance fixture server (`examples/mcp_conformance.rs`), built if needed.
+fn fixture_server() -> PathBuf {
+    let built = Command::new("timeout")
+        .arg("900")
+        .arg(env!("CARGO"))
+        .args(["build", "--quiet", "--example", "mcp_conformance"])
+        .current_dir(workspace())
+        .status()
+        .expect("cargo build --example mcp_conformance");
+    assert!(built.success(), "the fixture example did not build");
+    let exe = std::env::current_exe().expect("own path");
+    let debug = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target folder");
+    debug.join("examples").join("mcp_conformance")
+}
+
+/// The Python SDK's client over stdio against the conformance fixtures: resources,
+/// templates, prompts, completion, logging, progress, and the server asking the
+/// client's model (sampling) and its user (elicitation).
+fn python_client_uses_the_conformance_fixtures() {
+    let mut child = Command::new(python())
+        .arg(workspace().join("tests/mcp/fixture_check.py"))
+        .arg(fixture_server())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let status = wait_bounded(&mut child, Duration::from_secs(60));
+    let mut out = String::new();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).expect("read");
+    std::io::Read::read_to_string(&mut stderr, &mut err).expect("read");
+    assert!(status.success(), "the Python client failed: {err}");
+    let seen: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+
+    for capability in ["tools", "resources", "prompts", "logging", "completions"] {
+        assert!(
+            seen["capabilities"][capability].is_object(),
+            "{capability}: {}",
+            seen["capabilities"]
+        );
+    }
+    assert!(seen["tools"]
+        .as_array()
+        .is_some_and(|t| t.contains(&json!("test_simple_text"))
+            && t.contains(&json!("json_schema_2020_12_tool"))));
+    assert_eq!(seen["resources"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        seen["templates"][0]["uriTemplate"],
+        "test://template/{id}/data"
+    );
+    assert_eq!(seen["prompts"].as_array().map(Vec::len), Some(4));
+    assert_eq!(
+        seen["text"]["contents"][0]["text"],
+        "This is the content of the static text resource."
+    );
+    assert_eq!(seen["binary"]["contents"][0]["mimeType"], "image/png");
+    assert!(seen["binary"]["contents"][0]["blob"]
+        .as_str()
+        .is_some_and(|b| b.starts_with("iVBOR")));
+    assert_eq!(
+        seen["template"]["contents"][0]["text"],
+        r#"{"id":"42","templateTest":true,"data":"Data for ID: 42"}"#
+    );
+    assert_eq!(
+        seen["prompt"]["messages"][0]["content"]["text"],
+        "Prompt with arguments: arg1='a', arg2='b'"
+    );
+    assert_eq!(seen["completion"]["completion"]["values"], json!(["456"]));
+    assert_eq!(
+        seen["sampled"]["content"][0]["text"],
+        "LLM response: echo: Hi there"
+    );
+    assert_eq!(
+        seen["elicited"]["content"][0]["text"],
+        r#"User response: action=accept, content={"username":"ada","email":"ada@example.com"}"#
+    );
+    assert_eq!(
+        seen["progress"],
+        json!([[0.0, 100.0], [50.0, 100.0], [100.0, 100.0]])
+    );
+    let logged: Vec<&str> = seen["logs"]
+        .as_array()
+        .expect("logs")
+        .iter()
+        .filter_map(|l| l["data"].as_str())
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ]
     );
 }
 

@@ -37,10 +37,14 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tackle_runtime::CancellationToken;
 use tokio::net::TcpListener;
 
+pub mod client;
 mod coarse;
 pub mod import;
+pub mod logging;
 pub mod names;
 pub mod oauth;
+pub mod prompts;
+pub mod resources;
 pub mod server;
 pub mod stdio;
 
@@ -113,6 +117,22 @@ pub enum McpError {
     /// A socket could not be bound or read.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// A resource cannot be published as given.
+    #[error("the resource `{uri}` cannot be published: {message}")]
+    Resource {
+        /// Its URI or URI template.
+        uri: String,
+        /// Why.
+        message: String,
+    },
+    /// A prompt cannot be published as given.
+    #[error("the prompt `{name}` cannot be published: {message}")]
+    Prompt {
+        /// Its name.
+        name: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// Serves `server` over this process's stdin and stdout until the client disconnects.
@@ -484,7 +504,7 @@ impl Served {
         manager.session_config.keep_alive = Some(idle);
         let sessions = Arc::new(manager);
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_session()),
             Arc::clone(&sessions),
             config.clone(),
         );

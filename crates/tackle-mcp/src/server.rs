@@ -43,7 +43,11 @@ use tackle_runtime::{
     event_queue, Run, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec,
 };
 
+use crate::client::Client;
+use crate::logging::SessionLog;
 use crate::names::NameMap;
+use crate::prompts::{PromptArguments, Prompts};
+use crate::resources::Resources;
 use crate::McpError;
 
 /// Who the server says it is in `initialize`. Use [`identity!`](crate::identity) for
@@ -92,7 +96,29 @@ pub struct McpServer {
     identity: Identity,
     names: Arc<NameMap>,
     tools: Arc<Vec<Tool>>,
+    resources: Arc<Resources>,
+    prompts: Arc<Prompts>,
+    /// Whether calls that need approval ask the human at the client.
+    client_approval: bool,
+    /// Who subscribed to which resource, over every session.
+    subscriptions: Arc<Subscriptions>,
+    /// This session's log level and queue (each session gets its own: see
+    /// [`McpServer::for_session`]).
+    log: Arc<SessionLog>,
 }
+
+/// The peers subscribed to each resource URI.
+#[derive(Default)]
+struct Subscriptions {
+    /// Each URI's subscribers.
+    by_uri: std::sync::Mutex<std::collections::BTreeMap<String, Vec<Subscriber>>>,
+}
+
+/// One subscriber of a resource: its session (the address of its log) and its peer.
+type Subscriber = (usize, rmcp::service::Peer<RoleServer>);
+
+/// How many subscribers one URI keeps at most (the oldest go first).
+const MAX_SUBSCRIBERS: usize = 1024;
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -115,18 +141,94 @@ impl McpServer {
     ) -> Result<McpServer, McpError> {
         let list: Vec<_> = runtime.registry().list().collect();
         let names = NameMap::new(list.iter().map(|t| t.key()))?;
-        let mut tools = Vec::with_capacity(list.len());
-        for tool in &list {
-            let name = names.name_of(tool.key()).unwrap_or(tool.key());
-            tools.push(describe(name, tool.spec())?);
-        }
+        let tools = listing(&runtime, &names)?;
         Ok(McpServer {
             runtime,
             ctx,
             identity,
             names: Arc::new(names),
             tools: Arc::new(tools),
+            resources: Arc::default(),
+            prompts: Arc::default(),
+            client_approval: false,
+            subscriptions: Arc::default(),
+            log: Arc::default(),
         })
+    }
+
+    /// The same server naming each tool by its bare name (`simple_text` for
+    /// `test.simple_text@1`) where no other tool has that name, as servers in other
+    /// languages name theirs (see [`NameMap::bare`]).
+    pub fn with_bare_names(mut self) -> Result<McpServer, McpError> {
+        let keys: Vec<String> = self
+            .runtime
+            .registry()
+            .list()
+            .map(|t| t.key().to_owned())
+            .collect();
+        let names = NameMap::bare(keys.iter().map(String::as_str))?;
+        self.tools = Arc::new(listing(&self.runtime, &names)?);
+        self.names = Arc::new(names);
+        Ok(self)
+    }
+
+    /// The same server publishing `resources` (see [`crate::resources`]): reads pass
+    /// the door with the server's context.
+    pub fn with_resources(mut self, resources: Resources) -> McpServer {
+        self.resources = Arc::new(resources);
+        self
+    }
+
+    /// The same server publishing `prompts` (see [`crate::prompts`]).
+    pub fn with_prompts(mut self, prompts: Prompts) -> McpServer {
+        self.prompts = Arc::new(prompts);
+        self
+    }
+
+    /// The same server asking the human at the client to approve each call that needs
+    /// approval (`elicitation/create`, see [`crate::client::ClientApprover`]), in place
+    /// of the runtime's approver.
+    pub fn with_client_approval(mut self) -> McpServer {
+        self.client_approval = true;
+        self
+    }
+
+    /// The server for a new session: the same configuration, a log of its own.
+    pub(crate) fn for_session(&self) -> McpServer {
+        McpServer {
+            log: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Tells every client subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`). Clients that are gone are forgotten.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        let peers = self
+            .subscriptions
+            .by_uri
+            .lock()
+            .map(|map| map.get(uri).cloned().unwrap_or_default())
+            .unwrap_or_default();
+        let mut gone = Vec::new();
+        for (i, (_, peer)) in peers.iter().enumerate() {
+            let note = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+            if peer.notify_resource_updated(note).await.is_err() {
+                gone.push(i);
+            }
+        }
+        if !gone.is_empty() {
+            if let Ok(mut map) = self.subscriptions.by_uri.lock() {
+                if let Some(list) = map.get_mut(uri) {
+                    let mut i = 0;
+                    list.retain(|_| {
+                        let keep = !gone.contains(&i);
+                        i += 1;
+                        keep
+                    });
+                }
+            }
+        }
     }
 
     /// The same server calling its tools with another context (another client's
@@ -152,6 +254,34 @@ impl McpServer {
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
+}
+
+impl McpServer {
+    /// This session's id: the address of its log, which each session has its own of.
+    fn session_id(&self) -> usize {
+        Arc::as_ptr(&self.log) as usize
+    }
+
+    /// Whether the server's grants can read `entry` (else it is not listed, and a read
+    /// is answered as for an unknown resource).
+    fn may_read(&self, entry: &crate::resources::Entry) -> bool {
+        entry
+            .requires()
+            .iter()
+            .all(|needed| self.ctx.capabilities().allows(needed))
+    }
+}
+
+/// The `tools/list` entries of `runtime`'s tools, named by `names`, sorted by key.
+fn listing(runtime: &Runtime, names: &NameMap) -> Result<Vec<Tool>, McpError> {
+    runtime
+        .registry()
+        .list()
+        .map(|tool| {
+            let name = names.name_of(tool.key()).unwrap_or(tool.key());
+            describe(name, tool.spec())
+        })
+        .collect()
 }
 
 /// Whether an output schema describes objects only (else it is served wrapped).
@@ -250,6 +380,12 @@ fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec)
                         ContentPart::Image { mime_type, data } => {
                             json!({"type": "image", "mimeType": mime_type, "data": data})
                         }
+                        // Audio goes as MCP audio content.
+                        ContentPart::File {
+                            mime_type, data, ..
+                        } if mime_type.starts_with("audio/") => {
+                            json!({"type": "audio", "mimeType": mime_type, "data": data})
+                        }
                         ContentPart::File {
                             mime_type,
                             data,
@@ -294,9 +430,35 @@ fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec)
     })
 }
 
+/// A JSON-RPC "invalid params" error with `message`.
+fn invalid(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+/// `value` as the rmcp type `T`, or an internal error.
+fn wire<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
 impl ServerHandler for McpServer {
+    // Logging is served for clients of the revisions before 2026-07-28 (see `set_level`).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        if !self.resources.is_empty() {
+            capabilities.resources =
+                Some(wire(json!({"subscribe": true, "listChanged": false})).unwrap_or_default());
+        }
+        if !self.prompts.is_empty() {
+            capabilities.prompts = Some(wire(json!({"listChanged": false})).unwrap_or_default());
+        }
+        if !self.resources.is_empty() || !self.prompts.is_empty() {
+            capabilities.completions = Some(wire(json!({})).unwrap_or_default());
+        }
+        let mut info = ServerConfig::new(capabilities);
         let mut implementation =
             Implementation::new(self.identity.name.clone(), self.identity.version.clone());
         implementation.title = Some(self.identity.name.clone());
@@ -357,7 +519,13 @@ impl ServerHandler for McpServer {
             });
             (sink, task)
         });
-        let report = run.call_report(key, input, &self.ctx).await;
+        let client = Client::of(&context);
+        if self.client_approval {
+            run = run.with_approver(client.approver());
+        }
+        let report = client
+            .scope(self.log.scope(run.call_report(key, input, &self.ctx)))
+            .await;
         if let Some((sink, task)) = forwarder {
             sink.close();
             let _ = task.await;
@@ -366,5 +534,186 @@ impl ServerHandler for McpServer {
             report.result,
             tool.spec(),
         )))
+    }
+
+    // MCP's logging is deprecated by the 2026-07-28 revision (SEP-2577); it is served
+    // for clients of the earlier revisions.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log.set_level(request.level, &context.peer);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let resources: Vec<Value> = self
+            .resources
+            .statics()
+            .filter(|e| self.may_read(e))
+            .map(crate::resources::Entry::listing)
+            .collect();
+        wire(json!({ "resources": resources }))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let templates: Vec<Value> = self
+            .resources
+            .templates()
+            .filter(|e| self.may_read(e))
+            .map(crate::resources::Entry::listing)
+            .collect();
+        wire(json!({ "resourceTemplates": templates }))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let Some((entry, arguments)) = self.resources.find(uri).filter(|(e, _)| self.may_read(e))
+        else {
+            // MCP's "resource not found".
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(-32002),
+                format!("no resource `{uri}`"),
+                Some(json!({ "uri": uri })),
+            ));
+        };
+        let run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
+        let client = Client::of(&context);
+        let contents = client
+            .scope(self.log.scope(entry.read(&run, uri, arguments, &self.ctx)))
+            .await
+            .map_err(|e| match e {
+                tackle_runtime::ToolError::InvalidInput { .. } => invalid(e.to_string()),
+                other => ErrorData::internal_error(other.to_string(), None),
+            })?;
+        Ok(rmcp::model::ReadResourceResponse::Complete(wire(json!({
+            "contents": contents
+        }))?))
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.resources.find(&request.uri).is_none() {
+            return Err(invalid(format!("no resource `{}`", request.uri)));
+        }
+        let session = self.session_id();
+        if let Ok(mut map) = self.subscriptions.by_uri.lock() {
+            let list = map.entry(request.uri.clone()).or_default();
+            if !list.iter().any(|(s, _)| *s == session) {
+                if list.len() >= MAX_SUBSCRIBERS {
+                    list.remove(0);
+                }
+                list.push((session, context.peer.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let _ = context;
+        let session = self.session_id();
+        if let Ok(mut map) = self.subscriptions.by_uri.lock() {
+            if let Some(list) = map.get_mut(&request.uri) {
+                list.retain(|(s, _)| *s != session);
+                if list.is_empty() {
+                    map.remove(&request.uri);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts: Vec<Value> = self.prompts.iter().map(|p| p.listing()).collect();
+        wire(json!({ "prompts": prompts }))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let Some(prompt) = self.prompts.get(&request.name) else {
+            return Err(invalid(format!("no prompt `{}`", request.name)));
+        };
+        let arguments: PromptArguments = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, v)
+            })
+            .collect();
+        let messages = prompt.render(&arguments).map_err(invalid)?;
+        let messages: Vec<Value> = messages.iter().map(|m| m.to_wire()).collect();
+        Ok(rmcp::model::GetPromptResponse::Complete(wire(json!({
+            "messages": messages
+        }))?))
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let wire_request = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let reference = &wire_request["ref"];
+        let argument = wire_request["argument"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let value = wire_request["argument"]["value"]
+            .as_str()
+            .unwrap_or_default();
+        let mut values = match reference["type"].as_str() {
+            Some("ref/prompt") => self.prompts.complete(
+                reference["name"].as_str().unwrap_or_default(),
+                argument,
+                value,
+            ),
+            Some("ref/resource") => self.resources.complete(
+                reference["uri"].as_str().unwrap_or_default(),
+                argument,
+                value,
+            ),
+            _ => return Err(invalid("`ref` must be `ref/prompt` or `ref/resource`")),
+        };
+        let total = values.len();
+        values.truncate(100);
+        wire(json!({"completion": {
+            "values": values,
+            "total": total,
+            "hasMore": total > 100,
+        }}))
     }
 }

@@ -1,0 +1,275 @@
+//! The client on the other side of a served call: its model and its human.
+//!
+//! While a server handles a client's request, a tool it runs can reach that client:
+//! [`Client::current`] is the connection of the request being served (`None`
+//! elsewhere). Through it a tool uses tackle's own abstractions, backed by the client:
+//!
+//! * [`Client::model`] is a [`ChatModel`] whose completions the client makes
+//!   (`sampling/createMessage`): the client's model and its user's consent, not the
+//!   server's API key. As every model, it runs through the door when called through
+//!   [`tackle_runtime::agent::model::complete`] or a ReAct run (key
+//!   `llm.mcp-client.complete@<client>`, permission `llm:mcp-client`).
+//! * [`Client::approver`] is an [`Approver`] that asks the human at the client
+//!   (`elicitation/create`): the request names the tool and shows its exact arguments
+//!   (secret ones as `[REDACTED]`), the answer approves that one call only, bound to
+//!   those arguments as every approval is. [`McpServer::with_client_approval`]
+//!   (crate::McpServer::with_client_approval) makes it the approver of every served
+//!   call.
+//! * [`Client::elicit`] asks the human anything, with a form schema (SEP-1034 defaults
+//!   and SEP-1330 enums pass through as given).
+//!
+//! The connection is known to the task that handles the request; work handed to
+//! another task or thread does not see it.
+
+// MCP's sampling is deprecated by the 2026-07-28 revision (SEP-2577) and rmcp marks it so;
+// it is served for clients of the 2025-06-18 and 2025-11-25 revisions.
+#![allow(deprecated)]
+
+use std::future::Future;
+
+use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, ElicitResult};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::RoleServer;
+use serde_json::{json, Value};
+use tackle_runtime::agent::model::{
+    ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, Role,
+};
+use tackle_runtime::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
+
+tokio::task_local! {
+    static CURRENT: Client;
+}
+
+/// The connected client of the request being served. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Client {
+    peer: Peer<RoleServer>,
+    name: String,
+}
+
+/// What a client answered to an elicitation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Elicited {
+    /// It accepted, with the form's content.
+    Accept(Value),
+    /// It declined.
+    Decline,
+    /// It cancelled (closed the form).
+    Cancel,
+}
+
+/// Why asking the client failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No client: the code does not run within a served request.
+    #[error("no MCP client: this runs outside a request served over MCP")]
+    NotServed,
+    /// The request could not be made, or the client answered with an error.
+    #[error("the MCP client did not answer: {0}")]
+    Failed(String),
+}
+
+impl Client {
+    /// The client of `context`'s request.
+    pub(crate) fn of(context: &RequestContext<RoleServer>) -> Client {
+        let name = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .unwrap_or_else(|| "client".to_owned());
+        Client {
+            peer: context.peer.clone(),
+            name,
+        }
+    }
+
+    /// Runs `work` as the handling of this client's request.
+    pub(crate) async fn scope<F: Future>(self, work: F) -> F::Output {
+        CURRENT.scope(self, work).await
+    }
+
+    /// The client of the request being served, if the calling task serves one.
+    pub fn current() -> Option<Client> {
+        CURRENT.try_with(Client::clone).ok()
+    }
+
+    /// The client's name, as it gave it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A chat model backed by the client's sampling.
+    pub fn model(&self) -> ClientModel {
+        ClientModel {
+            client: self.clone(),
+            max_tokens: 1024,
+        }
+    }
+
+    /// An approver that asks the human at the client.
+    pub fn approver(&self) -> ClientApprover {
+        ClientApprover {
+            client: self.clone(),
+        }
+    }
+
+    /// Asks the human at the client to fill in a form: `message`, and
+    /// `requested_schema` (an object schema of flat properties).
+    pub async fn elicit(
+        &self,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<Elicited, ClientError> {
+        let params: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": requested_schema,
+        }))
+        .map_err(|e| ClientError::Failed(format!("the form cannot be sent: {e}")))?;
+        let result: ElicitResult = self
+            .peer
+            .create_elicitation(params)
+            .await
+            .map_err(|e| ClientError::Failed(e.to_string()))?;
+        let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
+        Ok(match wire.get("action").and_then(Value::as_str) {
+            Some("accept") => Elicited::Accept(wire.get("content").cloned().unwrap_or(json!({}))),
+            Some("decline") => Elicited::Decline,
+            _ => Elicited::Cancel,
+        })
+    }
+
+    /// Asks the client's model (`sampling/createMessage`) with `params` in MCP's form;
+    /// its result in MCP's form.
+    pub async fn sample(&self, params: Value) -> Result<Value, ClientError> {
+        let params: CreateMessageRequestParams = serde_json::from_value(params)
+            .map_err(|e| ClientError::Failed(format!("the request cannot be sent: {e}")))?;
+        #[allow(deprecated)]
+        let result = self
+            .peer
+            .create_message(params)
+            .await
+            .map_err(|e| ClientError::Failed(e.to_string()))?;
+        Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
+    }
+}
+
+/// A [`ChatModel`] whose completions the connected client makes (see the
+/// [module docs](self)). It sends the conversation's text; it offers no tools (the
+/// client's sampling does not call the server's tools).
+#[derive(Clone, Debug)]
+pub struct ClientModel {
+    client: Client,
+    max_tokens: u32,
+}
+
+impl ClientModel {
+    /// The most tokens a reply may take (1,024 by default).
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> ClientModel {
+        self.max_tokens = max_tokens;
+        self
+    }
+}
+
+impl ChatModel for ClientModel {
+    fn provider(&self) -> &str {
+        "mcp-client"
+    }
+
+    fn model(&self) -> &str {
+        self.client.name()
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let system: Vec<&str> = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(|m| m.content.as_str())
+                .collect();
+            let messages: Vec<Value> = request
+                .messages
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .map(|m| {
+                    let role = if m.role == Role::Assistant {
+                        "assistant"
+                    } else {
+                        "user"
+                    };
+                    json!({"role": role, "content": {"type": "text", "text": m.content}})
+                })
+                .collect();
+            let mut params = json!({"messages": messages, "maxTokens": self.max_tokens});
+            if !system.is_empty() {
+                params["systemPrompt"] = json!(system.join("\n\n"));
+            }
+            let result = self
+                .client
+                .sample(params)
+                .await
+                .map_err(|e| ModelError::Failed {
+                    message: e.to_string(),
+                })?;
+            let text = match result.get("content") {
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(""),
+                Some(block) => block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                None => String::new(),
+            };
+            Ok(ChatResponse::text(text))
+        })
+    }
+}
+
+/// An [`Approver`] that asks the human at the connected client (see the
+/// [module docs](self)). A client that cannot be asked, declines or cancels denies the
+/// call.
+#[derive(Clone, Debug)]
+pub struct ClientApprover {
+    client: Client,
+}
+
+impl Approver for ClientApprover {
+    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            let arguments =
+                serde_json::to_string_pretty(&request.input).unwrap_or_else(|_| "{}".to_owned());
+            let message = format!(
+                "Run `{}` with these arguments?\n{arguments}\n(call {}, binding {})",
+                request.key, request.call_id, request.binding
+            );
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "approve": {
+                        "type": "boolean",
+                        "title": "Approve",
+                        "description": "Run this call, with exactly these arguments.",
+                        "default": false,
+                    },
+                },
+                "required": ["approve"],
+            });
+            match self.client.elicit(&message, schema).await {
+                Ok(Elicited::Accept(content))
+                    if content.get("approve").and_then(Value::as_bool) == Some(true) =>
+                {
+                    request.approve()
+                }
+                Ok(Elicited::Accept(_)) => request.deny("the user did not approve it"),
+                Ok(Elicited::Decline) => request.deny("the user declined"),
+                Ok(Elicited::Cancel) => request.deny("the user cancelled"),
+                Err(error) => ApprovalDecision::Deny(format!("no approval: {error}")),
+            }
+        })
+    }
+}

@@ -1,0 +1,262 @@
+//! Resources, prompts, completion and logging served over MCP, checked with the
+//! official SDK's Rust client over an in-memory pipe; and reading a resource through
+//! the door (capabilities, validation, audit, record and replay).
+
+// MCP's logging is deprecated by the 2026-07-28 revision; it is served for clients of
+// the earlier revisions, and tested as such.
+#![allow(deprecated)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, LoggingMessageNotificationParam,
+    ReadResourceRequestParams, Reference,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tackle::audit::MemoryAudit;
+use tackle::replay::Mode;
+use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
+use tackle_mcp::prompts::{Prompt, PromptMessage, Prompts};
+use tackle_mcp::resources::{ReadError, Resource, ResourceBody, Resources};
+use tackle_mcp::{Identity, McpServer};
+
+/// How many times the record reader ran.
+static RECORD_READS: AtomicUsize = AtomicUsize::new(0);
+
+/// Logs while it works.
+#[tool(namespace = "res", side_effects = none)]
+async fn chatty() -> u32 {
+    tracing::debug!("below the client's level");
+    tracing::info!(step = 1, "working");
+    tracing::warn!("almost done");
+    7
+}
+
+fn resources() -> Resources {
+    Resources::new()
+        .with(
+            Resource::text("docs://readme", "readme", "Read me first.")
+                .with_description("The readme"),
+        )
+        .unwrap()
+        .with(Resource::text("docs://secret", "secret", "The plans.").requires("docs:secret"))
+        .unwrap()
+        .with(
+            Resource::template("records://{id}", "record", |args| {
+                RECORD_READS.fetch_add(1, Ordering::SeqCst);
+                Ok(ResourceBody::Text(format!("record {}", args["id"])))
+            })
+            .with_argument("id", json!({"type": "string", "pattern": "^[0-9]+$"}))
+            .with_completion("id", |typed| {
+                ["100", "101", "200"]
+                    .into_iter()
+                    .filter(|id| id.starts_with(typed))
+                    .map(str::to_owned)
+                    .collect()
+            }),
+        )
+        .unwrap()
+}
+
+fn prompts() -> Prompts {
+    Prompts::new()
+        .with(
+            Prompt::new("greet", "Greets someone.", |args| {
+                Ok(vec![PromptMessage::user(format!(
+                    "Say hello to {}.",
+                    args["name"]
+                ))])
+            })
+            .with_argument("name", "Who to greet", true),
+        )
+        .unwrap()
+}
+
+/// A client that keeps the log messages it gets.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<LoggingMessageNotificationParam>>>);
+
+impl ClientHandler for Logs {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Logs>, Logs) {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("library", "1.0.0"), ctx)
+        .unwrap()
+        .with_resources(resources())
+        .with_prompts(prompts());
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let logs = Logs::default();
+    let client = logs.clone().serve(client_io).await.unwrap();
+    (client, logs)
+}
+
+fn json_of(value: impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_listed_read_and_hidden_by_grants() {
+    let (client, _) = connect(ToolContext::new()).await;
+    let listed = json_of(client.list_all_resources().await.unwrap());
+    let uris: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    // The server's grants cannot read the secret: it is not listed.
+    assert_eq!(uris, ["docs://readme"]);
+    let templates = json_of(client.list_all_resource_templates().await.unwrap());
+    assert_eq!(templates[0]["uriTemplate"], "records://{id}");
+
+    let read = json_of(
+        client
+            .read_resource(ReadResourceRequestParams::new("records://101"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(read["contents"][0]["text"], "record 101");
+    assert_eq!(read["contents"][0]["uri"], "records://101");
+    // A hidden resource reads as an unknown one; a value its schema refuses is invalid.
+    let hidden = client
+        .read_resource(ReadResourceRequestParams::new("docs://secret"))
+        .await
+        .unwrap_err();
+    assert!(hidden.to_string().contains("no resource"), "{hidden}");
+    let bad = client
+        .read_resource(ReadResourceRequestParams::new("records://abc"))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("does not match"), "{bad}");
+
+    let with_grant = connect(ToolContext::new().with_grant("docs:secret"))
+        .await
+        .0;
+    let secret = json_of(
+        with_grant
+            .read_resource(ReadResourceRequestParams::new("docs://secret"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(secret["contents"][0]["text"], "The plans.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_render_with_checked_arguments_and_complete() {
+    let (client, _) = connect(ToolContext::new()).await;
+    let listed = json_of(client.list_all_prompts().await.unwrap());
+    assert_eq!(listed[0]["name"], "greet");
+    assert_eq!(listed[0]["arguments"][0]["required"], true);
+
+    let mut request = GetPromptRequestParams::new("greet");
+    request.arguments = Some(json!({"name": "Ada"}).as_object().unwrap().clone());
+    let got = json_of(client.get_prompt(request).await.unwrap());
+    assert_eq!(got["messages"][0]["content"]["text"], "Say hello to Ada.");
+    let missing = client
+        .get_prompt(GetPromptRequestParams::new("greet"))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("`name`"), "{missing}");
+
+    let completed = json_of(
+        client
+            .complete(CompleteRequestParams::new(
+                Reference::for_resource("records://{id}"),
+                ArgumentInfo::new("id", "10"),
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(completed["completion"]["values"], json!(["100", "101"]));
+}
+
+// One thread: the subscriber set for this test is the thread's.
+#[tokio::test]
+async fn tracing_events_reach_the_client_that_set_a_level() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let subscriber = tracing_subscriber::registry().with(tackle_mcp::logging::layer());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, logs) = connect(ToolContext::new()).await;
+    let call = rmcp::model::CallToolRequestParams::new("res.chatty");
+    // No level set: nothing is sent.
+    client.call_tool(call.clone()).await.unwrap();
+    assert!(logs.0.lock().unwrap().is_empty());
+    #[allow(deprecated)]
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Info,
+        ))
+        .await
+        .unwrap();
+    client.call_tool(call).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while logs.0.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let logs = json_of(&*logs.0.lock().unwrap());
+    assert_eq!(logs.as_array().map(Vec::len), Some(2), "{logs}");
+    assert_eq!(logs[0]["level"], "info");
+    assert_eq!(logs[0]["data"], json!({"message": "working", "step": "1"}));
+    assert_eq!(logs[1]["level"], "warning");
+    assert_eq!(logs[1]["data"], "almost done");
+}
+
+/// A read passes the door: capabilities, audit, and a cassette that records it and
+/// replays it without reading again.
+#[tokio::test]
+async fn a_read_passes_the_door_and_replays() {
+    let audit = Arc::new(MemoryAudit::new());
+    let runtime = Arc::new(Runtime::from_inventory().unwrap().with_audit(audit.clone()));
+    let set = resources();
+    let ctx = ToolContext::new();
+    let run = Run::new(&runtime);
+    let denied = set.read(&run, "docs://secret", &ctx).await.unwrap_err();
+    assert!(
+        matches!(&denied, ReadError::Door(e) if e.kind() == ToolErrorKind::CapabilityDenied),
+        "{denied}"
+    );
+    assert!(matches!(
+        set.read(&run, "docs://nothing", &ctx).await,
+        Err(ReadError::NotFound(_))
+    ));
+    assert!(audit.events().iter().any(|e| e.key == "resource.secret@1"));
+
+    let path = std::env::temp_dir().join(format!("tackle-res-{}.json", std::process::id()));
+    let config = |mode| {
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false)
+    };
+    let run =
+        Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Rewrite)).unwrap());
+    let recorded = set.read(&run, "records://200", &ctx).await.unwrap();
+    run.finish().unwrap();
+    let reads = RECORD_READS.load(Ordering::SeqCst);
+    let run =
+        Run::new(&runtime).with_cassette(Cassette::open(&path, config(Mode::Replay)).unwrap());
+    let replayed = set.read(&run, "records://200", &ctx).await.unwrap();
+    run.finish().unwrap();
+    assert_eq!(replayed, recorded);
+    assert_eq!(
+        RECORD_READS.load(Ordering::SeqCst),
+        reads,
+        "the replay read again"
+    );
+    let _ = std::fs::remove_file(path);
+}

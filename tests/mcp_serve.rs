@@ -133,7 +133,7 @@ fn identity_is_the_calling_crates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_and_list_describe_the_tools() {
-    let (client, _) = connect(ToolContext::new()).await;
+    let (client, _) = connect(ToolContext::new().with_grant("mail:send")).await;
     let info = client.peer_info().unwrap();
     let server = info.server_info.as_ref().unwrap();
     assert_eq!(
@@ -216,11 +216,14 @@ async fn calls_go_through_the_door() {
     assert!(text.starts_with("invalid input for `demo.add@1`"), "{text}");
     assert!(text.contains("/a"), "{text}");
 
-    let denied = call("demo.send", json!({"to": "bo"})).await.unwrap();
-    assert_eq!(denied.is_error, Some(true));
-    assert_eq!(
-        denied.content[0].as_text().unwrap().text,
-        "`demo.send@1` requires `mail:send` which the caller was not granted"
+    // A tool the server's grants cannot call is neither listed nor known to the client.
+    let listed = client.list_all_tools().await.unwrap();
+    assert!(listed.iter().all(|t| t.name != "demo.send"));
+    assert!(listed.iter().any(|t| t.name == "demo.add"));
+    let hidden = call("demo.send", json!({"to": "bo"})).await.unwrap_err();
+    assert!(
+        hidden.to_string().contains("unknown tool `demo.send`"),
+        "{hidden}"
     );
 
     let unknown = call("demo.nope", json!({})).await.unwrap_err();
@@ -764,9 +767,21 @@ async fn as_an_oauth_resource_server_tokens_are_checked_and_scopes_are_grants() 
     let (error, text) = call_send("good").await;
     assert_eq!(error, Some(false), "{text}");
     assert!(text.contains("sent to ada"), "{text}");
-    let (error, text) = call_send("reader").await;
-    assert_eq!(error, Some(true), "{text}");
-    assert!(text.contains("mail:send"), "{text}");
+    // A token whose scopes cannot send neither sees the tool nor may call it.
+    let url = http.url();
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .auth_header("reader");
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let reader = ().serve(transport).await.unwrap();
+    let listed = reader.list_all_tools().await.unwrap();
+    assert!(listed.iter().all(|t| t.name != "demo.send"));
+    assert!(!listed.is_empty());
+    let mut params = CallToolRequestParams::new("demo.send");
+    params.arguments = Some(json!({"to": "ada"}).as_object().unwrap().clone());
+    let refused = reader.call_tool(params).await.unwrap_err();
+    assert!(refused.to_string().contains("unknown tool"), "{refused}");
+    reader.cancel().await.unwrap();
     http.shutdown().await;
 }
 

@@ -149,6 +149,7 @@ pub struct Prompt {
     description: String,
     arguments: Vec<PromptArgument>,
     completions: BTreeMap<String, Completer>,
+    requires: Vec<String>,
     render: Renderer,
 }
 
@@ -174,6 +175,7 @@ impl Prompt {
             description: description.into(),
             arguments: Vec::new(),
             completions: BTreeMap::new(),
+            requires: Vec::new(),
             render: Arc::new(render),
         }
     }
@@ -207,6 +209,18 @@ impl Prompt {
             Ok(messages)
         })
         .with_argument("task", "The task to do.", true)
+        .requiring(skill.requires())
+    }
+
+    /// A capability a client needs to see and get it (a skill's `requires`).
+    pub fn requires(mut self, capability: impl Into<String>) -> Prompt {
+        self.requires.push(capability.into());
+        self
+    }
+
+    fn requiring(mut self, capabilities: &[String]) -> Prompt {
+        self.requires.extend(capabilities.iter().cloned());
+        self
     }
 
     /// A human-readable title.
@@ -239,6 +253,11 @@ impl Prompt {
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The capabilities a client needs to see and get it.
+    pub(crate) fn required(&self) -> &[String] {
+        &self.requires
     }
 
     /// Renders it from `arguments`, checked against its declared arguments.

@@ -10,7 +10,11 @@
 //!
 //! * A tool error, invalid arguments or a denied call is a *result* with
 //!   `isError: true` and the error's message as text, which the model can read.
-//! * An unknown tool name is a JSON-RPC error (invalid params).
+//! * An unknown tool name is a JSON-RPC error (invalid params). Each client sees only
+//!   what its grants allow: `tools/list` (and the resources and prompts lists) leave
+//!   out what it could not call, and calling such a tool is answered as for an
+//!   unknown one. Over stdio the server's grants decide; over HTTP with tokens or
+//!   OAuth, each token's.
 //! * A success carries `structuredContent` matching `outputSchema`, and the same value
 //!   as text. MCP wants both to be objects: a tool whose output is not an object is
 //!   served with the output schema `{"type": "object", "properties": {"result": ...}}`
@@ -95,7 +99,8 @@ pub struct McpServer {
     ctx: ToolContext,
     identity: Identity,
     names: Arc<NameMap>,
-    tools: Arc<Vec<Tool>>,
+    /// Every tool's entry, with the permissions a client needs to see it.
+    tools: Arc<Vec<(Tool, Vec<String>)>>,
     resources: Arc<Resources>,
     prompts: Arc<Prompts>,
     /// Whether calls that need approval ask the human at the client.
@@ -262,24 +267,30 @@ impl McpServer {
         Arc::as_ptr(&self.log) as usize
     }
 
-    /// Whether the server's grants can read `entry` (else it is not listed, and a read
-    /// is answered as for an unknown resource).
+    /// Whether the server's (or this client's) grants allow every one of `needs`.
+    fn allows(&self, needs: &[String]) -> bool {
+        needs.iter().all(|p| self.ctx.capabilities().allows(p))
+    }
+
+    /// Whether the grants can read `entry` (else it is not listed, and a read is
+    /// answered as for an unknown resource).
     fn may_read(&self, entry: &crate::resources::Entry) -> bool {
-        entry
-            .requires()
-            .iter()
-            .all(|needed| self.ctx.capabilities().allows(needed))
+        self.allows(entry.requires())
     }
 }
 
-/// The `tools/list` entries of `runtime`'s tools, named by `names`, sorted by key.
-fn listing(runtime: &Runtime, names: &NameMap) -> Result<Vec<Tool>, McpError> {
+/// The `tools/list` entries of `runtime`'s tools, named by `names`, sorted by key,
+/// each with the permissions it needs.
+fn listing(runtime: &Runtime, names: &NameMap) -> Result<Vec<(Tool, Vec<String>)>, McpError> {
     runtime
         .registry()
         .list()
         .map(|tool| {
             let name = names.name_of(tool.key()).unwrap_or(tool.key());
-            describe(name, tool.spec())
+            Ok((
+                describe(name, tool.spec())?,
+                tool.spec().permissions.clone(),
+            ))
         })
         .collect()
 }
@@ -472,11 +483,20 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        let visible = self
+            .tools
+            .iter()
+            .filter(|(_, needs)| self.allows(needs))
+            .map(|(tool, _)| tool.clone())
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.tools
+            .iter()
+            .find(|(t, needs)| t.name == name && self.allows(needs))
+            .map(|(tool, _)| tool.clone())
     }
 
     async fn call_tool(
@@ -484,17 +504,19 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(key) = self.names.key_of(&request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`", request.name),
-                Some(json!({ "tools": self.tools.len() })),
-            ));
-        };
+        let unknown =
+            || ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None);
+        let key = self.names.key_of(&request.name).ok_or_else(unknown)?;
         let tool = self
             .runtime
             .registry()
             .resolve(key)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // A tool this client's grants cannot call is not listed to it, and is unknown
+        // to it.
+        if !self.allows(&tool.spec().permissions) {
+            return Err(unknown());
+        }
         let input = Value::Object(request.arguments.unwrap_or_default());
         // Each request is a run of its own: the client's cancellation is the run's.
         let mut run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
@@ -651,7 +673,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        let prompts: Vec<Value> = self.prompts.iter().map(|p| p.listing()).collect();
+        let prompts: Vec<Value> = self
+            .prompts
+            .iter()
+            .filter(|p| self.allows(p.required()))
+            .map(|p| p.listing())
+            .collect();
         wire(json!({ "prompts": prompts }))
     }
 
@@ -660,7 +687,11 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        let Some(prompt) = self.prompts.get(&request.name) else {
+        let Some(prompt) = self
+            .prompts
+            .get(&request.name)
+            .filter(|p| self.allows(p.required()))
+        else {
             return Err(invalid(format!("no prompt `{}`", request.name)));
         };
         let arguments: PromptArguments = request

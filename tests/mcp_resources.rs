@@ -260,3 +260,77 @@ async fn a_read_passes_the_door_and_replays() {
     );
     let _ = std::fs::remove_file(path);
 }
+
+/// Pays an amount (every call needs approval).
+#[tool(namespace = "res", side_effects = external, needs_approval)]
+fn pay(amount: u32) -> String {
+    format!("paid {amount}")
+}
+
+/// A client whose human approves payments under 100, and says what it was asked.
+#[derive(Clone, Default)]
+struct Human(Arc<Mutex<Vec<String>>>);
+
+impl ClientHandler for Human {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities.elicitation =
+            Some(serde_json::from_value(json!({"form": {}})).unwrap());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let asked = json_of(&request);
+        let message = asked["message"].as_str().unwrap_or_default().to_owned();
+        let small = message.contains("\"amount\": 5\n");
+        self.0.lock().unwrap().push(message);
+        Ok(
+            serde_json::from_value(json!({"action": "accept", "content": {"approve": small}}))
+                .unwrap(),
+        )
+    }
+}
+
+/// With client approval, a call that needs approval asks the human at the client,
+/// showing the exact arguments; their answer decides that one call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_human_at_the_client_approves_each_call() {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("bank", "1.0.0"), ToolContext::new())
+        .unwrap()
+        .with_client_approval();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let human = Human::default();
+    let client = human.clone().serve(client_io).await.unwrap();
+    let pay = |amount: u32| {
+        let mut params = rmcp::model::CallToolRequestParams::new("res.pay");
+        params.arguments = Some(json!({"amount": amount}).as_object().unwrap().clone());
+        client.call_tool(params)
+    };
+    let paid = pay(5).await.unwrap();
+    assert_eq!(paid.is_error, Some(false), "{paid:?}");
+    let refused = json_of(pay(500).await.unwrap());
+    assert_eq!(refused["isError"], true);
+    assert!(
+        refused["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("did not approve")),
+        "{refused}"
+    );
+    let asked = human.0.lock().unwrap();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[0].contains("`res.pay@1`") && asked[0].contains("\"amount\": 5"),
+        "{}",
+        asked[0]
+    );
+}

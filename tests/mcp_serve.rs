@@ -48,6 +48,12 @@ fn send(to: String) -> String {
     format!("sent to {to}")
 }
 
+/// Files an order once per order id.
+#[tool(namespace = "demo", side_effects = write, idempotency_key = "order_id")]
+fn file_order(order_id: String) -> String {
+    format!("filed {order_id}")
+}
+
 /// Counts, first edition.
 #[tool(namespace = "demo", name = "count", version = "1", side_effects = none)]
 fn count_v1(n: u32) -> u32 {
@@ -152,6 +158,7 @@ async fn initialize_and_list_describe_the_tools() {
             "demo.chart",
             "demo.count_v1",
             "demo.count_v2",
+            "demo.file_order",
             "demo.send",
             "demo.slow",
             "demo.stats"
@@ -173,12 +180,18 @@ async fn initialize_and_list_describe_the_tools() {
         add["annotations"],
         json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
     );
-    let send = &wire[4];
+    let keyed = &wire[4];
+    assert_eq!(
+        keyed["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
+        "a write keyed by an idempotency key is idempotent"
+    );
+    let send = &wire[5];
     assert_eq!(
         send["annotations"],
         json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
     );
-    let stats = &wire[6];
+    let stats = &wire[7];
     assert_eq!(
         stats["outputSchema"]["type"], "object",
         "objects are served as they are"

@@ -12,9 +12,9 @@
 //! * [`Client::approver`] is an [`Approver`] that asks the human at the client
 //!   (`elicitation/create`): the request names the tool and shows its exact arguments
 //!   (secret ones as `[REDACTED]`), the answer approves that one call only, bound to
-//!   those arguments as every approval is. [`McpServer::with_client_approval`]
-//!   (crate::McpServer::with_client_approval) makes it the approver of every served
-//!   call.
+//!   those arguments as every approval is.
+//!   [`McpServer::with_client_approval`](crate::McpServer::with_client_approval) makes
+//!   it the approver of every served call.
 //! * [`Client::elicit`] asks the human anything, with a form schema (SEP-1034 defaults
 //!   and SEP-1330 enums pass through as given).
 //!

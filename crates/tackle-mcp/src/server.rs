@@ -364,7 +364,9 @@ fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
         "annotations": {
             "readOnlyHint": read_only,
             "destructiveHint": effects.mutates(),
-            "idempotentHint": read_only,
+            // Calling again with the same arguments changes nothing more: a read, or
+            // a write keyed by an idempotency key.
+            "idempotentHint": spec.rerun_safe(),
             "openWorldHint": effects == SideEffects::External,
         },
     });

@@ -1,6 +1,7 @@
 //! The fixtures of the official MCP conformance suite, served by tackle's public API:
 //! tools, resources, templates, prompts, completion, logging, progress, sampling and
-//! elicitation, all through the door.
+//! elicitation. Tool calls and resource reads pass the door; the fixture tools that
+//! sample ask the client's model directly, as the suite expects of them.
 //!
 //! ```sh
 //! cargo run --example mcp_conformance -- --http 127.0.0.1:3001   # streamable HTTP at /mcp
@@ -416,7 +417,8 @@ fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Events go to the MCP clients that ask for them, and to stderr.
+    // Events go to the MCP clients that ask for them (the suite's client may: the
+    // context below grants everything, `mcp:log` included).
     tracing_subscriber::registry()
         .with(tackle_mcp::logging::layer())
         .init();

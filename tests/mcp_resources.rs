@@ -31,7 +31,7 @@ static RECORD_READS: AtomicUsize = AtomicUsize::new(0);
 async fn chatty() -> u32 {
     tracing::debug!("below the client's level");
     tracing::info!(step = 1, "working");
-    tracing::warn!("almost done");
+    tracing::warn!("almost done with hunter2-secret");
     7
 }
 
@@ -145,6 +145,23 @@ async fn resources_are_listed_read_and_hidden_by_grants() {
         .unwrap_err();
     assert!(bad.to_string().contains("does not match"), "{bad}");
 
+    // Nor can the client subscribe to it, or learn that it exists.
+    #[allow(deprecated)]
+    let subscribe = |uri: &str| client.subscribe(rmcp::model::SubscribeRequestParams::new(uri));
+    let hidden_sub = subscribe("docs://secret").await.unwrap_err();
+    let unknown_sub = subscribe("docs://nothing").await.unwrap_err();
+    assert_eq!(
+        hidden_sub.to_string().replace("secret", "X"),
+        unknown_sub.to_string().replace("nothing", "X")
+    );
+    assert!(subscribe("docs://readme").await.is_ok());
+    // A template value is one segment, percent-decoded: `..` in any spelling is no match.
+    let climbing = client
+        .read_resource(ReadResourceRequestParams::new("records://%2E%2E"))
+        .await
+        .unwrap_err();
+    assert!(climbing.to_string().contains("no resource"), "{climbing}");
+
     let with_grant = connect(ToolContext::new().with_grant("docs:secret"))
         .await
         .0;
@@ -192,7 +209,20 @@ async fn tracing_events_reach_the_client_that_set_a_level() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let subscriber = tracing_subscriber::registry().with(tackle_mcp::logging::layer());
     let _guard = tracing::subscriber::set_default(subscriber);
-    let (client, logs) = connect(ToolContext::new()).await;
+    // Reading the server's log is a grant.
+    let (refused, _) = connect(ToolContext::new()).await;
+    #[allow(deprecated)]
+    let no = refused
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Debug,
+        ))
+        .await
+        .unwrap_err();
+    assert!(no.to_string().contains("mcp:log"), "{no}");
+    let ctx = ToolContext::new()
+        .with_grant("mcp:log")
+        .with_secret("VAULT", "hunter2-secret");
+    let (client, logs) = connect(ctx).await;
     let call = rmcp::model::CallToolRequestParams::new("res.chatty");
     // No level set: nothing is sent.
     client.call_tool(call.clone()).await.unwrap();
@@ -214,7 +244,8 @@ async fn tracing_events_reach_the_client_that_set_a_level() {
     assert_eq!(logs[0]["level"], "info");
     assert_eq!(logs[0]["data"], json!({"message": "working", "step": "1"}));
     assert_eq!(logs[1]["level"], "warning");
-    assert_eq!(logs[1]["data"], "almost done");
+    // The server context's secrets are scrubbed.
+    assert_eq!(logs[1]["data"], "almost done with <redacted>");
 }
 
 /// A read passes the door: capabilities, audit, and a cassette that records it and

@@ -8,7 +8,8 @@
 //!   (`sampling/createMessage`): the client's model and its user's consent, not the
 //!   server's API key. As every model, it runs through the door when called through
 //!   [`tackle_runtime::agent::model::complete`] or a ReAct run (key
-//!   `llm.mcp-client.complete@<client>`, permission `llm:mcp-client`).
+//!   `llm.mcp-client.complete@sampling`, permission `llm:mcp-client`); called
+//!   directly (`complete`), it asks the client without the door.
 //! * [`Client::approver`] is an [`Approver`] that asks the human at the client
 //!   (`elicitation/create`): the request names the tool and shows its exact arguments
 //!   (secret ones as `[REDACTED]`), the answer approves that one call only, bound to
@@ -17,6 +18,12 @@
 //!   it the approver of every served call.
 //! * [`Client::elicit`] asks the human anything, with a form schema (SEP-1034 defaults
 //!   and SEP-1330 enums pass through as given).
+//!
+//! A client is asked only for what it declared (`sampling`, `elicitation`): otherwise
+//! the call fails at once with [`ClientError::NotSupported`] (an approval is denied).
+//! A person has [`ELICITATION_TIMEOUT`] to answer. Client approval is the *requesting*
+//! client's approval: an automated client can approve its own calls, so use it where
+//! the client is a person's, and keep the runtime's approver where it is not.
 //!
 //! The connection is known to the task that handles the request; work handed to
 //! another task or thread does not see it.
@@ -39,6 +46,10 @@ use tackle_runtime::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest
 tokio::task_local! {
     static CURRENT: Client;
 }
+
+/// How long a person at the client has to answer an elicitation (an approval
+/// included): 10 minutes; then the request fails, and an approval is denied.
+pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The connected client of the request being served. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -64,6 +75,10 @@ pub enum ClientError {
     /// No client: the code does not run within a served request.
     #[error("no MCP client: this runs outside a request served over MCP")]
     NotServed,
+    /// The client did not declare the capability (`sampling`, `elicitation`), so it
+    /// may not be asked.
+    #[error("the MCP client does not offer {0}")]
+    NotSupported(&'static str),
     /// The request could not be made, or the client answered with an error.
     #[error("the MCP client did not answer: {0}")]
     Failed(String),
@@ -120,6 +135,13 @@ impl Client {
         message: &str,
         requested_schema: Value,
     ) -> Result<Elicited, ClientError> {
+        let offers = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !offers {
+            return Err(ClientError::NotSupported("elicitation"));
+        }
         let params: ElicitRequestParams = serde_json::from_value(json!({
             "mode": "form",
             "message": message,
@@ -128,7 +150,7 @@ impl Client {
         .map_err(|e| ClientError::Failed(format!("the form cannot be sent: {e}")))?;
         let result: ElicitResult = self
             .peer
-            .create_elicitation(params)
+            .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
             .await
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
@@ -142,6 +164,13 @@ impl Client {
     /// Asks the client's model (`sampling/createMessage`) with `params` in MCP's form;
     /// its result in MCP's form.
     pub async fn sample(&self, params: Value) -> Result<Value, ClientError> {
+        let offers = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.sampling.is_some());
+        if !offers {
+            return Err(ClientError::NotSupported("sampling"));
+        }
         let params: CreateMessageRequestParams = serde_json::from_value(params)
             .map_err(|e| ClientError::Failed(format!("the request cannot be sent: {e}")))?;
         #[allow(deprecated)]
@@ -176,8 +205,10 @@ impl ChatModel for ClientModel {
         "mcp-client"
     }
 
+    /// `sampling`: one name whatever the client, so a recording replays under
+    /// another client (which model the client used is its own business).
     fn model(&self) -> &str {
-        self.client.name()
+        "sampling"
     }
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {

@@ -504,7 +504,7 @@ impl Served {
         manager.session_config.keep_alive = Some(idle);
         let sessions = Arc::new(manager);
         let service = StreamableHttpService::new(
-            move || Ok(server.for_session()),
+            move || Ok(server.for_connection()),
             Arc::clone(&sessions),
             config.clone(),
         );

@@ -1,12 +1,13 @@
 //! Logging to MCP clients: `logging/setLevel` and `notifications/message`.
 //!
-//! A client may ask a server for its log (`logging/setLevel` with a level). From then
-//! on, every `tracing` event at or above that level that happens *while the server
-//! handles one of that client's requests* (a tool call, a resource read, a prompt) is
-//! sent to that client as `notifications/message`, with the event's target as the
-//! logger and its message (and other fields) as the data. Each client gets only the
-//! events of its own requests, at its own level; a client that never set a level gets
-//! none.
+//! A client may ask a server for its log (`logging/setLevel` with a level), if its
+//! grants hold [`LOG_GRANT`](crate::server::LOG_GRANT) (`mcp:log`): a log can say
+//! more than the tools do. From then on, every `tracing` event at or above that level
+//! (`DEBUG` at the lowest, never `TRACE`) that happens *while the server handles one
+//! of that client's tool calls or resource reads* is sent to that client as
+//! `notifications/message`, with the event's target as the logger and its message (and
+//! other fields) as the data. Each client gets only the events of its own requests, at
+//! its own level; a client that never set a level gets none.
 //!
 //! The events reach the server through a `tracing` layer that the program installs
 //! beside its own output:
@@ -20,8 +21,10 @@
 //!     .init();
 //! ```
 //!
-//! Token-shaped strings (`Bearer ...`, `sk-...` keys, JWTs) are scrubbed from what is
-//! sent. Events from a thread the request handed work to (a tool with a time limit runs
+//! The server context's secrets (and a tool's secret arguments, within its call) and
+//! token-shaped strings (`Bearer ...`, `sk-...` keys, JWTs) are scrubbed from what is
+//! sent; a value logged in another form (encoded, split) is not recognised, so log no
+//! secrets. Events from a thread the request handed work to (a tool with a time limit runs
 //! on a blocking thread) are not the request's and are not sent. Messages are sent in
 //! order through a queue of [`QUEUE_DEPTH`] per client; past it, events are dropped
 //! rather than slow the server down.
@@ -44,6 +47,8 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::Layer;
 
+use tackle_runtime::ToolContext;
+
 /// How many messages wait for one client at most.
 pub const QUEUE_DEPTH: usize = 1024;
 
@@ -52,7 +57,13 @@ const OFF: u8 = u8::MAX;
 
 tokio::task_local! {
     /// The log of the client whose request this task handles.
-    static CURRENT: Arc<SessionLog>;
+    static CURRENT: Scope;
+}
+
+/// A request's log: the client's, and the context whose secrets are scrubbed.
+struct Scope {
+    log: Arc<SessionLog>,
+    ctx: ToolContext,
 }
 
 /// One client's log: its level, and the queue to it.
@@ -92,31 +103,50 @@ impl SessionLog {
         self.level.store(rank(level), Ordering::Relaxed);
     }
 
-    /// Runs `work` as this client's: its events go to this log.
-    pub(crate) async fn scope<F: std::future::Future>(self: &Arc<Self>, work: F) -> F::Output {
+    /// Runs `work` as this client's, with `ctx`'s secrets scrubbed: its events go to
+    /// this log.
+    pub(crate) async fn scope<F: std::future::Future>(
+        self: &Arc<Self>,
+        ctx: &ToolContext,
+        work: F,
+    ) -> F::Output {
         if self.level.load(Ordering::Relaxed) == OFF {
             // Nothing to send: no scope to keep.
             return work.await;
         }
-        CURRENT.scope(Arc::clone(self), work).await
+        let scope = Scope {
+            log: Arc::clone(self),
+            ctx: ctx.clone(),
+        };
+        CURRENT.scope(scope, work).await
     }
 
-    /// Queues `event` when it is at or above the client's level.
-    fn offer(&self, event: &Event<'_>) {
+    /// Queues `event` when it is at or above the client's level (never `TRACE`).
+    fn offer(&self, event: &Event<'_>, ctx: &ToolContext) {
+        if *event.metadata().level() == tracing::Level::TRACE {
+            return;
+        }
         let level = level_of(*event.metadata().level());
         if rank(level) < self.level.load(Ordering::Relaxed) {
             return;
         }
-        let queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(sender) = queue.as_ref() else {
-            return;
+        // Formatted before the queue is locked: a value's `Debug` may log too.
+        let mut fields = Fields {
+            ctx: Some(ctx),
+            ..Fields::default()
         };
-        let mut fields = Fields::default();
         event.record(&mut fields);
         let mut message = LoggingMessageNotificationParam::new(level, fields.data());
         message.logger = Some(event.metadata().target().to_owned());
-        // A full queue drops the event rather than wait.
-        let _ = sender.try_send(message);
+        let sender = self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sender) = sender {
+            // A full queue drops the event rather than wait.
+            let _ = sender.try_send(message);
+        }
     }
 }
 
@@ -134,7 +164,7 @@ pub struct McpLogLayer {
 
 impl<S: Subscriber> Layer<S> for McpLogLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let _ = CURRENT.try_with(|log| log.offer(event));
+        let _ = CURRENT.try_with(|scope| scope.log.offer(event, &scope.ctx));
     }
 }
 
@@ -162,14 +192,15 @@ fn rank(level: LoggingLevel) -> u8 {
     }
 }
 
-/// An event's fields, scrubbed of token-shaped strings.
+/// An event's fields, scrubbed of the context's secrets and token-shaped strings.
 #[derive(Default)]
-struct Fields {
+struct Fields<'a> {
     message: Option<String>,
     others: Map<String, Value>,
+    ctx: Option<&'a ToolContext>,
 }
 
-impl Fields {
+impl Fields<'_> {
     /// The notification's data: the message alone when there is nothing else, else an
     /// object of the message and the other fields.
     fn data(self) -> Value {
@@ -186,7 +217,10 @@ impl Fields {
     }
 
     fn put(&mut self, field: &Field, value: String) {
-        let value = scrub(value);
+        let mut value = scrub(value);
+        if let Some(ctx) = self.ctx {
+            ctx.redact_secrets(&mut value);
+        }
         if field.name() == "message" {
             self.message = Some(value);
         } else {
@@ -196,7 +230,7 @@ impl Fields {
     }
 }
 
-impl Visit for Fields {
+impl Visit for Fields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         self.put(field, value.to_owned());
     }

@@ -373,12 +373,21 @@ impl Prompts {
         self.prompts.iter().find(|p| p.name == name)
     }
 
-    /// The completions of `argument` of the prompt `name`, from `value`.
-    pub(crate) fn complete(&self, name: &str, argument: &str, value: &str) -> Vec<String> {
-        self.get(name)
-            .and_then(|p| p.completions.get(argument))
-            .map(|complete| complete(value))
-            .unwrap_or_default()
+    /// The completions of `argument` of the prompt `name`, from `value`: `None` when
+    /// no prompt that `visible` lets through has that name; a completer that panics
+    /// gives `Some(Err)`.
+    pub(crate) fn complete(
+        &self,
+        name: &str,
+        argument: &str,
+        value: &str,
+        visible: impl Fn(&Prompt) -> bool,
+    ) -> Option<Result<Vec<String>, String>> {
+        let prompt = self.get(name).filter(|p| visible(p))?;
+        Some(match prompt.completions.get(argument) {
+            Some(complete) => crate::resources::guarded(|| complete(value)),
+            None => Ok(Vec::new()),
+        })
     }
 }
 

@@ -11,9 +11,15 @@
 //!   that reads them when asked ([`Resource::reader`]);
 //! * a **template** ([`Resource::template`]) answers every URI that matches an RFC 6570
 //!   template of simple `{name}` variables, such as `test://template/{id}/data`: its
-//!   reader gets the variables' values. Each variable has a JSON Schema (a non-empty
+//!   reader gets the variables' values, percent-decoded. A value is one segment:
+//!   never empty, `.` or `..`, and never holding a `/`, a `\` or a NUL once decoded
+//!   (such a URI matches nothing). Each variable has a JSON Schema (a non-empty
 //!   string by default; [`Resource::with_argument`] sets another), and a read whose
 //!   values break it is refused before the reader runs.
+//!
+//! A reader runs on the task that serves the read: one that blocks for long (a large
+//! file, a slow database) should hand its work to a blocking thread itself. A reader
+//! or completer that panics answers the request with an error.
 //!
 //! The set checks what it is given when it is built (a URI or template that cannot be
 //! served, two resources with one URI or one name), so a mistake fails at start-up,
@@ -282,17 +288,54 @@ impl UriTemplate {
                         Some(Part::Literal(next)) => rest.find(next.as_str())?,
                         _ => rest.len(),
                     };
-                    let value = &rest[..end];
-                    if value.is_empty() || value.contains('/') {
+                    let raw = &rest[..end];
+                    if raw.contains('/') {
                         return None;
                     }
-                    values.insert(name.clone(), value.to_owned());
+                    let value = percent_decoded(raw)?;
+                    // A value is one path segment: never empty, never a way up or
+                    // across (`..`, a `/`, a `\` or a NUL once decoded).
+                    if value.is_empty()
+                        || value == "."
+                        || value == ".."
+                        || value.contains(['/', '\\', '\0'])
+                    {
+                        return None;
+                    }
+                    values.insert(name.clone(), value);
                     rest = &rest[end..];
                 }
             }
         }
         rest.is_empty().then_some(values)
     }
+}
+
+/// `text` with its `%XX` escapes decoded (RFC 3986), if they make UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Runs a user's function, turning a panic into an error.
+pub(crate) fn guarded<T>(run: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+        .map_err(|_| "it panicked".to_owned())
 }
 
 /// One resource as served.
@@ -322,8 +365,9 @@ impl Entry {
             move || input,
             ctx,
             move || async move {
-                let body =
-                    read(&arguments).map_err(|message| ToolError::Execution { key, message })?;
+                let body = guarded(|| read(&arguments))
+                    .and_then(|read| read)
+                    .map_err(|message| ToolError::Execution { key, message })?;
                 let mut content = Map::new();
                 content.insert("uri".into(), json!(uri));
                 if let Some(mime_type) = mime_type {
@@ -475,11 +519,21 @@ impl Resources {
     /// The resource that answers `uri`, with the template's variables: a static
     /// resource of that URI first, else the first template that matches.
     pub(crate) fn find(&self, uri: &str) -> Option<(&Entry, TemplateArguments)> {
+        self.find_where(uri, |_| true)
+    }
+
+    /// [`find`](Self::find) among the entries that `visible` lets through: a hidden
+    /// static resource does not stand in the way of a visible template.
+    pub(crate) fn find_where(
+        &self,
+        uri: &str,
+        visible: impl Fn(&Entry) -> bool,
+    ) -> Option<(&Entry, TemplateArguments)> {
         self.statics()
-            .find(|e| e.resource.uri == uri)
+            .find(|e| e.resource.uri == uri && visible(e))
             .map(|e| (e, TemplateArguments::new()))
             .or_else(|| {
-                self.templates().find_map(|e| {
+                self.templates().filter(|e| visible(e)).find_map(|e| {
                     e.template
                         .as_ref()
                         .and_then(|t| t.matches(uri))
@@ -504,12 +558,22 @@ impl Resources {
     }
 
     /// The completions of `argument` of the template `uri_template`, from `value`.
-    pub(crate) fn complete(&self, uri_template: &str, argument: &str, value: &str) -> Vec<String> {
-        self.templates()
-            .find(|e| e.resource.uri == uri_template)
-            .and_then(|e| e.resource.completions.get(argument))
-            .map(|complete| complete(value))
-            .unwrap_or_default()
+    /// `None` when no template that `visible` lets through has that URI template; a
+    /// completer that panics gives `Some(Err)`.
+    pub(crate) fn complete(
+        &self,
+        uri_template: &str,
+        argument: &str,
+        value: &str,
+        visible: impl Fn(&Entry) -> bool,
+    ) -> Option<Result<Vec<String>, String>> {
+        let entry = self
+            .templates()
+            .find(|e| e.resource.uri == uri_template && visible(e))?;
+        Some(match entry.resource.completions.get(argument) {
+            Some(complete) => guarded(|| complete(value)),
+            None => Ok(Vec::new()),
+        })
     }
 }
 
@@ -587,6 +651,18 @@ mod tests {
         assert!(t.matches("test://template//data").is_none());
         assert!(t.matches("test://template/1/2/data").is_none());
         assert!(t.matches("test://template/1/datum").is_none());
+        assert_eq!(
+            t.matches("test://template/a%20b/data").unwrap()["id"],
+            "a b",
+            "values are percent-decoded"
+        );
+        for sneaky in ["a%2Fb", "..", "%2E%2E", "a%00", "%zz", "%FF"] {
+            assert!(
+                t.matches(&format!("test://template/{sneaky}/data"))
+                    .is_none(),
+                "{sneaky}"
+            );
+        }
         let tail = UriTemplate::parse("file:///{name}").unwrap();
         assert_eq!(
             tail.matches("file:///notes.txt")

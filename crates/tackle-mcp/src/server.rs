@@ -108,22 +108,108 @@ pub struct McpServer {
     /// Who subscribed to which resource, over every session.
     subscriptions: Arc<Subscriptions>,
     /// This session's log level and queue (each session gets its own: see
-    /// [`McpServer::for_session`]).
+    /// [`McpServer::for_connection`]).
     log: Arc<SessionLog>,
+    /// This session's id (subscriptions are kept by it).
+    session: u64,
 }
 
-/// The peers subscribed to each resource URI.
+/// The grant a client needs to read the server's log (`logging/setLevel`).
+pub const LOG_GRANT: &str = "mcp:log";
+
+/// The peers subscribed to each resource URI, over every session.
 #[derive(Default)]
 struct Subscriptions {
-    /// Each URI's subscribers.
     by_uri: std::sync::Mutex<std::collections::BTreeMap<String, Vec<Subscriber>>>,
 }
 
-/// One subscriber of a resource: its session (the address of its log) and its peer.
-type Subscriber = (usize, rmcp::service::Peer<RoleServer>);
+/// One subscriber of a resource: its session's id and its peer.
+type Subscriber = (u64, rmcp::service::Peer<RoleServer>);
 
-/// How many subscribers one URI keeps at most (the oldest go first).
-const MAX_SUBSCRIBERS: usize = 1024;
+/// How many resources one session may subscribe to.
+const MAX_SESSION_SUBSCRIPTIONS: usize = 64;
+
+/// How many resources may have subscribers at once, over every session.
+const MAX_SUBSCRIBED: usize = 4096;
+
+impl Subscriptions {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Vec<Subscriber>>> {
+        self.by_uri
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Subscribes `session` to `uri`, within the caps.
+    fn add(
+        &self,
+        uri: &str,
+        session: u64,
+        peer: &rmcp::service::Peer<RoleServer>,
+    ) -> Result<(), String> {
+        let mut map = self.lock();
+        if map
+            .get(uri)
+            .is_some_and(|l| l.iter().any(|(s, _)| *s == session))
+        {
+            return Ok(());
+        }
+        let mine = map
+            .values()
+            .filter(|l| l.iter().any(|(s, _)| *s == session))
+            .count();
+        if mine >= MAX_SESSION_SUBSCRIPTIONS {
+            return Err(format!(
+                "a session may subscribe to at most {MAX_SESSION_SUBSCRIPTIONS} resources"
+            ));
+        }
+        if !map.contains_key(uri) && map.len() >= MAX_SUBSCRIBED {
+            return Err("the server follows as many resources as it can".to_owned());
+        }
+        map.entry(uri.to_owned())
+            .or_default()
+            .push((session, peer.clone()));
+        Ok(())
+    }
+
+    /// Unsubscribes `session` from `uri`.
+    fn remove(&self, uri: &str, session: u64) {
+        let mut map = self.lock();
+        if let Some(list) = map.get_mut(uri) {
+            list.retain(|(s, _)| *s != session);
+            if list.is_empty() {
+                map.remove(uri);
+            }
+        }
+    }
+
+    /// The subscribers of `uri`, copied (none is held while they are told).
+    fn of(&self, uri: &str) -> Vec<Subscriber> {
+        self.lock().get(uri).cloned().unwrap_or_default()
+    }
+
+    /// Forgets every subscription of `session` (its client is gone).
+    fn forget(&self, session: u64) {
+        let mut map = self.lock();
+        map.retain(|_, list| {
+            list.retain(|(s, _)| *s != session);
+            !list.is_empty()
+        });
+    }
+}
+
+/// A new session's id.
+fn next_session() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// MCP's "resource not found" (`-32002`) for `uri`: also what a client is told of a
+/// resource its grants hide.
+fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(format!("no resource `{uri}`"), Some(json!({ "uri": uri })))
+}
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,6 +244,7 @@ impl McpServer {
             client_approval: false,
             subscriptions: Arc::default(),
             log: Arc::default(),
+            session: next_session(),
         })
     }
 
@@ -198,10 +285,15 @@ impl McpServer {
         self
     }
 
-    /// The server for a new session: the same configuration, a log of its own.
-    pub(crate) fn for_session(&self) -> McpServer {
+    /// The server for a new connection (session): the same configuration, with a log
+    /// level and subscriptions of its own. `serve_stdio`, `serve_io` and `serve_http`
+    /// call it for each connection; a program serving one server value on several
+    /// connections itself (rmcp's `serve`) gives each connection its own with this,
+    /// else the connections share one log level and one set of subscriptions.
+    pub fn for_connection(&self) -> McpServer {
         McpServer {
             log: Arc::default(),
+            session: next_session(),
             ..self.clone()
         }
     }
@@ -209,29 +301,10 @@ impl McpServer {
     /// Tells every client subscribed to `uri` that the resource changed
     /// (`notifications/resources/updated`). Clients that are gone are forgotten.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        let peers = self
-            .subscriptions
-            .by_uri
-            .lock()
-            .map(|map| map.get(uri).cloned().unwrap_or_default())
-            .unwrap_or_default();
-        let mut gone = Vec::new();
-        for (i, (_, peer)) in peers.iter().enumerate() {
+        for (session, peer) in self.subscriptions.of(uri) {
             let note = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
             if peer.notify_resource_updated(note).await.is_err() {
-                gone.push(i);
-            }
-        }
-        if !gone.is_empty() {
-            if let Ok(mut map) = self.subscriptions.by_uri.lock() {
-                if let Some(list) = map.get_mut(uri) {
-                    let mut i = 0;
-                    list.retain(|_| {
-                        let keep = !gone.contains(&i);
-                        i += 1;
-                        keep
-                    });
-                }
+                self.subscriptions.forget(session);
             }
         }
     }
@@ -262,11 +335,6 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// This session's id: the address of its log, which each session has its own of.
-    fn session_id(&self) -> usize {
-        Arc::as_ptr(&self.log) as usize
-    }
-
     /// Whether the server's (or this client's) grants allow every one of `needs`.
     fn allows(&self, needs: &[String]) -> bool {
         needs.iter().all(|p| self.ctx.capabilities().allows(p))
@@ -515,8 +583,11 @@ impl ServerHandler for McpServer {
             .resolve(key)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // A tool this client's grants cannot call is not listed to it, and is unknown
-        // to it.
+        // to it; the call still passes the door, which refuses and audits it.
         if !self.allows(&tool.spec().permissions) {
+            let input = Value::Object(request.arguments.unwrap_or_default());
+            let run = Run::new(&self.runtime);
+            let _refused = run.call_report(key, input, &self.ctx).await;
             return Err(unknown());
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
@@ -548,7 +619,10 @@ impl ServerHandler for McpServer {
             run = run.with_approver(client.approver());
         }
         let report = client
-            .scope(self.log.scope(run.call_report(key, input, &self.ctx)))
+            .scope(
+                self.log
+                    .scope(&self.ctx, run.call_report(key, input, &self.ctx)),
+            )
             .await;
         if let Some((sink, task)) = forwarder {
             sink.close();
@@ -568,6 +642,12 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // The server's log can say more than its tools do: reading it is a grant.
+        if !self.ctx.capabilities().allows(LOG_GRANT) {
+            return Err(invalid(format!(
+                "this client may not read the server's log (it needs the grant `{LOG_GRANT}`)"
+            )));
+        }
         self.log.set_level(request.level, &context.peer);
         Ok(())
     }
@@ -606,19 +686,16 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
         let uri = request.uri.as_str();
-        let Some((entry, arguments)) = self.resources.find(uri).filter(|(e, _)| self.may_read(e))
-        else {
-            // MCP's "resource not found".
-            return Err(ErrorData::new(
-                rmcp::model::ErrorCode(-32002),
-                format!("no resource `{uri}`"),
-                Some(json!({ "uri": uri })),
-            ));
+        let Some((entry, arguments)) = self.resources.find_where(uri, |e| self.may_read(e)) else {
+            return Err(not_found(uri));
         };
         let run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
         let client = Client::of(&context);
         let contents = client
-            .scope(self.log.scope(entry.read(&run, uri, arguments, &self.ctx)))
+            .scope(
+                self.log
+                    .scope(&self.ctx, entry.read(&run, uri, arguments, &self.ctx)),
+            )
             .await
             .map_err(|e| match e {
                 tackle_runtime::ToolError::InvalidInput { .. } => invalid(e.to_string()),
@@ -635,38 +712,26 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if self.resources.find(&request.uri).is_none() {
-            return Err(invalid(format!("no resource `{}`", request.uri)));
+        // A resource this client cannot read is unknown to it, here as everywhere.
+        if self
+            .resources
+            .find_where(&request.uri, |e| self.may_read(e))
+            .is_none()
+        {
+            return Err(not_found(&request.uri));
         }
-        let session = self.session_id();
-        if let Ok(mut map) = self.subscriptions.by_uri.lock() {
-            let list = map.entry(request.uri.clone()).or_default();
-            if !list.iter().any(|(s, _)| *s == session) {
-                if list.len() >= MAX_SUBSCRIBERS {
-                    list.remove(0);
-                }
-                list.push((session, context.peer.clone()));
-            }
-        }
-        Ok(())
+        self.subscriptions
+            .add(&request.uri, self.session, &context.peer)
+            .map_err(invalid)
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let _ = context;
-        let session = self.session_id();
-        if let Ok(mut map) = self.subscriptions.by_uri.lock() {
-            if let Some(list) = map.get_mut(&request.uri) {
-                list.retain(|(s, _)| *s != session);
-                if list.is_empty() {
-                    map.remove(&request.uri);
-                }
-            }
-        }
+        self.subscriptions.remove(&request.uri, self.session);
         Ok(())
     }
 
@@ -700,15 +765,14 @@ impl ServerHandler for McpServer {
             .arguments
             .unwrap_or_default()
             .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (k, v)
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                _ => Err(invalid(format!("the argument `{k}` must be a string"))),
             })
-            .collect();
-        let messages = prompt.render(&arguments).map_err(invalid)?;
+            .collect::<Result<_, _>>()?;
+        let messages = crate::resources::guarded(|| prompt.render(&arguments))
+            .map_err(|e| ErrorData::internal_error(format!("the prompt failed: {e}"), None))?
+            .map_err(invalid)?;
         let messages: Vec<Value> = messages.iter().map(|m| m.to_wire()).collect();
         Ok(rmcp::model::GetPromptResponse::Complete(wire(json!({
             "messages": messages
@@ -728,19 +792,24 @@ impl ServerHandler for McpServer {
         let value = wire_request["argument"]["value"]
             .as_str()
             .unwrap_or_default();
-        let mut values = match reference["type"].as_str() {
-            Some("ref/prompt") => self.prompts.complete(
-                reference["name"].as_str().unwrap_or_default(),
-                argument,
-                value,
-            ),
-            Some("ref/resource") => self.resources.complete(
-                reference["uri"].as_str().unwrap_or_default(),
-                argument,
-                value,
-            ),
+        // What this client cannot see is unknown to it: no completion of it either.
+        let completed = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                self.prompts
+                    .complete(name, argument, value, |p| self.allows(p.required()))
+                    .ok_or_else(|| invalid(format!("no prompt `{name}`")))?
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                self.resources
+                    .complete(uri, argument, value, |e| self.may_read(e))
+                    .ok_or_else(|| not_found(uri))?
+            }
             _ => return Err(invalid("`ref` must be `ref/prompt` or `ref/resource`")),
         };
+        let mut values = completed
+            .map_err(|e| ErrorData::internal_error(format!("the completion failed: {e}"), None))?;
         let total = values.len();
         values.truncate(100);
         wire(json!({"completion": {

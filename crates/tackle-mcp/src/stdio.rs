@@ -50,7 +50,9 @@ where
     let (errors_tx, errors_rx) = mpsc::unbounded_channel::<String>();
     let reader = tokio::spawn(read_requests(input, to_service, errors_tx, options));
     let writer = tokio::spawn(write_responses(from_service, output, errors_rx));
+    // A connection of its own: its log level and subscriptions are its own.
     let running = server
+        .for_connection()
         .serve((service_in, service_out))
         .await
         .map_err(|e| McpError::Serve(e.to_string()))?;

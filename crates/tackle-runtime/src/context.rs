@@ -327,7 +327,7 @@ impl ToolContext {
 
     /// Replaces every secret value of this context in `text` with `<redacted>`;
     /// whether anything was replaced.
-    pub(crate) fn redact_secrets(&self, text: &mut String) -> bool {
+    pub fn redact_secrets(&self, text: &mut String) -> bool {
         let mut changed = false;
         let arguments = self
             .call

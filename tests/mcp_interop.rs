@@ -363,10 +363,12 @@ fn python() -> PathBuf {
     python
 }
 
-fn python_client_lists_and_calls_our_server() {
+/// Runs the Python client script `script` (in `tests/mcp/`) against `server` (with
+/// `SERVE` set), bounded in time; what it printed, as one JSON object.
+fn python_check(script: &str, server: &Path) -> Value {
     let mut child = Command::new(python())
-        .arg(workspace().join("tests/mcp/client_check.py"))
-        .arg(std::env::current_exe().expect("own path"))
+        .arg(workspace().join("tests/mcp").join(script))
+        .arg(server)
         .env(SERVE, "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -381,6 +383,14 @@ fn python_client_lists_and_calls_our_server() {
     std::io::Read::read_to_string(&mut stderr, &mut err).expect("read");
     assert!(status.success(), "the Python client failed: {err}");
     let seen: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    seen
+}
+
+fn python_client_lists_and_calls_our_server() {
+    let seen = python_check(
+        "client_check.py",
+        &std::env::current_exe().expect("own path"),
+    );
 
     assert_eq!(seen["server"]["name"], "tackle");
     assert!(seen["capabilities"]["tools"].is_object());
@@ -469,22 +479,7 @@ fn fixture_server() -> PathBuf {
 /// templates, prompts, completion, logging, progress, and the server asking the
 /// client's model (sampling) and its user (elicitation).
 fn python_client_uses_the_conformance_fixtures() {
-    let mut child = Command::new(python())
-        .arg(workspace().join("tests/mcp/fixture_check.py"))
-        .arg(fixture_server())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the Python client");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let status = wait_bounded(&mut child, Duration::from_secs(60));
-    let mut out = String::new();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut out).expect("read");
-    std::io::Read::read_to_string(&mut stderr, &mut err).expect("read");
-    assert!(status.success(), "the Python client failed: {err}");
-    let seen: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    let seen = python_check("fixture_check.py", &fixture_server());
 
     for capability in ["tools", "resources", "prompts", "logging", "completions"] {
         assert!(

@@ -365,3 +365,66 @@ async fn the_human_at_the_client_approves_each_call() {
         asked[0]
     );
 }
+
+/// Opens the vault (needs `vault:open`).
+#[tool(namespace = "res", side_effects = read, requires_capability = "vault:open")]
+fn vault() -> String {
+    "gold".to_owned()
+}
+
+/// What the teller skill ends with.
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema, tackle::SkillState)]
+struct Counted {
+    /// How much.
+    total: u32,
+}
+
+/// A skill served as a prompt: its system prompt, its examples, the task, and its tools
+/// by the names this client sees, none it cannot call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_is_served_as_a_prompt_naming_the_tools_the_client_sees() {
+    use tackle::agent::skill::{Skill, SkillKind};
+    let skill = Skill::builder::<Counted>("teller", "1.0.0", SkillKind::Agent)
+        .with_description("Counts what the vault holds.")
+        .with_system_prompt("You count money.")
+        .with_tools(&["res.chatty", "res.vault"])
+        .with_example(json!({"task": "count"}), Some(json!({"total": 3})))
+        .build()
+        .unwrap();
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("bank", "1.0.0"), ToolContext::new())
+        .unwrap()
+        .with_prompts(Prompts::new().with(Prompt::from_skill(&skill)).unwrap());
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_io).await.unwrap();
+    let mut request = GetPromptRequestParams::new("teller");
+    request.arguments = Some(
+        json!({"task": "Count the gold."})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let got = json_of(client.get_prompt(request).await.unwrap());
+    let texts: Vec<&str> = got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "You count money.",
+            r#"{"task":"count"}"#,
+            r#"{"total":3}"#,
+            "Count the gold.",
+            // `res.vault` needs a grant this client lacks: not named.
+            "(Tools for this: res.chatty.)",
+        ]
+    );
+}

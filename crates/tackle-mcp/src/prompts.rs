@@ -150,6 +150,9 @@ pub struct Prompt {
     arguments: Vec<PromptArgument>,
     completions: BTreeMap<String, Completer>,
     requires: Vec<String>,
+    /// A skill's tools (keys): the server names those the client may call after the
+    /// task, by the names it serves them under.
+    tools: Vec<String>,
     render: Renderer,
 }
 
@@ -176,14 +179,17 @@ impl Prompt {
             arguments: Vec::new(),
             completions: BTreeMap::new(),
             requires: Vec::new(),
+            tools: Vec::new(),
             render: Arc::new(render),
         }
     }
 
     /// A skill as a prompt named after it (`<name>`): its system prompt as the first
     /// message, then each example as a user's input and, where it has one, the
-    /// expected output as the assistant's answer, then a note of the tools it uses
-    /// and the task, from the required argument `task`.
+    /// expected output as the assistant's answer, then the task, from the required
+    /// argument `task`. A server adds a note of the skill's tools that the client may
+    /// call, by the names it serves them under; the skill's `requires` are the
+    /// prompt's.
     pub fn from_skill(skill: &Skill) -> Prompt {
         let mut lead = vec![PromptMessage::user(skill.system_prompt())];
         for example in skill.examples() {
@@ -196,20 +202,22 @@ impl Prompt {
                 ));
             }
         }
-        let tools = skill.tools().join(", ");
-        Prompt::new(skill.name(), skill.description(), move |args| {
-            let task = args.get("task").cloned().unwrap_or_default();
+        let mut prompt = Prompt::new(skill.name(), skill.description(), move |args| {
             let mut messages = lead.clone();
-            let text = if tools.is_empty() {
-                task
-            } else {
-                format!("{task}\n\n(Tools for this: {tools}.)")
-            };
-            messages.push(PromptMessage::user(text));
+            messages.push(PromptMessage::user(
+                args.get("task").cloned().unwrap_or_default(),
+            ));
             Ok(messages)
         })
         .with_argument("task", "The task to do.", true)
-        .requiring(skill.requires())
+        .requiring(skill.requires());
+        prompt.tools = skill.tools().to_vec();
+        prompt
+    }
+
+    /// The keys of the tools a skill's prompt names (by the names the client sees).
+    pub(crate) fn tools(&self) -> &[String] {
+        &self.tools
     }
 
     /// A capability a client needs to see and get it (a skill's `requires`).

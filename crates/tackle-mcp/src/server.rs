@@ -770,9 +770,24 @@ impl ServerHandler for McpServer {
                 _ => Err(invalid(format!("the argument `{k}` must be a string"))),
             })
             .collect::<Result<_, _>>()?;
-        let messages = crate::resources::guarded(|| prompt.render(&arguments))
+        let mut messages = crate::resources::guarded(|| prompt.render(&arguments))
             .map_err(|e| ErrorData::internal_error(format!("the prompt failed: {e}"), None))?
             .map_err(invalid)?;
+        // A skill's tools, as this client sees them: the names it can call them by,
+        // and none it cannot.
+        let tools: Vec<&str> = prompt
+            .tools()
+            .iter()
+            .filter_map(|key| self.runtime.registry().resolve(key).ok())
+            .filter(|tool| self.allows(&tool.spec().permissions))
+            .filter_map(|tool| self.names.name_of(tool.key()))
+            .collect();
+        if !tools.is_empty() {
+            messages.push(crate::prompts::PromptMessage::user(format!(
+                "(Tools for this: {}.)",
+                tools.join(", ")
+            )));
+        }
         let messages: Vec<Value> = messages.iter().map(|m| m.to_wire()).collect();
         Ok(rmcp::model::GetPromptResponse::Complete(wire(json!({
             "messages": messages

@@ -875,3 +875,92 @@ async fn a_tools_image_goes_as_image_content_and_an_import_keeps_it() {
     import.close().await;
     http.shutdown().await;
 }
+
+/// One JSON-RPC request line to a server over `serve_io`, and its answer.
+async fn raw_exchange(lines: &[Value]) -> Vec<Value> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server =
+        McpServer::new(runtime, Identity::new("eras", "1.0.0"), ToolContext::new()).unwrap();
+    let (mut to_server, server_in) = tokio::io::duplex(64 * 1024);
+    let (server_out, from_server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(tackle_mcp::serve_io(
+        server,
+        server_in,
+        server_out,
+        tackle_mcp::StdioOptions::default(),
+    ));
+    let mut answers = Vec::new();
+    let mut reader = tokio::io::BufReader::new(from_server).lines();
+    for line in lines {
+        to_server
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        if line.get("id").is_some() {
+            let answer = tokio::time::timeout(Duration::from_secs(5), reader.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("a line");
+            answers.push(serde_json::from_str(&answer).unwrap());
+        }
+    }
+    answers
+}
+
+/// Clients of both eras: before 2026-07-28 a non-object output is wrapped in
+/// `{"result": ..}` (schema and structured content); a 2026-07-28 request (stateless,
+/// its revision in `_meta`) gets it as itself (SEP-2106).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_are_wrapped_for_older_clients_only() {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let modern = raw_exchange(&[
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "_meta": meta, "name": "demo.add", "arguments": {"a": 2, "b": 3}}}),
+    ])
+    .await;
+    let add = |answer: &Value| {
+        answer["result"]["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == "demo.add").cloned())
+            .unwrap_or_else(|| panic!("{answer}"))
+    };
+    assert_eq!(
+        add(&modern[0])["outputSchema"]["type"],
+        "integer",
+        "{}",
+        modern[0]
+    );
+    assert_eq!(
+        modern[1]["result"]["structuredContent"],
+        json!(5),
+        "{}",
+        modern[1]
+    );
+
+    let older = raw_exchange(&[
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "older", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "demo.add", "arguments": {"a": 2, "b": 3}}}),
+    ])
+    .await;
+    assert_eq!(older[0]["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        add(&older[1])["outputSchema"]["properties"]["result"]["type"],
+        "integer"
+    );
+    assert_eq!(
+        older[2]["result"]["structuredContent"],
+        json!({"result": 5})
+    );
+}

@@ -99,8 +99,9 @@ pub struct McpServer {
     ctx: ToolContext,
     identity: Identity,
     names: Arc<NameMap>,
-    /// Every tool's entry, with the permissions a client needs to see it.
-    tools: Arc<Vec<(Tool, Vec<String>)>>,
+    /// Every tool's entries (for clients before 2026-07-28, and from it on), with the
+    /// permissions a client needs to see it.
+    tools: Arc<Vec<Served>>,
     resources: Arc<Resources>,
     prompts: Arc<Prompts>,
     /// Whether calls that need approval ask the human at the client.
@@ -347,18 +348,35 @@ impl McpServer {
     }
 }
 
+/// One served tool: its `tools/list` entry for clients of revisions before
+/// 2026-07-28 (a non-object output wrapped in `{"result": ..}`) and for those from it
+/// on (any output as itself, SEP-2106), and the permissions a client needs to see it.
+struct Served {
+    legacy: Tool,
+    current: Tool,
+    needs: Vec<String>,
+}
+
+/// Whether a request's revision is 2026-07-28 or later: outputs go as themselves.
+fn unwrapped_outputs(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// The `tools/list` entries of `runtime`'s tools, named by `names`, sorted by key,
 /// each with the permissions it needs.
-fn listing(runtime: &Runtime, names: &NameMap) -> Result<Vec<(Tool, Vec<String>)>, McpError> {
+fn listing(runtime: &Runtime, names: &NameMap) -> Result<Vec<Served>, McpError> {
     runtime
         .registry()
         .list()
         .map(|tool| {
             let name = names.name_of(tool.key()).unwrap_or(tool.key());
-            Ok((
-                describe(name, tool.spec())?,
-                tool.spec().permissions.clone(),
-            ))
+            Ok(Served {
+                legacy: describe(name, tool.spec(), false)?,
+                current: describe(name, tool.spec(), true)?,
+                needs: tool.spec().permissions.clone(),
+            })
         })
         .collect()
 }
@@ -388,14 +406,15 @@ fn is_content_schema(schema: &Value) -> bool {
             .is_some_and(|items| named(items) || reference(items))
 }
 
-/// The MCP output schema of a tool: its own when it describes objects; wrapped in
-/// `{"result": ...}` otherwise; none when the tool declares no output schema.
-fn output_schema(spec: &ToolSpec) -> Option<Value> {
+/// The MCP output schema of a tool: its own when it describes objects, or when
+/// `unwrapped` (revision 2026-07-28 on); wrapped in `{"result": ...}` otherwise; none
+/// when the tool declares no output schema.
+fn output_schema(spec: &ToolSpec, unwrapped: bool) -> Option<Value> {
     let schema = &spec.output_schema;
     if !declares_output(schema) {
         return None;
     }
-    if is_object_schema(schema) {
+    if unwrapped || is_object_schema(schema) {
         return Some(schema.clone());
     }
     let mut inner = schema.clone();
@@ -420,8 +439,8 @@ fn output_schema(spec: &ToolSpec) -> Option<Value> {
     Some(Value::Object(wrapper))
 }
 
-/// The `tools/list` entry of a tool.
-fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
+/// The `tools/list` entry of a tool (see [`output_schema`] for `unwrapped`).
+fn describe(name: &str, spec: &ToolSpec, unwrapped: bool) -> Result<Tool, McpError> {
     let effects = spec.side_effects;
     let read_only = matches!(effects, SideEffects::None | SideEffects::Read);
     let mut tool = json!({
@@ -438,7 +457,7 @@ fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
             "openWorldHint": effects == SideEffects::External,
         },
     });
-    if let Some(schema) = output_schema(spec) {
+    if let Some(schema) = output_schema(spec, unwrapped) {
         tool["outputSchema"] = schema;
     }
     serde_json::from_value(tool).map_err(|e| McpError::Describe {
@@ -447,8 +466,13 @@ fn describe(name: &str, spec: &ToolSpec) -> Result<Tool, McpError> {
     })
 }
 
-/// The `tools/call` result of a call.
-fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec) -> CallToolResult {
+/// The `tools/call` result of a call (a non-object output as itself when
+/// `unwrapped`, in `{"result": ..}` otherwise).
+fn result_of(
+    outcome: Result<Value, tackle_runtime::ToolError>,
+    spec: &ToolSpec,
+    unwrapped: bool,
+) -> CallToolResult {
     let wire = match outcome {
         Ok(value) => {
             let content = match parts_of(&value) {
@@ -491,7 +515,8 @@ fn result_of(outcome: Result<Value, tackle_runtime::ToolError>, spec: &ToolSpec)
                 "isError": false,
             });
             if declares_output(&spec.output_schema) {
-                result["structuredContent"] = if is_object_schema(&spec.output_schema) {
+                result["structuredContent"] = if unwrapped || is_object_schema(&spec.output_schema)
+                {
                     value
                 } else {
                     json!({ "result": value })
@@ -551,13 +576,20 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let unwrapped = unwrapped_outputs(&context);
         let visible = self
             .tools
             .iter()
-            .filter(|(_, needs)| self.allows(needs))
-            .map(|(tool, _)| tool.clone())
+            .filter(|served| self.allows(&served.needs))
+            .map(|served| {
+                if unwrapped {
+                    served.current.clone()
+                } else {
+                    served.legacy.clone()
+                }
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(visible))
     }
@@ -565,8 +597,8 @@ impl ServerHandler for McpServer {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools
             .iter()
-            .find(|(t, needs)| t.name == name && self.allows(needs))
-            .map(|(tool, _)| tool.clone())
+            .find(|served| served.legacy.name == name && self.allows(&served.needs))
+            .map(|served| served.legacy.clone())
     }
 
     async fn call_tool(
@@ -631,6 +663,7 @@ impl ServerHandler for McpServer {
         Ok(CallToolResponse::Complete(result_of(
             report.result,
             tool.spec(),
+            unwrapped_outputs(&context),
         )))
     }
 

@@ -55,7 +55,6 @@ pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 #[derive(Clone, Debug)]
 pub struct Client {
     peer: Peer<RoleServer>,
-    name: String,
 }
 
 /// What a client answered to an elicitation.
@@ -72,9 +71,6 @@ pub enum Elicited {
 /// Why asking the client failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// No client: the code does not run within a served request.
-    #[error("no MCP client: this runs outside a request served over MCP")]
-    NotServed,
     /// The client did not declare the capability (`sampling`, `elicitation`), so it
     /// may not be asked.
     #[error("the MCP client does not offer {0}")]
@@ -87,14 +83,8 @@ pub enum ClientError {
 impl Client {
     /// The client of `context`'s request.
     pub(crate) fn of(context: &RequestContext<RoleServer>) -> Client {
-        let name = context
-            .peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .unwrap_or_else(|| "client".to_owned());
         Client {
             peer: context.peer.clone(),
-            name,
         }
     }
 
@@ -108,9 +98,11 @@ impl Client {
         CURRENT.try_with(Client::clone).ok()
     }
 
-    /// The client's name, as it gave it.
-    pub fn name(&self) -> &str {
-        &self.name
+    /// The client's name, as it gave it (`None` before it said).
+    pub fn name(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
     }
 
     /// A chat model backed by the client's sampling.

@@ -38,12 +38,14 @@
 //! breaks before the reply ends is [`ModelError::StreamBroken`]. Nobody listening, a
 //! model is not asked to stream.
 
+use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::hash::BuildHasher as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -658,10 +660,10 @@ async fn complete_in_door(
 struct LastRequest {
     /// How many messages it had.
     messages: usize,
-    /// The hash of those messages (see [`messages_hash`]): what a request that
-    /// extends it must begin with. A hash, not a copy, so a recording run keeps no
-    /// second conversation.
-    prefix: Fnv,
+    /// The hash of those messages (see [`messages_hash`]; `None`: none yet): what a
+    /// request that extends it must begin with. A hash, not a copy, so a recording run
+    /// keeps no second conversation.
+    prefix: Option<DefaultHasher>,
     /// The hash of its tools (see [`tools_hash`]).
     tools: u64,
     response_schema: Option<Value>,
@@ -677,7 +679,13 @@ struct LastRequest {
 
 /// Feeds what is serialized into it to a hasher: a hash of typed values without
 /// building them as JSON.
-struct Hashing(Fnv);
+///
+/// The hashes that decide whether a request extends the last one (its messages, its
+/// tools) are only compared within this process, so they are keyed at random per
+/// process (SipHash): content a model or a tool wrote cannot be crafted to pass for
+/// other content, as it could against a fixed hash. (The recorded digest is FNV, as
+/// recordings made before say, and decides nothing.)
+struct Hashing(DefaultHasher);
 
 impl std::io::Write for Hashing {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -698,22 +706,28 @@ impl Hashing {
     }
 }
 
-/// A hash of `tools` as serialized: equal tools hash equal (within one program), and
+/// A hasher with this process's random keys.
+fn keyed() -> DefaultHasher {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    KEYS.get_or_init(RandomState::new).build_hasher()
+}
+
+/// A hash of `tools` as serialized: equal tools hash equal (within one process), and
 /// nothing is built to compare them.
 fn tools_hash(tools: &[ToolDefinition]) -> u64 {
-    let mut hashing = Hashing(Fnv::default());
+    let mut hashing = Hashing(keyed());
     hashing.feed(&tools);
     std::hash::Hasher::finish(&hashing.0)
 }
 
-/// The hash state after `messages`, one after another, from `state`.
-fn messages_hash(mut state: Fnv, messages: &[Message]) -> Fnv {
-    let mut hashing = Hashing(state);
+/// The hash state after `messages`, one after another (each a self-delimiting JSON
+/// object), from `state` (`None`: from the start).
+fn messages_hash(state: Option<DefaultHasher>, messages: &[Message]) -> DefaultHasher {
+    let mut hashing = Hashing(state.unwrap_or_else(keyed));
     for message in messages {
         hashing.feed(message);
     }
-    state = hashing.0;
-    state
+    hashing.0
 }
 
 /// The input of a model call in a run with a cassette or a journal: the request as a
@@ -760,10 +774,10 @@ fn recorded_request(
     let extends = last.started
         && request.messages.len() >= kept
         && (unchanged == Some((last.conversation, kept))
-            || std::hash::Hasher::finish(&messages_hash(
-                Fnv::default(),
-                &request.messages[..kept],
-            )) == std::hash::Hasher::finish(&last.prefix));
+            || last.prefix.as_ref().is_some_and(|prefix| {
+                std::hash::Hasher::finish(&messages_hash(None, &request.messages[..kept]))
+                    == std::hash::Hasher::finish(prefix)
+            }));
     let shared = if extends { kept } else { 0 };
     let new = &request.messages[shared..];
     let mut input = Map::new();
@@ -789,11 +803,11 @@ fn recorded_request(
     }
     if !extends {
         last.messages = 0;
-        last.prefix = Fnv::default();
+        last.prefix = None;
         last.digest = 0;
     }
     last.messages += new.len();
-    last.prefix = messages_hash(last.prefix, new);
+    last.prefix = Some(messages_hash(last.prefix.take(), new));
     let mut input = Value::Object(input);
     let mut hasher = Fnv::default();
     std::hash::Hasher::write_u64(&mut hasher, last.digest);

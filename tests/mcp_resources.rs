@@ -428,3 +428,149 @@ async fn a_skill_is_served_as_a_prompt_naming_the_tools_the_client_sees() {
         ]
     );
 }
+
+/// Counts the records (a non-object output; it logs nothing, so that the logging test
+/// alone reaches `chatty`'s tracing callsites).
+#[tool(namespace = "res", side_effects = none)]
+fn count() -> u32 {
+    7
+}
+
+/// Files a record once per id.
+#[tool(namespace = "res", side_effects = write, idempotency_key = "id")]
+fn file(id: String) -> String {
+    format!("filed {id}")
+}
+
+/// A client of rmcp's that asks for one protocol revision.
+#[derive(Clone)]
+struct Era(rmcp::model::ProtocolVersion);
+
+impl ClientHandler for Era {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.protocol_version = self.0.clone();
+        config
+    }
+}
+
+/// The tools of a listing by name, as JSON.
+fn tools_by_name(listed: &[rmcp::model::Tool]) -> Vec<(String, Value)> {
+    listed
+        .iter()
+        .map(|t| (t.name.to_string(), json_of(t)))
+        .collect()
+}
+
+/// rmcp's own clients of the 2025-06-18, 2025-11-25 and (stateless, discovered)
+/// 2026-07-28 revisions over streamable HTTP: each is answered in its revision, sees
+/// the same tools in the same order (sorted by name), keyed writes marked idempotent;
+/// a non-object output is wrapped in `{"result": ..}` for the older two only
+/// (SEP-2106); the 2026-07-28 client follows a resource with `subscriptions/listen`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_every_revision_are_answered_in_theirs() {
+    use rmcp::model::{CallToolRequestParams, ProtocolVersion, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(
+        runtime,
+        Identity::new("library", "1.0.0"),
+        ToolContext::new(),
+    )
+    .unwrap()
+    .with_resources(resources());
+    let http = tackle_mcp::serve_http(server.clone(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let transport = || StreamableHttpClientTransport::from_uri(http.url());
+
+    let mut listings = Vec::new();
+    for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25] {
+        let client = Era(version.clone()).serve(transport()).await.unwrap();
+        let negotiated = client.peer_info().unwrap().protocol_version.clone();
+        assert_eq!(negotiated, version);
+        let call = CallToolRequestParams::new("res.count");
+        let result = json_of(client.call_tool(call).await.unwrap());
+        assert_eq!(
+            result["structuredContent"],
+            json!({"result": 7}),
+            "{version}"
+        );
+        listings.push((
+            version,
+            tools_by_name(&client.list_all_tools().await.unwrap()),
+        ));
+        client.cancel().await.unwrap();
+    }
+
+    let modern = ()
+        .serve_with_lifecycle(
+            transport(),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        modern.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    let result = json_of(
+        modern
+            .call_tool(CallToolRequestParams::new("res.count"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(result["structuredContent"], json!(7));
+    let tools = tools_by_name(&modern.list_all_tools().await.unwrap());
+    listings.push((ProtocolVersion::V_2026_07_28, tools));
+
+    let names: Vec<Vec<&str>> = listings
+        .iter()
+        .map(|(_, tools)| tools.iter().map(|(n, _)| n.as_str()).collect())
+        .collect();
+    let mut sorted = names[0].clone();
+    sorted.sort_unstable();
+    assert_eq!(names[0], sorted, "tools are listed sorted by name");
+    assert!(names.iter().all(|n| *n == sorted), "{names:?}");
+    for (version, tools) in &listings {
+        let by_name: std::collections::HashMap<_, _> = tools.iter().cloned().collect();
+        assert_eq!(
+            by_name["res.file"]["annotations"]["idempotentHint"], true,
+            "{version}: a keyed write is idempotent"
+        );
+        let count = &by_name["res.count"]["outputSchema"];
+        if *version == ProtocolVersion::V_2026_07_28 {
+            assert_eq!(count["type"], "integer", "{count}");
+        } else {
+            assert_eq!(count["properties"]["result"]["type"], "integer", "{count}");
+        }
+    }
+
+    // Following resources: the readable one is accepted, the hidden and the unknown not.
+    let mut following = modern
+        .peer()
+        .listen(
+            SubscriptionFilter::builder()
+                .resource_subscriptions(["docs://readme", "docs://secret", "docs://nothing"])
+                .build(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        following.acknowledged().resource_subscriptions,
+        Some(vec!["docs://readme".to_owned()])
+    );
+    server.notify_resource_updated("docs://readme").await;
+    let note = tokio::time::timeout(std::time::Duration::from_secs(10), following.next())
+        .await
+        .expect("an update within 10 s")
+        .unwrap()
+        .expect("an update, not the end");
+    assert_eq!(json_of(&note)["params"]["uri"], "docs://readme", "{note:?}");
+    modern.cancel().await.unwrap();
+    http.shutdown().await;
+}

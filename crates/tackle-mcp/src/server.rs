@@ -124,8 +124,31 @@ struct Subscriptions {
     by_uri: std::sync::Mutex<std::collections::BTreeMap<String, Vec<Subscriber>>>,
 }
 
-/// One subscriber of a resource: its session's id and its peer.
-type Subscriber = (u64, rmcp::service::Peer<RoleServer>);
+/// One subscriber of a resource: its session's id (or its `subscriptions/listen`
+/// request's) and where its updates go.
+type Subscriber = (u64, Listener);
+
+/// Where a subscriber's `notifications/resources/updated` go.
+#[derive(Clone)]
+enum Listener {
+    /// A session of a client before 2026-07-28 (`resources/subscribe`).
+    Session(rmcp::service::Peer<RoleServer>),
+    /// The stream of a 2026-07-28 client's `subscriptions/listen` request.
+    Stream(rmcp::service::SubscriptionSink),
+}
+
+impl Listener {
+    /// Tells the subscriber that `uri` changed; `false` when it is gone.
+    async fn updated(&self, uri: &str) -> bool {
+        match self {
+            Listener::Session(peer) => peer
+                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri))
+                .await
+                .is_ok(),
+            Listener::Stream(sink) => sink.notify_resource_updated(uri).await.is_ok(),
+        }
+    }
+}
 
 /// How many resources one session may subscribe to.
 const MAX_SESSION_SUBSCRIPTIONS: usize = 64;
@@ -143,12 +166,7 @@ impl Subscriptions {
     }
 
     /// Subscribes `session` to `uri`, within the caps.
-    fn add(
-        &self,
-        uri: &str,
-        session: u64,
-        peer: &rmcp::service::Peer<RoleServer>,
-    ) -> Result<(), String> {
+    fn add(&self, uri: &str, session: u64, listener: Listener) -> Result<(), String> {
         let mut map = self.lock();
         if map
             .get(uri)
@@ -170,7 +188,7 @@ impl Subscriptions {
         }
         map.entry(uri.to_owned())
             .or_default()
-            .push((session, peer.clone()));
+            .push((session, listener));
         Ok(())
     }
 
@@ -302,9 +320,8 @@ impl McpServer {
     /// Tells every client subscribed to `uri` that the resource changed
     /// (`notifications/resources/updated`). Clients that are gone are forgotten.
     pub async fn notify_resource_updated(&self, uri: &str) {
-        for (session, peer) in self.subscriptions.of(uri) {
-            let note = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
-            if peer.notify_resource_updated(note).await.is_err() {
+        for (session, listener) in self.subscriptions.of(uri) {
+            if !listener.updated(uri).await {
                 self.subscriptions.forget(session);
             }
         }
@@ -467,73 +484,66 @@ fn describe(name: &str, spec: &ToolSpec, unwrapped: bool) -> Result<Tool, McpErr
 }
 
 /// The `tools/call` result of a call (a non-object output as itself when
-/// `unwrapped`, in `{"result": ..}` otherwise).
+/// `unwrapped`, in `{"result": ..}` otherwise), built in rmcp's types directly.
 fn result_of(
     outcome: Result<Value, tackle_runtime::ToolError>,
     spec: &ToolSpec,
     unwrapped: bool,
 ) -> CallToolResult {
-    let wire = match outcome {
-        Ok(value) => {
-            let content = match parts_of(&value) {
-                // Images and files go as MCP image content and binary resources.
-                Some(parts) => parts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, part)| match part {
-                        ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                        ContentPart::Image { mime_type, data } => {
-                            json!({"type": "image", "mimeType": mime_type, "data": data})
-                        }
-                        // Audio goes as MCP audio content.
-                        ContentPart::File {
-                            mime_type, data, ..
-                        } if mime_type.starts_with("audio/") => {
-                            json!({"type": "audio", "mimeType": mime_type, "data": data})
-                        }
-                        ContentPart::File {
-                            mime_type,
-                            data,
-                            name,
-                        } => json!({"type": "resource", "resource": {
-                            "uri": name.clone().unwrap_or_else(|| format!("tackle:part/{i}")),
-                            "mimeType": mime_type,
-                            "blob": data,
-                        }}),
-                    })
-                    .collect(),
-                None => {
-                    let text = match &value {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    vec![json!({"type": "text", "text": text})]
-                }
-            };
-            let mut result = json!({
-                "content": content,
-                "isError": false,
-            });
-            if declares_output(&spec.output_schema) {
-                result["structuredContent"] = if unwrapped || is_object_schema(&spec.output_schema)
-                {
-                    value
-                } else {
-                    json!({ "result": value })
-                };
-            }
-            result
-        }
-        Err(error) => json!({
-            "content": [{"type": "text", "text": error.to_string()}],
-            "isError": true,
-        }),
+    let value = match outcome {
+        Ok(value) => value,
+        Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
     };
-    serde_json::from_value(wire).unwrap_or_else(|e| {
-        CallToolResult::error(vec![ContentBlock::text(format!(
-            "the result could not be encoded: {e}"
-        ))])
-    })
+    let content = match parts_of(&value) {
+        // Images and files go as MCP image content and binary resources.
+        Some(parts) => match parts.iter().enumerate().map(part_block).collect() {
+            Ok(blocks) => blocks,
+            Err(e) => {
+                return CallToolResult::error(vec![ContentBlock::text(format!(
+                    "the result could not be encoded: {e}"
+                ))])
+            }
+        },
+        None => vec![ContentBlock::text(match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })],
+    };
+    let mut result = CallToolResult::success(content);
+    if declares_output(&spec.output_schema) {
+        result.structured_content = Some(if unwrapped || is_object_schema(&spec.output_schema) {
+            value
+        } else {
+            json!({ "result": value })
+        });
+    }
+    result
+}
+
+/// The MCP content block of the `i`th part of a result.
+fn part_block((i, part): (usize, &ContentPart)) -> Result<ContentBlock, serde_json::Error> {
+    let wire = match part {
+        ContentPart::Text { text } => return Ok(ContentBlock::text(text.clone())),
+        ContentPart::Image { mime_type, data } => {
+            json!({"type": "image", "mimeType": mime_type, "data": data})
+        }
+        // Audio goes as MCP audio content.
+        ContentPart::File {
+            mime_type, data, ..
+        } if mime_type.starts_with("audio/") => {
+            json!({"type": "audio", "mimeType": mime_type, "data": data})
+        }
+        ContentPart::File {
+            mime_type,
+            data,
+            name,
+        } => json!({"type": "resource", "resource": {
+            "uri": name.clone().unwrap_or_else(|| format!("tackle:part/{i}")),
+            "mimeType": mime_type,
+            "blob": data,
+        }}),
+    };
+    serde_json::from_value(wire)
 }
 
 /// A JSON-RPC "invalid params" error with `message`.
@@ -754,8 +764,52 @@ impl ServerHandler for McpServer {
             return Err(not_found(&request.uri));
         }
         self.subscriptions
-            .add(&request.uri, self.session, &context.peer)
+            .add(
+                &request.uri,
+                self.session,
+                Listener::Session(context.peer.clone()),
+            )
             .map_err(invalid)
+    }
+
+    /// A 2026-07-28 client's subscriptions: the resources it asked to follow that
+    /// exist and that it may read, within the caps (list changes are never sent: the
+    /// lists do not change).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let uris: Vec<&String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| {
+                self.resources
+                    .find_where(uri, |e| self.may_read(e))
+                    .is_some()
+            })
+            .take(MAX_SESSION_SUBSCRIPTIONS)
+            .collect();
+        Some(
+            rmcp::model::SubscriptionFilter::builder()
+                .resource_subscriptions(uris)
+                .build(),
+        )
+    }
+
+    /// Follows the accepted resources until the client cancels the request or goes.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let id = next_session();
+        let listener = Listener::Stream(context.sink().clone());
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            if let Err(refused) = self.subscriptions.add(uri, id, listener.clone()) {
+                self.subscriptions.forget(id);
+                return Err(invalid(refused));
+            }
+        }
+        context.cancelled().await;
+        self.subscriptions.forget(id);
+        Ok(())
     }
 
     #[allow(deprecated)]

@@ -84,6 +84,18 @@ async fn slow(ctx: &ToolContext, steps: u64, wait: bool) -> u64 {
     steps
 }
 
+static STALL_SAW_CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// Never answers in time: waits until cancelled (or 30 s).
+#[tool(namespace = "demo", side_effects = none)]
+async fn stall(ctx: &ToolContext) -> u64 {
+    tokio::select! {
+        () = ctx.cancelled() => STALL_SAW_CANCEL.store(true, Ordering::SeqCst),
+        () = tokio::time::sleep(Duration::from_secs(30)) => {}
+    }
+    0
+}
+
 /// A progress notification: progress and total.
 type Progress = (f64, Option<f64>);
 
@@ -161,6 +173,7 @@ async fn initialize_and_list_describe_the_tools() {
             "demo.file_order",
             "demo.send",
             "demo.slow",
+            "demo.stall",
             "demo.stats"
         ],
         "sorted by key; versions told apart"
@@ -477,6 +490,48 @@ async fn the_importer_names_an_import_and_so_its_permission() {
         .await
         .unwrap_err();
     assert_eq!(denied.kind(), tackle::ToolErrorKind::CapabilityDenied);
+    import.close().await;
+    http.shutdown().await;
+}
+
+/// An imported tool's time limit is the import's call timeout, held by the door: a
+/// server that does not answer in time gives `Timeout` (not `Execution`), and the
+/// request is cancelled at the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_tool_that_does_not_answer_in_time_times_out() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("slowpoke", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mut registry = tackle::Registry::default();
+    let options =
+        tackle_mcp::ImportOptions::new("remote").with_call_timeout(Duration::from_millis(300));
+    let import = tackle_mcp::import_http(&mut registry, &http.url(), options)
+        .await
+        .unwrap();
+    let key = "mcp.remote.demo_stall@1";
+    assert_eq!(registry.resolve(key).unwrap().spec().timeout_ms, Some(300));
+    let door = Runtime::new(registry);
+    let started = std::time::Instant::now();
+    let error = door
+        .call(key, json!({}), &ToolContext::new().with_grant("mcp:remote"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), tackle::ToolErrorKind::Timeout, "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !STALL_SAW_CANCEL.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        STALL_SAW_CANCEL.load(Ordering::SeqCst),
+        "the server's tool was not cancelled"
+    );
     import.close().await;
     http.shutdown().await;
 }

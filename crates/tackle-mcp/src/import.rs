@@ -22,8 +22,10 @@
 //!
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit. A
-//! server that dies gives an `Execution` error at once; one that hangs gives one after
-//! the call timeout: never a hang.
+//! server that dies gives an `Execution` error at once. The call timeout
+//! ([`ImportOptions::with_call_timeout`]) is each imported tool's `timeout_ms`, held
+//! by the door like any tool's: a server that does not answer in time gives a
+//! `Timeout` error, and the request is dropped: never a hang.
 
 use std::time::Duration;
 
@@ -44,7 +46,7 @@ pub struct ImportOptions {
     pub name: String,
     /// Longest wait to connect and list the tools.
     pub connect_timeout: Duration,
-    /// Longest wait for one call's answer.
+    /// Longest wait for one call's answer: the imported tools' `timeout_ms`.
     pub call_timeout: Duration,
     /// Permissions a caller needs to call the imported tools; `None` means
     /// `mcp:<server>` (deny by default: grant it, or `mcp:*`, to use them).
@@ -274,6 +276,9 @@ async fn register(
     let mut by_key: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for tool in &tools {
         let mut spec = spec_of(tool, &server, &version);
+        // The door keeps the time limit, as for every tool: a server that does not
+        // answer in time gives `Timeout`, and the request is dropped (cancelled).
+        spec.timeout_ms = Some(u64::try_from(options.call_timeout.as_millis()).unwrap_or(u64::MAX));
         spec.permissions = options
             .requires
             .clone()
@@ -296,7 +301,6 @@ async fn register(
             tool.name.to_string(),
             spec.key(),
             server.clone(),
-            options.call_timeout,
         );
         let registered = registry.register(
             DynamicTool::from_handler(spec.clone(), handler).with_source(format!("mcp:{server}")),
@@ -452,14 +456,8 @@ fn with_attachments(blocks: &[rmcp::model::ContentBlock]) -> Option<Value> {
     serde_json::to_value(parts).ok()
 }
 
-/// Calls the remote tool, within the call timeout.
-fn handler(
-    peer: Peer<RoleClient>,
-    remote: String,
-    key: String,
-    server: String,
-    limit: Duration,
-) -> ToolHandler {
+/// Calls the remote tool (the door holds it to the spec's `timeout_ms`).
+fn handler(peer: Peer<RoleClient>, remote: String, key: String, server: String) -> ToolHandler {
     ToolHandler::new(move |_ctx, input| {
         let (peer, remote, key, server) =
             (peer.clone(), remote.clone(), key.clone(), server.clone());
@@ -473,16 +471,10 @@ fn handler(
                 key: key.clone(),
                 message,
             };
-            let result = match tokio::time::timeout(limit, peer.call_tool_once(request)).await {
-                Err(_) => {
-                    return Err(failed(format!(
-                        "the MCP server `{server}` did not answer within {} ms",
-                        limit.as_millis()
-                    )))
-                }
-                Ok(Err(e)) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
-                Ok(Ok(CallToolResponse::Complete(result))) => result,
-                Ok(Ok(_)) => {
+            let result = match peer.call_tool_once(request).await {
+                Err(e) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
+                Ok(CallToolResponse::Complete(result)) => result,
+                Ok(_) => {
                     return Err(failed(format!(
                         "the MCP server `{server}` asked for input or started a task; imported tools support plain results only"
                     )))

@@ -65,7 +65,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
             "a tool cannot be generic: its schema needs concrete types; write a non-generic function (it may call a generic one)",
         ));
     }
-    if let Some(u) = &sig.unsafety {
+    if let syn::Safety::Unsafe(u) = &sig.safety {
         errors.push(err(u, "a tool cannot be `unsafe`: the door calls it with checked input only; wrap the unsafe code in a safe function"));
     }
     if let Some(abi) = &sig.abi {

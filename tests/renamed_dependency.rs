@@ -7,7 +7,7 @@ use serde_json::json;
 use tackle::agent::skill::SkillState;
 use tackle::spec::{ExecutionMode, ResultShaping, Trust};
 use tackle::{ReplayPolicy, Runtime, SideEffects, ToolContext};
-use tackle_fixture_renamed::Summary;
+use tackle_fixture_renamed::{Outline, Summary};
 
 fn is_skill_state<S: SkillState>() {}
 
@@ -47,4 +47,5 @@ async fn tools_of_a_renamed_dependency_register_and_run() {
         SideEffects::Read
     );
     is_skill_state::<Summary>();
+    is_skill_state::<Outline>();
 }

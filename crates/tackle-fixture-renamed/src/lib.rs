@@ -35,3 +35,11 @@ pub struct Summary {
     /// How many words.
     pub words: u32,
 }
+
+/// A skill's state, derived through the re-export given with `crate = "..."`.
+#[derive(Serialize, Deserialize, JsonSchema, tackle2::SkillState)]
+#[skill_state(crate = "crate::engine")]
+pub struct Outline {
+    /// The headings.
+    pub headings: Vec<String>,
+}

@@ -52,7 +52,10 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// #[derive(Serialize, Deserialize, JsonSchema, SkillState)]
 /// struct Trip { destination: String, legs: Vec<String> }
 /// ```
-#[proc_macro_derive(SkillState)]
+///
+/// A crate that reaches tackle through a re-export names it, as with `#[tool]`:
+/// `#[skill_state(crate = "::my_reexport::tackle")]`.
+#[proc_macro_derive(SkillState, attributes(skill_state))]
 pub fn skill_state(item: TokenStream) -> TokenStream {
     match syn::parse::<syn::DeriveInput>(item) {
         Ok(input) => state::expand(input).into(),

@@ -20,8 +20,40 @@ fn hash_ordered(tokens: TokenStream, found: &mut Vec<Ident>) {
     }
 }
 
+/// The `crate = "..."` of the struct's `#[skill_state(..)]` attributes, if any.
+fn crate_path(input: &DeriveInput) -> syn::Result<Option<syn::Path>> {
+    let mut path = None;
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("skill_state"))
+    {
+        attr.parse_nested_meta(|meta| {
+            if !meta.path.is_ident("crate") {
+                return Err(meta.error(
+                    "unknown `skill_state` attribute: the one there is `crate = \"::path::to::tackle\"`",
+                ));
+            }
+            let text: syn::LitStr = meta.value()?.parse()?;
+            let parsed = text.parse::<syn::Path>().map_err(|_| {
+                syn::Error::new(
+                    text.span(),
+                    "`crate` takes the path of the tackle crate: crate = \"::my_reexport::tackle\"",
+                )
+            })?;
+            path = Some(parsed);
+            Ok(())
+        })?;
+    }
+    Ok(path)
+}
+
 pub fn expand(input: DeriveInput) -> TokenStream {
     let name = &input.ident;
+    let explicit = match crate_path(&input) {
+        Ok(path) => path,
+        Err(error) => return error.to_compile_error(),
+    };
     let fields = match &input.data {
         Data::Struct(data) => match &data.fields {
             Fields::Named(fields) => &fields.named,
@@ -70,7 +102,7 @@ pub fn expand(input: DeriveInput) -> TokenStream {
         return errors;
     }
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let krate = crate::krate::path(None);
+    let krate = crate::krate::path(explicit.as_ref());
     quote! {
         impl #impl_generics #krate::__private::SkillState for #name #ty_generics #where_clause {}
     }

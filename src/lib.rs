@@ -96,8 +96,10 @@ pub use tackle_sqlite as sqlite;
 pub use tackle_cli::tools as cli;
 
 /// Paths used by `#[tool]`'s expansion (the runtime's macro ABI). Not a public API.
+/// Its name carries the version of the ABI, so a `tackle-macros` of another version
+/// (the facade pins it exactly) fails to find it instead of misusing it.
 #[doc(hidden)]
-pub mod __private {
+pub mod __private_0_1 {
     pub use tackle_runtime::abi::*;
 }
 

@@ -56,8 +56,7 @@ fn fallback_companion(attrs: &ToolAttrs, checked: Option<&Checked>, func: &ItemF
     if func.sig.receiver().is_some() {
         return TokenStream::new();
     }
-    let krate = krate::path(attrs.krate.as_ref());
-    let p = quote!(#krate::__private);
+    let p = krate::private(attrs.krate.as_ref());
     let fn_ident = &func.sig.ident;
     let vis = &func.vis;
     let key = checked.map_or_else(
@@ -293,8 +292,7 @@ fn generate(
     checked: &Checked,
     func: &ItemFn,
 ) -> TokenStream {
-    let krate = krate::path(attrs.krate.as_ref());
-    let p = quote!(#krate::__private);
+    let p = krate::private(attrs.krate.as_ref());
     let serde_path = format!("{}::serde", tokens_text(&p));
     let schemars_path = format!("{}::schemars", tokens_text(&p));
     let fn_ident = &func.sig.ident;

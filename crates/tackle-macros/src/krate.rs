@@ -9,6 +9,13 @@ use proc_macro2::TokenStream;
 use proc_macro_crate::{crate_name, FoundCrate};
 use quote::{format_ident, quote};
 
+/// The macro ABI's module in the facade: versioned, so that a macro and a facade of
+/// different versions fail to meet rather than misread each other.
+pub fn private(explicit: Option<&syn::Path>) -> TokenStream {
+    let krate = path(explicit);
+    quote!(#krate::__private_0_1)
+}
+
 /// The path to the `tackle` crate in the expansion.
 pub fn path(explicit: Option<&syn::Path>) -> TokenStream {
     if let Some(path) = explicit {

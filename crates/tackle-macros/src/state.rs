@@ -102,8 +102,8 @@ pub fn expand(input: DeriveInput) -> TokenStream {
         return errors;
     }
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let krate = crate::krate::path(explicit.as_ref());
+    let p = crate::krate::private(explicit.as_ref());
     quote! {
-        impl #impl_generics #krate::__private::SkillState for #name #ty_generics #where_clause {}
+        impl #impl_generics #p::SkillState for #name #ty_generics #where_clause {}
     }
 }

@@ -1,7 +1,7 @@
 //! The macro ABI: what `#[tool]` expansions register and call.
 //!
 //! Everything the macro's output refers to is here, and the facade re-exports this
-//! module as `tackle::__private`: the registration types ([`ToolRegistration`],
+//! module as `tackle::__private_0_1`: the registration types ([`ToolRegistration`],
 //! [`StaticSpec`], [`RegisteredHandler`]), the helpers the generated handlers call
 //! (decoding arguments, encoding outputs, resources, blocking work), and the types and
 //! crates they name (`serde`, `schemars`, `serde_json`, `inventory`, the spec's enums).

@@ -17,6 +17,7 @@ use tackle_contract::{
     Words,
 };
 
+use crate::errors::Errors;
 use crate::json;
 
 /// Every attribute `#[tool]` accepts (defined by the contract the runtime shares).
@@ -77,9 +78,9 @@ enum Raw {
 }
 
 /// Parses the attribute arguments. Returns the attributes and every error found.
-pub fn parse(args: TokenStream) -> (ToolAttrs, Vec<syn::Error>) {
+pub fn parse(args: TokenStream) -> (ToolAttrs, Errors) {
     let mut attrs = ToolAttrs::default();
-    let mut errors = Vec::new();
+    let mut errors = Errors::new();
     let parser = syn::meta::parser(|meta| {
         let span = meta.path.span();
         let key = meta

@@ -11,6 +11,7 @@ use tackle_contract::{
 
 use crate::attrs::{self, ToolAttrs};
 use crate::docs;
+use crate::errors::Errors;
 use crate::json;
 use crate::krate;
 use crate::sig::{self, Analysed, Output, Param};
@@ -31,13 +32,7 @@ pub fn expand(args: TokenStream, mut func: ItemFn) -> TokenStream {
     let (attrs, mut errors) = attrs::parse(args);
     let analysed = sig::analyse(&mut func.sig, &mut errors);
     let checked = check(&attrs, &analysed, &func, &mut errors);
-    match (
-        errors.into_iter().reduce(|mut a, b| {
-            a.combine(b);
-            a
-        }),
-        checked,
-    ) {
+    match (errors.finish(), checked) {
         (None, Some(checked)) => generate(&attrs, &analysed, &checked, &func),
         (Some(error), checked) => {
             let error = error.to_compile_error();
@@ -86,16 +81,39 @@ fn fallback_companion(attrs: &ToolAttrs, checked: Option<&Checked>, func: &ItemF
     }
 }
 
+/// Runs every check of the attributes against the function; the tool's identity and
+/// texts when the attributes hold what generation needs (errors go to `errors`).
 fn check(
     attrs: &ToolAttrs,
     analysed: &Analysed,
     func: &ItemFn,
-    errors: &mut Vec<syn::Error>,
+    errors: &mut Errors,
 ) -> Option<Checked> {
     let fn_ident = &func.sig.ident;
     let fn_name = fn_ident.to_string().trim_start_matches("r#").to_owned();
+    check_side_effects_given(attrs, errors);
+    check_replay_policy(attrs, errors);
+    let (name, namespace, version) = identity(attrs, &fn_name, errors);
+    let doc_lines = docs::doc_lines(&func.attrs);
+    let description = description(attrs, &doc_lines, fn_ident, errors);
+    let inputs = InputNames::of(analysed);
+    check_params_name_inputs(attrs, &inputs, &fn_name, errors);
+    check_idempotency_key(attrs, &inputs, &fn_name, errors);
+    check_blocking_is_sync(attrs, analysed, func, errors);
+    let param_docs = param_docs(attrs, analysed, &doc_lines);
+    attrs.side_effects.as_ref()?;
+    Some(Checked {
+        name,
+        namespace,
+        version,
+        description,
+        param_docs,
+    })
+}
 
-    let side_effects = attrs.side_effects.as_ref();
+/// Why: replay, approval and the executor route every call by what it does to the
+/// world, so a tool must say it.
+fn check_side_effects_given(attrs: &ToolAttrs, errors: &mut Errors) {
     if !attrs.given.iter().any(|g| g == attr::SIDE_EFFECTS) {
         errors.push(syn::Error::new(
             Span::call_site(),
@@ -105,7 +123,12 @@ fn check(
             ),
         ));
     }
-    if let (Some(policy), Some(effects)) = (&attrs.replay_policy, side_effects) {
+}
+
+/// Why: `recorded-result` runs the tool again on a replay miss, which a write or an
+/// external effect must never do.
+fn check_replay_policy(attrs: &ToolAttrs, errors: &mut Errors) {
+    if let (Some(policy), Some(effects)) = (&attrs.replay_policy, &attrs.side_effects) {
         if !policy.value.allowed_for(effects.value) {
             errors.push(syn::Error::new(
                 policy.span,
@@ -117,10 +140,14 @@ fn check(
             ));
         }
     }
+}
 
+/// Name, namespace and version. Why checked: they make the registry key
+/// `namespace.name@version`, which must be one the registry and MCP accept.
+fn identity(attrs: &ToolAttrs, fn_name: &str, errors: &mut Errors) -> (String, String, String) {
     let name = match &attrs.name {
         Some(lit) => checked_text(lit.value(), lit.span(), "name", false, errors),
-        None => fn_name.clone(),
+        None => fn_name.to_owned(),
     };
     let namespace = match &attrs.namespace {
         Some(lit) => checked_text(lit.value(), lit.span(), "namespace", true, errors),
@@ -141,67 +168,137 @@ fn check(
         }
         None => "1".to_owned(),
     };
+    (name, namespace, version)
+}
 
-    let doc_lines = docs::doc_lines(&func.attrs);
-    let description = match &attrs.description {
+/// The description. Why required: a model chooses a tool by it.
+fn description(
+    attrs: &ToolAttrs,
+    doc_lines: &[String],
+    fn_ident: &syn::Ident,
+    errors: &mut Errors,
+) -> String {
+    match &attrs.description {
         Some(lit) if lit.value().trim().is_empty() => {
             errors.push(syn::Error::new(lit.span(), "`description` is empty: say what the tool does"));
             String::new()
         }
         Some(lit) => lit.value().trim().to_owned(),
-        None => docs::first_paragraph(&doc_lines).unwrap_or_else(|| {
+        None => docs::first_paragraph(doc_lines).unwrap_or_else(|| {
+            let fn_name = fn_ident.to_string();
+            let fn_name = fn_name.trim_start_matches("r#");
             errors.push(syn::Error::new(
                 fn_ident.span(),
                 format!("tool `{fn_name}` has no description: add a `///` doc comment saying what it does, or `description = \"...\"`"),
             ));
             String::new()
         }),
-    };
+    }
+}
 
-    let input_names: Vec<String> = analysed
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Input { ident, .. } => {
-                Some(ident.to_string().trim_start_matches("r#").to_owned())
-            }
-            _ => None,
-        })
-        .collect();
-    let has_whole = analysed
-        .params
-        .iter()
-        .any(|p| matches!(p, Param::Whole { .. }));
-    let list = if input_names.is_empty() {
-        "none".to_owned()
-    } else {
-        input_names.join(", ")
-    };
+/// The input parameters' names, for the checks that name them.
+struct InputNames {
+    names: Vec<String>,
+    /// Whether the input is one `Args<T>` (its fields are not known here).
+    whole: bool,
+}
+
+impl InputNames {
+    fn of(analysed: &Analysed) -> InputNames {
+        let names = analysed
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Input { ident, .. } => {
+                    Some(ident.to_string().trim_start_matches("r#").to_owned())
+                }
+                _ => None,
+            })
+            .collect();
+        let whole = analysed
+            .params
+            .iter()
+            .any(|p| matches!(p, Param::Whole { .. }));
+        InputNames { names, whole }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// The names for a message: `a, b`, or `none`.
+    fn list(&self) -> String {
+        if self.names.is_empty() {
+            "none".to_owned()
+        } else {
+            self.names.join(", ")
+        }
+    }
+}
+
+/// Why: a description given in `params(...)` for a parameter that does not exist
+/// would be lost without a word.
+fn check_params_name_inputs(
+    attrs: &ToolAttrs,
+    inputs: &InputNames,
+    fn_name: &str,
+    errors: &mut Errors,
+) {
     for (ident, _) in &attrs.params {
-        if !input_names.contains(&ident.to_string()) {
+        if !inputs.contains(&ident.to_string()) {
             errors.push(syn::Error::new(
                 ident.span(),
-                format!("`{ident}` in `params(...)` is not an input parameter of `{fn_name}`; its input parameters are: {list}"),
+                format!(
+                    "`{ident}` in `params(...)` is not an input parameter of `{fn_name}`; its input parameters are: {}",
+                    inputs.list()
+                ),
             ));
         }
     }
+}
+
+/// Why: calls are told apart by the idempotency key's value, so it must be an input.
+fn check_idempotency_key(
+    attrs: &ToolAttrs,
+    inputs: &InputNames,
+    fn_name: &str,
+    errors: &mut Errors,
+) {
     if let Some(key) = &attrs.idempotency_key {
-        if !has_whole && !input_names.contains(&key.value()) {
+        if !inputs.whole && !inputs.contains(&key.value()) {
             errors.push(syn::Error::new(
                 key.span(),
-                format!("`idempotency_key` names `{}`, which is not an input parameter of `{fn_name}`; its input parameters are: {list}", key.value()),
+                format!(
+                    "`idempotency_key` names `{}`, which is not an input parameter of `{fn_name}`; its input parameters are: {}",
+                    key.value(),
+                    inputs.list()
+                ),
             ));
         }
     }
+}
+
+/// Why: `blocking` moves a call to a blocking thread; an async tool blocking its
+/// executor thread is a bug that no thread move fixes.
+fn check_blocking_is_sync(
+    attrs: &ToolAttrs,
+    analysed: &Analysed,
+    func: &ItemFn,
+    errors: &mut Errors,
+) {
     if attrs.blocking && analysed.is_async {
         errors.push(syn::Error::new(
             func.sig.asyncness.map_or(Span::call_site(), |a| a.span),
             "`blocking` is for synchronous tools that block; an async tool must not block (move blocking work into `tokio::task::spawn_blocking`)",
         ));
     }
+}
 
-    let arguments = docs::arguments_section(&doc_lines);
-    let param_docs = analysed
+/// Each input parameter's description: its own `///` docs, else `params(...)`, else
+/// the function's `# Arguments` section.
+fn param_docs(attrs: &ToolAttrs, analysed: &Analysed, doc_lines: &[String]) -> Vec<Option<String>> {
+    let arguments = docs::arguments_section(doc_lines);
+    analysed
         .params
         .iter()
         .filter_map(|p| match p {
@@ -231,16 +328,7 @@ fn check(
                         .map(|(_, d)| d.clone())
                 })
         })
-        .collect();
-
-    attrs.side_effects.as_ref()?;
-    Some(Checked {
-        name,
-        namespace,
-        version,
-        description,
-        param_docs,
-    })
+        .collect()
 }
 
 /// Checks a name (or, with `dotted`, a dot-separated namespace) and returns it.
@@ -249,7 +337,7 @@ fn checked_text(
     span: Span,
     what: &str,
     dotted: bool,
-    errors: &mut Vec<syn::Error>,
+    errors: &mut Errors,
 ) -> String {
     let ok = if dotted {
         is_namespace(&value)

@@ -11,6 +11,7 @@
 
 mod attrs;
 mod docs;
+mod errors;
 mod expand;
 mod json;
 mod krate;

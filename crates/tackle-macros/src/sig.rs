@@ -15,6 +15,7 @@
 //!   gives the output `T`, and `E` (which must implement `Display`) becomes an
 //!   `Execution` error.
 
+use crate::errors::Errors;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, ReturnType, Signature, Type};
 
 /// One parameter of the tool function.
@@ -55,7 +56,7 @@ pub struct Analysed {
 /// Analyses the signature, stripping the attributes the macro consumes (`///` doc
 /// comments and `#[ctx]` on parameters) so the function compiles as written.
 /// Problems are pushed to `errors`.
-pub fn analyse(sig: &mut Signature, errors: &mut Vec<syn::Error>) -> Analysed {
+pub fn analyse(sig: &mut Signature, errors: &mut Errors) -> Analysed {
     fn err(tokens: impl quote::ToTokens, msg: &str) -> syn::Error {
         syn::Error::new_spanned(tokens, msg)
     }

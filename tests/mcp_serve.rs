@@ -96,6 +96,13 @@ async fn stall(ctx: &ToolContext) -> u64 {
     0
 }
 
+/// Jots a note down, after `ms` milliseconds (a write: not safe to run twice).
+#[tool(namespace = "demo", side_effects = write)]
+async fn jot(note: String, ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("noted: {note}")
+}
+
 /// A progress notification: progress and total.
 type Progress = (f64, Option<f64>);
 
@@ -171,6 +178,7 @@ async fn initialize_and_list_describe_the_tools() {
             "demo.count_v1",
             "demo.count_v2",
             "demo.file_order",
+            "demo.jot",
             "demo.send",
             "demo.slow",
             "demo.stall",
@@ -182,7 +190,12 @@ async fn initialize_and_list_describe_the_tools() {
         .iter()
         .map(|t| serde_json::to_value(t).unwrap())
         .collect();
-    let add = &wire[0];
+    let by_name = |name: &str| {
+        wire.iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let add = by_name("demo.add");
     assert_eq!(add["description"], "Add two integers.");
     assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
     assert_eq!(
@@ -193,18 +206,18 @@ async fn initialize_and_list_describe_the_tools() {
         add["annotations"],
         json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
     );
-    let keyed = &wire[4];
+    let keyed = by_name("demo.file_order");
     assert_eq!(
         keyed["annotations"],
         json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
         "a write keyed by an idempotency key is idempotent"
     );
-    let send = &wire[5];
+    let send = by_name("demo.send");
     assert_eq!(
         send["annotations"],
         json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
     );
-    let stats = &wire[7];
+    let stats = by_name("demo.stats");
     assert_eq!(
         stats["outputSchema"]["type"], "object",
         "objects are served as they are"
@@ -534,6 +547,69 @@ async fn an_imported_tool_that_does_not_answer_in_time_times_out() {
     );
     import.close().await;
     http.shutdown().await;
+}
+
+/// Serves a fresh server on `addr` (the same port again after a restart).
+async fn serve_on(addr: std::net::SocketAddr) -> tackle_mcp::HttpServer {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(rt, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    tackle_mcp::serve_http(server, addr).await.unwrap()
+}
+
+/// An import over HTTP outlives its server: after the server restarts, the next call
+/// opens a new session and succeeds. A write in flight when the server goes is not run
+/// twice: rmcp's HTTP client waits for the stream to come back, so the call ends at
+/// its time limit (`Timeout`); the call after it succeeds against the new server. (A
+/// stdio server that dies mid-call fails the call at once with `Disconnected`:
+/// `tests/mcp_interop.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_reconnects_to_a_restarted_server() {
+    let first = serve_on("127.0.0.1:0".parse().unwrap()).await;
+    let addr = first.local_addr();
+    let mut registry = tackle::Registry::default();
+    let options =
+        tackle_mcp::ImportOptions::new("remote").with_call_timeout(Duration::from_secs(3));
+    let import = tackle_mcp::import_http(&mut registry, &first.url(), options)
+        .await
+        .unwrap();
+    let door = Runtime::new(registry);
+    let ctx = ToolContext::new().with_grant("mcp:remote");
+    let add = |a: i64| door.call("mcp.remote.demo_add@1", json!({"a": a, "b": 1}), &ctx);
+    assert_eq!(add(1).await.unwrap(), json!({"result": 2}));
+
+    // The server restarts on the same port: the old session is gone.
+    first.shutdown().await;
+    let second = serve_on(addr).await;
+    assert_eq!(add(2).await.unwrap(), json!({"result": 3}));
+
+    // A write in flight when the server goes: not retried.
+    let jot = door.call(
+        "mcp.remote.demo_jot@1",
+        json!({"note": "milk", "ms": 2000}),
+        &ctx,
+    );
+    let (outcome, ()) = tokio::join!(jot, async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        second.shutdown().await;
+    });
+    let error = outcome.unwrap_err();
+    assert_eq!(error.kind(), tackle::ToolErrorKind::Timeout, "{error}");
+    let third = serve_on(addr).await;
+    assert_eq!(
+        door.call(
+            "mcp.remote.demo_jot@1",
+            json!({"note": "eggs", "ms": 0}),
+            &ctx
+        )
+        .await
+        .unwrap(),
+        json!({"result": "noted: eggs"})
+    );
+    import.close().await;
+    // Closed: calls fail at once, without connecting.
+    let closed = add(3).await.unwrap_err();
+    assert!(closed.to_string().contains("closed"), "{closed}");
+    third.shutdown().await;
 }
 
 #[tokio::test]

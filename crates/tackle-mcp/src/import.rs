@@ -21,12 +21,18 @@
 //! files for audio and blobs, text for the rest; see `tackle::content`).
 //!
 //! Calls then go through the door like any other: capabilities, validation, approval,
-//! replay (a cassette replays MCP calls offline), shaping, sanitization, audit. A
-//! server that dies gives an `Execution` error at once. The call timeout
+//! replay (a cassette replays MCP calls offline), shaping, sanitization, audit.
+//!
+//! An import lives as long as the program: a connection that is gone (a child that
+//! exited, a session a restarted server forgot) is made again at the next call, with
+//! backoff. A call in flight when its connection is lost is made again only when its
+//! tool is safe to run again (`ToolSpec::rerun_safe`), and fails with `Disconnected`
+//! otherwise: it may have reached the server. The call timeout
 //! ([`ImportOptions::with_call_timeout`]) is each imported tool's `timeout_ms`, held
 //! by the door like any tool's: a server that does not answer in time gives a
 //! `Timeout` error, and the request is dropped: never a hang.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
@@ -111,9 +117,11 @@ impl ImportOptions {
 
 type Client = RunningService<RoleClient, ()>;
 
-/// A connection to an imported server; its tools stay usable while it lives.
+/// A connection to an imported server; its tools stay usable while it lives. A
+/// connection that drops (a restarted server, a dead child process, a lost HTTP
+/// session) is made again with backoff at the next call (see the module docs).
 pub struct McpImport {
-    client: Client,
+    link: Arc<Link>,
     server: String,
     remote_name: Option<String>,
     keys: Vec<String>,
@@ -155,51 +163,220 @@ impl McpImport {
     /// to stop, then killed). Calls of its tools fail from then on. Dropping an import
     /// closes it too, without waiting.
     pub async fn close(self) {
-        let _ = self.client.cancel().await;
+        if let Some(client) = self.link.close() {
+            let _ = client.cancel().await;
+        }
     }
 }
 
-/// Starts `command` as an MCP server over stdio and registers its tools.
+impl Drop for McpImport {
+    fn drop(&mut self) {
+        // Dropping the running client closes it, without waiting.
+        drop(self.link.close());
+    }
+}
+
+/// How an import reaches its server again.
+enum Dial {
+    /// A child process: its program, arguments, environment and directory.
+    Stdio {
+        program: std::ffi::OsString,
+        args: Vec<std::ffi::OsString>,
+        envs: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
+        dir: Option<std::path::PathBuf>,
+        stderr: ServerStderr,
+    },
+    /// A streamable-HTTP endpoint.
+    Http(String),
+}
+
+impl Dial {
+    /// How to start `command` again.
+    fn stdio(command: &tokio::process::Command, stderr: ServerStderr) -> Dial {
+        let std = command.as_std();
+        Dial::Stdio {
+            program: std.get_program().to_owned(),
+            args: std.get_args().map(ToOwned::to_owned).collect(),
+            envs: std
+                .get_envs()
+                .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+                .collect(),
+            dir: std.get_current_dir().map(ToOwned::to_owned),
+            stderr,
+        }
+    }
+
+    /// Connects (starts the child, or opens a session), within `limit`.
+    async fn connect(&self, origin: &str, limit: Duration) -> Result<Client, McpError> {
+        let failed = |message: String| McpError::Connect {
+            server: origin.to_owned(),
+            message,
+        };
+        let served = match self {
+            Dial::Stdio {
+                program,
+                args,
+                envs,
+                dir,
+                stderr,
+            } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                for (key, value) in envs {
+                    match value {
+                        Some(value) => command.env(key, value),
+                        None => command.env_remove(key),
+                    };
+                }
+                if let Some(dir) = dir {
+                    command.current_dir(dir);
+                }
+                let stderr = match stderr {
+                    ServerStderr::Inherit => std::process::Stdio::inherit(),
+                    ServerStderr::Discard => std::process::Stdio::null(),
+                };
+                let (transport, _) = TokioChildProcess::builder(command)
+                    .stderr(stderr)
+                    .spawn()
+                    .map_err(|e| failed(e.to_string()))?;
+                within(limit, origin, ().serve(transport)).await?
+            }
+            Dial::Http(url) => {
+                let transport = StreamableHttpClientTransport::from_uri(url.clone());
+                within(limit, origin, ().serve(transport)).await?
+            }
+        };
+        served.map_err(|e| failed(e.to_string()))
+    }
+}
+
+/// The waits before each new attempt to connect again: five attempts in about 3 s.
+const REDIAL_BACKOFF: [Duration; 5] = [
+    Duration::ZERO,
+    Duration::from_millis(100),
+    Duration::from_millis(300),
+    Duration::from_millis(800),
+    Duration::from_millis(2000),
+];
+
+/// An import's connection, shared by its tools' handlers: the client it has now, and
+/// how to make another when that one is gone.
+struct Link {
+    dial: Dial,
+    origin: String,
+    server: String,
+    connect_timeout: Duration,
+    /// The client now (`None` once closed), and how many times it was made again.
+    now: std::sync::Mutex<(Option<Client>, u64)>,
+    /// Held while connecting again, so that calls at once make one new connection.
+    redialing: tokio::sync::Mutex<()>,
+}
+
+impl Link {
+    fn state(&self) -> std::sync::MutexGuard<'_, (Option<Client>, u64)> {
+        self.now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Closes the link: the client, to cancel; calls fail from then on.
+    fn close(&self) -> Option<Client> {
+        self.state().0.take()
+    }
+
+    /// The peer to call now and its generation, connecting again first when the
+    /// connection is known to be gone (nothing was sent on it: no retry question).
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let (peer, generation) = {
+            let state = self.state();
+            match &state.0 {
+                Some(client) => (client.peer().clone(), state.1),
+                None => return Err(format!("the import of `{}` was closed", self.server)),
+            }
+        };
+        if peer.is_transport_closed() {
+            return self.redial(generation).await;
+        }
+        Ok((peer, generation))
+    }
+
+    /// Replaces connection `generation` with a new one (unless another call already
+    /// did), trying with backoff; the peer to call then.
+    async fn redial(&self, generation: u64) -> Result<(Peer<RoleClient>, u64), String> {
+        let _one_at_a_time = self.redialing.lock().await;
+        {
+            let state = self.state();
+            match &state.0 {
+                None => return Err(format!("the import of `{}` was closed", self.server)),
+                Some(client) if state.1 != generation => {
+                    return Ok((client.peer().clone(), state.1));
+                }
+                Some(_) => {}
+            }
+        }
+        let mut last = String::new();
+        for wait in REDIAL_BACKOFF {
+            tokio::time::sleep(wait).await;
+            match self.dial.connect(&self.origin, self.connect_timeout).await {
+                Ok(client) => {
+                    let peer = client.peer().clone();
+                    let mut state = self.state();
+                    if state.0.is_none() {
+                        // Closed meanwhile: this connection is not wanted.
+                        return Err(format!("the import of `{}` was closed", self.server));
+                    }
+                    state.1 += 1;
+                    let old = state.0.replace(client);
+                    drop(state);
+                    drop(old);
+                    tracing::info!(server = %self.server, "reconnected to the imported MCP server");
+                    return Ok((peer, generation + 1));
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(format!(
+            "could not connect to the MCP server `{}` again ({} attempts): {last}",
+            self.server,
+            REDIAL_BACKOFF.len()
+        ))
+    }
+}
+
+/// Whether a failed request failed because the connection is gone (so it may or may
+/// not have reached the server), not because the server answered with an error.
+fn connection_lost(error: &rmcp::ServiceError) -> bool {
+    matches!(
+        error,
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+    )
+}
+
+/// Starts `command` as an MCP server over stdio and registers its tools. A child that
+/// exits is started again (the same program, arguments, environment and directory)
+/// at the next call.
 pub async fn import_stdio(
     registry: &mut Registry,
     command: tokio::process::Command,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
-    let stderr = match options.stderr {
-        ServerStderr::Inherit => std::process::Stdio::inherit(),
-        ServerStderr::Discard => std::process::Stdio::null(),
-    };
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(stderr)
-        .spawn()
-        .map_err(|e| McpError::Connect {
-            server: program.clone(),
-            message: e.to_string(),
-        })?;
-    let client = within(options.connect_timeout, &program, ().serve(transport))
-        .await?
-        .map_err(|e| McpError::Connect {
-            server: program.clone(),
-            message: e.to_string(),
-        })?;
-    register(registry, client, &program, &options).await
+    let dial = Dial::stdio(&command, options.stderr);
+    drop(command);
+    let client = dial.connect(&program, options.connect_timeout).await?;
+    register(registry, client, dial, &program, &options).await
 }
 
-/// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools.
+/// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools. A
+/// session that is lost (the server restarted) is opened again at the next call.
 pub async fn import_http(
     registry: &mut Registry,
     url: &str,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
-    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-    let client = within(options.connect_timeout, url, ().serve(transport))
-        .await?
-        .map_err(|e| McpError::Connect {
-            server: url.to_owned(),
-            message: e.to_string(),
-        })?;
-    register(registry, client, url, &options).await
+    let dial = Dial::Http(url.to_owned());
+    let client = dial.connect(url, options.connect_timeout).await?;
+    register(registry, client, dial, url, &options).await
 }
 
 async fn within<T>(
@@ -249,6 +426,7 @@ fn version_of(text: &str) -> String {
 async fn register(
     registry: &mut Registry,
     client: Client,
+    dial: Dial,
     origin: &str,
     options: &ImportOptions,
 ) -> Result<McpImport, McpError> {
@@ -294,13 +472,21 @@ async fn register(
         }
         specs.push(spec);
     }
+    let link = Arc::new(Link {
+        dial,
+        origin: origin.to_owned(),
+        server: server.clone(),
+        connect_timeout: options.connect_timeout,
+        now: std::sync::Mutex::new((Some(client), 0)),
+        redialing: tokio::sync::Mutex::new(()),
+    });
     let mut keys: Vec<String> = Vec::with_capacity(tools.len());
     for (tool, spec) in tools.iter().zip(&specs) {
         let handler = handler(
-            client.peer().clone(),
+            Arc::clone(&link),
             tool.name.to_string(),
             spec.key(),
-            server.clone(),
+            spec.rerun_safe(),
         );
         let registered = registry.register(
             DynamicTool::from_handler(spec.clone(), handler).with_source(format!("mcp:{server}")),
@@ -314,7 +500,9 @@ async fn register(
                 for key in &keys {
                     let _ = registry.unregister(key);
                 }
-                client.cancel().await.ok();
+                if let Some(client) = link.close() {
+                    client.cancel().await.ok();
+                }
                 return Err(McpError::Register(error));
             }
         }
@@ -322,7 +510,7 @@ async fn register(
     keys.sort();
     specs.sort_by_key(ToolSpec::key);
     Ok(McpImport {
-        client,
+        link,
         server,
         remote_name,
         keys,
@@ -456,22 +644,41 @@ fn with_attachments(blocks: &[rmcp::model::ContentBlock]) -> Option<Value> {
     serde_json::to_value(parts).ok()
 }
 
-/// Calls the remote tool (the door holds it to the spec's `timeout_ms`).
-fn handler(peer: Peer<RoleClient>, remote: String, key: String, server: String) -> ToolHandler {
+/// Calls the remote tool (the door holds it to the spec's `timeout_ms`). A call whose
+/// connection is lost while it is in flight is made again on a new connection when
+/// the tool is safe to run again (`rerun_safe`), and fails with `Disconnected`
+/// otherwise.
+fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> ToolHandler {
     ToolHandler::new(move |_ctx, input| {
-        let (peer, remote, key, server) =
-            (peer.clone(), remote.clone(), key.clone(), server.clone());
+        let (link, remote, key) = (Arc::clone(&link), remote.clone(), key.clone());
         Box::pin(async move {
             let arguments = match input {
                 Value::Object(map) => map,
                 _ => Map::new(),
             };
             let request = CallToolRequestParams::new(remote).with_arguments(arguments);
+            let server = link.server.clone();
             let failed = |message: String| ToolError::Execution {
                 key: key.clone(),
                 message,
             };
-            let result = match peer.call_tool_once(request).await {
+            let (peer, generation) = link.peer().await.map_err(&failed)?;
+            let answer = match peer.call_tool_once(request.clone()).await {
+                Err(e) if connection_lost(&e) && rerun_safe => {
+                    let (peer, _) = link.redial(generation).await.map_err(&failed)?;
+                    peer.call_tool_once(request).await
+                }
+                Err(e) if connection_lost(&e) => {
+                    return Err(ToolError::Disconnected {
+                        key: key.clone(),
+                        reason: format!(
+                            "the connection to the MCP server `{server}` was lost ({e}); the call may have reached it, and the tool is not safe to run again, so it was not retried (the next call connects again)"
+                        ),
+                    });
+                }
+                other => other,
+            };
+            let result = match answer {
                 Err(e) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
                 Ok(CallToolResponse::Complete(result)) => result,
                 Ok(_) => {

@@ -51,11 +51,14 @@ pub enum ToolErrorKind {
     UnsafeOutput,
     /// The tool's sandbox could not run it, or stopped it at one of its limits.
     Sandbox,
+    /// The connection to the server behind the tool (an imported MCP server) was lost
+    /// during the call, and the call was not retried.
+    Disconnected,
 }
 
 impl ToolErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ToolErrorKind; 18] = [
+    pub const ALL: [ToolErrorKind; 19] = [
         ToolErrorKind::NotFound,
         ToolErrorKind::Ambiguous,
         ToolErrorKind::InvalidInput,
@@ -74,6 +77,7 @@ impl ToolErrorKind {
         ToolErrorKind::Cancelled,
         ToolErrorKind::UnsafeOutput,
         ToolErrorKind::Sandbox,
+        ToolErrorKind::Disconnected,
     ];
 
     /// The kind's name, as in `ALL` and in serialized errors.
@@ -97,6 +101,7 @@ impl ToolErrorKind {
             ToolErrorKind::Cancelled => "Cancelled",
             ToolErrorKind::UnsafeOutput => "UnsafeOutput",
             ToolErrorKind::Sandbox => "Sandbox",
+            ToolErrorKind::Disconnected => "Disconnected",
         }
     }
 
@@ -308,6 +313,17 @@ pub enum ToolError {
         /// What happened, e.g. "stopped it: it exceeded its CPU-time limit of 2 s".
         reason: String,
     },
+    /// The connection to the server behind the tool (an imported MCP server) was lost
+    /// while the call was in flight. The call may or may not have reached the server;
+    /// it was not retried, because the tool is not safe to run again (see
+    /// `ToolSpec::rerun_safe`). The next call connects again.
+    #[error("`{key}` lost its connection during the call: {reason}")]
+    Disconnected {
+        /// The tool's key.
+        key: String,
+        /// What was lost, and why the call was not retried.
+        reason: String,
+    },
 }
 
 impl ToolError {
@@ -332,6 +348,7 @@ impl ToolError {
             ToolError::Cancelled { .. } => ToolErrorKind::Cancelled,
             ToolError::UnsafeOutput { .. } => ToolErrorKind::UnsafeOutput,
             ToolError::Sandbox { .. } => ToolErrorKind::Sandbox,
+            ToolError::Disconnected { .. } => ToolErrorKind::Disconnected,
         }
     }
 
@@ -354,7 +371,8 @@ impl ToolError {
             | ToolError::Aborted { key, .. }
             | ToolError::Cancelled { key }
             | ToolError::UnsafeOutput { key, .. }
-            | ToolError::Sandbox { key, .. } => Some(key),
+            | ToolError::Sandbox { key, .. }
+            | ToolError::Disconnected { key, .. } => Some(key),
         }
     }
 

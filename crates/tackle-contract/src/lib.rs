@@ -118,6 +118,251 @@ pub mod attr {
     ];
 }
 
+/// One attribute of `#[tool]` as the reference describes it: its name, how it is
+/// written, what it takes, its default and what it means. Defined once, here: the
+/// macro's parser knows the attributes by [`ATTRIBUTES`], and the reference table in
+/// `docs/macro.md` is [`reference_table`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attribute {
+    /// The attribute's name (`side_effects`).
+    pub name: &'static str,
+    /// How it is written, as the table's first cell shows it (Markdown).
+    pub written: &'static str,
+    /// What it takes (Markdown).
+    pub value: &'static str,
+    /// Its default (Markdown).
+    pub default: &'static str,
+    /// What it means (Markdown).
+    pub meaning: &'static str,
+}
+
+/// Every attribute of `#[tool]`, in the order of the reference table in
+/// `docs/macro.md`, which is made from this list (a test of this crate checks that the
+/// table is this list, row by row).
+pub const ATTRIBUTES: &[Attribute] = &[
+    Attribute {
+        name: "side_effects",
+        written: r##"`side_effects`"##,
+        value: r##"`none` \| `read` \| `write` \| `external`"##,
+        default: r##"**required**"##,
+        meaning: r##"what calling the tool does to the world"##,
+    },
+    Attribute {
+        name: "name",
+        written: r##"`name`"##,
+        value: r##"string: ASCII letters, digits, `_`, `-`"##,
+        default: r##"the function's name"##,
+        meaning: r##"the tool's name in its namespace"##,
+    },
+    Attribute {
+        name: "namespace",
+        written: r##"`namespace`"##,
+        value: r##"string: dot-separated segments of the same characters"##,
+        default: r##"the crate name"##,
+        meaning: r##"groups tools; `llm.openai` is fine"##,
+    },
+    Attribute {
+        name: "version",
+        written: r##"`version`"##,
+        value: r##"string: ASCII letters, digits, `.`, `_`, `-`, `+`"##,
+        default: r##"`"1"`"##,
+        meaning: r##"compared semver-aware when resolving `namespace.name`"##,
+    },
+    Attribute {
+        name: "description",
+        written: r##"`description`"##,
+        value: r##"string"##,
+        default: r##"the first paragraph of the doc comment"##,
+        meaning: r##"what the tool does, for the model; one of the two is required"##,
+    },
+    Attribute {
+        name: "replay_policy",
+        written: r##"`replay_policy`"##,
+        value: r##"`must_stub` \| `fail_loud` \| `recorded_result`"##,
+        default: r##"from `side_effects`: `none`/`read` -> `recorded_result`, `write`/`external` -> `must_stub`"##,
+        meaning: r##"what replay does with the tool's calls; `recorded_result` is refused on `write`/`external`"##,
+    },
+    Attribute {
+        name: "requires_capability",
+        written: r##"`requires_capability`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"permissions the caller must hold, every one"##,
+    },
+    Attribute {
+        name: "idempotency_key",
+        written: r##"`idempotency_key`"##,
+        value: r##"string: an input parameter's name"##,
+        default: r##"none"##,
+        meaning: r##"the input field identifying a call for deduplication"##,
+    },
+    Attribute {
+        name: "cost_estimate",
+        written: r##"`cost_estimate`"##,
+        value: r##"decimal **string**, e.g. `"0.015"`"##,
+        default: r##"none"##,
+        meaning: r##"cost of one call, an exact `rust_decimal::Decimal`"##,
+    },
+    Attribute {
+        name: "tags",
+        written: r##"`tags`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"labels for search"##,
+    },
+    Attribute {
+        name: "examples",
+        written: r##"`examples`"##,
+        value: r##"list of JSON strings: `r#"{...}"#` (an input) or `(input, output)` pairs"##,
+        default: r##"none"##,
+        meaning: r##"checked as JSON at compile time, against the schemas when the registry is built"##,
+    },
+    Attribute {
+        name: "deprecated",
+        written: r##"`deprecated`"##,
+        value: r##"flag, `= true/false`, or `= "note"`"##,
+        default: r##"not deprecated"##,
+        meaning: r##"hides the tool from search unless asked; the note says what to use instead"##,
+    },
+    Attribute {
+        name: "input_schema",
+        written: r##"`input_schema`"##,
+        value: r##"JSON string"##,
+        default: r##"derived from the parameters"##,
+        meaning: r##"replaces the derived input schema (normalized; must be an object schema)"##,
+    },
+    Attribute {
+        name: "output_schema",
+        written: r##"`output_schema`"##,
+        value: r##"JSON string"##,
+        default: r##"derived from the return type"##,
+        meaning: r##"replaces the derived output schema"##,
+    },
+    Attribute {
+        name: "execution_mode",
+        written: r##"`execution_mode`"##,
+        value: r##"`auto` \| `parallel` \| `sequential`"##,
+        default: r##"`auto`"##,
+        meaning: r##"in an executor batch: `auto` runs `none`/`read` tools in parallel and `write`/`external` tools one at a time in call order; `parallel` opts a write tool into parallel; `sequential` runs alone"##,
+    },
+    Attribute {
+        name: "needs_approval",
+        written: r##"`needs_approval`"##,
+        value: r##"flag, `= true/false`, or `= predicate`"##,
+        default: r##"false"##,
+        meaning: r##"every call (flag), or the calls whose validated input `predicate: fn(&serde_json::Value) -> bool` accepts, must be approved by the runtime's `Approver`; with none configured they are denied"##,
+    },
+    Attribute {
+        name: "timeout_ms",
+        written: r##"`timeout_ms`"##,
+        value: r##"whole number"##,
+        default: r##"none"##,
+        meaning: r##"per-call time limit; past it the call fails with `Timeout`"##,
+    },
+    Attribute {
+        name: "max_result_tokens",
+        written: r##"`max_result_tokens`"##,
+        value: r##"whole number"##,
+        default: r##"16384"##,
+        meaning: r##"longest result (4 characters a token) before the door shapes it; `0` never shapes (warned once)"##,
+    },
+    Attribute {
+        name: "result_shaping",
+        written: r##"`result_shaping`"##,
+        value: r##"`middle` \| `tail` \| `spill_to_file` \| `summarize`"##,
+        default: r##"by name: `tail` for `code_execution`, `summarize` for `web_search`, else `middle`"##,
+        meaning: r##"how a longer result is shaped (see [executor.md](executor.md))"##,
+    },
+    Attribute {
+        name: "secrets",
+        written: r##"`secrets`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"the secrets the tool may read with `ctx.secret(name)`; any other is refused"##,
+    },
+    Attribute {
+        name: "trust",
+        written: r##"`trust`"##,
+        value: r##"`first_party` \| `trusted` \| `untrusted` \| `mcp`"##,
+        default: r##"`first_party`"##,
+        meaning: r##"the trust ladder: the `priority` collision strategy, and which sanitization policy applies to results"##,
+    },
+    Attribute {
+        name: "blocking",
+        written: r##"`blocking`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"a synchronous tool that blocks: it runs on tokio's blocking threads, off the async workers"##,
+    },
+    Attribute {
+        name: "sensitivity",
+        written: r##"`sensitivity`"##,
+        value: r##"`public` \| `internal` \| `confidential` \| `secret`"##,
+        default: r##"`internal`"##,
+        meaning: r##"how sensitive results are: recorded on the span, given to the spill writer; `secret` results are never spilled"##,
+    },
+    Attribute {
+        name: "preferred_model",
+        written: r##"`preferred_model`"##,
+        value: r##"string: `"fast"`, `"balanced"`, `"smart"` or a model's name"##,
+        default: r##"none"##,
+        meaning: r##"the model a ReAct run asks in the step after this tool (`ReactSkill::with_model_for`)"##,
+    },
+    Attribute {
+        name: "defer_loading",
+        written: r##"`defer_loading`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"a ReAct run does not offer the tool up front; the model finds it with `tool_search`"##,
+    },
+    Attribute {
+        name: "reveals_secrets",
+        written: r##"`reveals_secrets`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"the tool's output may hold secrets on purpose (it hands out a credential); otherwise the door replaces the caller's secrets with `<redacted>` and token-shaped strings with `[REDACTED]`"##,
+    },
+    Attribute {
+        name: "sandbox",
+        written: r##"`sandbox`"##,
+        value: r##"`in_process` \| `process`"##,
+        default: r##"`in_process`"##,
+        meaning: r##"where the tool runs: `process` runs each call in a child process with a cleared environment, CPU-time and memory limits, no network, and a hard kill on timeout (see [security.md](security.md#sandboxes)); the runtime's sandbox resolver may decide otherwise"##,
+    },
+    Attribute {
+        name: "params",
+        written: r##"`params(a = "...", ...)`"##,
+        value: r##"descriptions by parameter name"##,
+        default: r##"none"##,
+        meaning: r##"parameter descriptions"##,
+    },
+    Attribute {
+        name: "crate",
+        written: r##"`crate`"##,
+        value: r##"string: a path, e.g. `"::my_framework::tackle"`"##,
+        default: r##"found from `Cargo.toml`"##,
+        meaning: r##"where the `tackle` crate is, for crates that reach it through a re-export; a renamed dependency (`tackle2 = { package = "tackle" }`) is found without it"##,
+    },
+];
+
+/// The attribute with this name, if `#[tool]` has one.
+pub fn attribute(name: &str) -> Option<&'static Attribute> {
+    ATTRIBUTES.iter().find(|a| a.name == name)
+}
+
+/// The reference table of `docs/macro.md`'s "Attributes" section: its header and a
+/// row per attribute of [`ATTRIBUTES`].
+pub fn reference_table() -> String {
+    let mut table = String::from("| attribute | value | default | meaning |\n|---|---|---|---|\n");
+    for a in ATTRIBUTES {
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            a.written, a.value, a.default, a.meaning
+        ));
+    }
+    table
+}
+
 /// Whether two strings are equal, in a `const` context.
 const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -598,6 +843,48 @@ pub fn is_secret_name<W: AsRef<str>>(name: &str, words: &[W]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_attribute_is_described_once() {
+        let names: Vec<&str> = ATTRIBUTES.iter().map(|a| a.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "an attribute described twice");
+        let mut all = attr::ALL.to_vec();
+        all.sort_unstable();
+        assert_eq!(
+            sorted, all,
+            "ATTRIBUTES and attr::ALL name the same attributes"
+        );
+        for a in ATTRIBUTES {
+            assert!(a.written.starts_with(&format!("`{}", a.name)), "{a:?}");
+        }
+    }
+
+    /// The reference table in `docs/macro.md` is made from [`ATTRIBUTES`]: after a
+    /// change here, write it with `TACKLE_BLESS=1 cargo test -p tackle-contract`.
+    #[test]
+    fn the_reference_table_is_the_attributes() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/macro.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/macro.md");
+        let header = "| attribute | value | default | meaning |";
+        let start = doc.find(header).expect("the table's header");
+        let end = doc[start..]
+            .find("\n\n")
+            .map_or(doc.len(), |at| start + at + 1);
+        let expected = reference_table();
+        if doc[start..end] != expected && std::env::var_os("TACKLE_BLESS").is_some() {
+            let written = format!("{}{}{}", &doc[..start], expected, &doc[end..]);
+            std::fs::write(&path, written).expect("write docs/macro.md");
+            return;
+        }
+        assert_eq!(
+            doc[start..end],
+            expected,
+            "docs/macro.md's attribute table is not ATTRIBUTES: run TACKLE_BLESS=1 cargo test -p tackle-contract"
+        );
+    }
 
     #[test]
     fn trust_reads_graphorins_words() {

@@ -20,8 +20,11 @@ use tackle_contract::{
 use crate::errors::Errors;
 use crate::json;
 
-/// Every attribute `#[tool]` accepts (defined by the contract the runtime shares).
-pub const KNOWN: &[&str] = attr::ALL;
+/// Whether `#[tool]` has an attribute named `key` (the contract's `ATTRIBUTES`, which
+/// the reference table is made from, say which).
+fn known(key: &str) -> bool {
+    tackle_contract::attribute(key).is_some()
+}
 
 /// A word-valued attribute: its value and where it was written.
 #[derive(Clone, Copy, Debug)]
@@ -89,7 +92,7 @@ pub fn parse(args: TokenStream) -> (ToolAttrs, Errors) {
             .map(Ident::to_string)
             .unwrap_or_else(|| path_text(&meta.path));
         let raw = raw_value(&meta)?;
-        if !KNOWN.contains(&key.as_str()) {
+        if !known(&key) {
             errors.push(unknown(&key, span));
         } else if attrs.given.contains(&key) {
             errors.push(syn::Error::new(
@@ -131,14 +134,15 @@ fn raw_value(meta: &ParseNestedMeta) -> syn::Result<Raw> {
 }
 
 fn unknown(key: &str, span: Span) -> syn::Error {
-    let closest = KNOWN
-        .iter()
-        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+    let names = tackle_contract::ATTRIBUTES.iter().map(|a| a.name);
+    let closest = names
+        .clone()
+        .map(|k| (strsim::damerau_levenshtein(key, k), k))
         .min()
         .filter(|(d, k)| *d <= (k.len() / 3).max(2));
     let hint = match closest {
         Some((_, k)) => format!("did you mean `{k}`?"),
-        None => format!("expected one of: {}", KNOWN.join(", ")),
+        None => format!("expected one of: {}", names.collect::<Vec<_>>().join(", ")),
     };
     syn::Error::new(span, format!("unknown attribute `{key}`; {hint}"))
 }

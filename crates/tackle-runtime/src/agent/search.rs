@@ -81,6 +81,9 @@ struct Doc {
     key: String,
     name: String,
     len: f64,
+    /// BM25's length normalization of this document, `K1 * (1 - B + B * len / avg)`,
+    /// computed once when the index is built.
+    norm: f64,
     vector: Option<Vec<f32>>,
 }
 
@@ -89,7 +92,6 @@ pub struct ToolIndex {
     docs: Vec<Doc>,
     /// word -> (document, term frequency)
     postings: HashMap<String, Vec<(u32, u32)>>,
-    avg_len: f64,
     embedder: Option<Arc<dyn Embedder>>,
 }
 
@@ -167,6 +169,7 @@ impl ToolIndex {
                 key: tool.key().to_owned(),
                 name: spec.name.to_lowercase(),
                 len: tokens.len() as f64,
+                norm: 0.0,
                 vector: embedder.as_ref().map(|e| e.embed(&text)),
             });
         }
@@ -175,10 +178,12 @@ impl ToolIndex {
         } else {
             total / docs.len() as f64
         };
+        for doc in &mut docs {
+            doc.norm = K1 * (1.0 - B + B * doc.len / avg_len);
+        }
         ToolIndex {
             docs,
             postings,
-            avg_len,
             embedder,
         }
     }
@@ -233,8 +238,8 @@ impl ToolIndex {
             let idf = ((n - list.len() as f64 + 0.5) / (list.len() as f64 + 0.5) + 1.0).ln();
             for &(doc, tf) in list {
                 let tf = f64::from(tf);
-                let len = self.docs[doc as usize].len;
-                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg_len));
+                let norm = self.docs[doc as usize].norm;
+                let score = idf * tf * (K1 + 1.0) / (tf + norm);
                 let slot = &mut dense[doc as usize];
                 if *slot == 0.0 {
                     touched.push(doc);
@@ -254,16 +259,21 @@ impl ToolIndex {
         self.ranked(hits, k, tier)
     }
 
-    /// The `k` best of `hits`, best first (ties by key).
+    /// The `k` best of `hits`, best first (ties by key). Only the best `k` are sorted:
+    /// the rest are set aside in linear time.
     fn ranked(&self, mut hits: Vec<(u32, f64)>, k: usize, tier: SearchTier) -> Vec<SearchHit> {
-        hits.sort_by(|a, b| {
+        let order = |a: &(u32, f64), b: &(u32, f64)| {
             b.1.total_cmp(&a.1).then_with(|| {
                 self.docs[a.0 as usize]
                     .key
                     .cmp(&self.docs[b.0 as usize].key)
             })
-        });
-        hits.truncate(k);
+        };
+        if k < hits.len() {
+            hits.select_nth_unstable_by(k, order);
+            hits.truncate(k);
+        }
+        hits.sort_by(order);
         hits.into_iter()
             .map(|(doc, score)| SearchHit {
                 key: self.docs[doc as usize].key.clone(),

@@ -663,12 +663,14 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
                 message,
             };
             let (peer, generation) = link.peer().await.map_err(&failed)?;
-            let answer = match peer.call_tool_once(request.clone()).await {
-                Err(e) if connection_lost(&e) && rerun_safe => {
+            // Kept for a second attempt only when one may be made.
+            let again = rerun_safe.then(|| request.clone());
+            let answer = match (peer.call_tool_once(request).await, again) {
+                (Err(e), Some(request)) if connection_lost(&e) => {
                     let (peer, _) = link.redial(generation).await.map_err(&failed)?;
                     peer.call_tool_once(request).await
                 }
-                Err(e) if connection_lost(&e) => {
+                (Err(e), None) if connection_lost(&e) => {
                     return Err(ToolError::Disconnected {
                         key: key.clone(),
                         reason: format!(
@@ -676,7 +678,7 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
                         ),
                     });
                 }
-                other => other,
+                (answer, _) => answer,
             };
             let result = match answer {
                 Err(e) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),

@@ -69,10 +69,16 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 
 impl SqliteStore {
     /// Opens the store at `path`, creating the file and its tables when there is no
-    /// file. An existing file is checked first (`PRAGMA quick_check`): a damaged or
-    /// truncated one, or an empty one, is refused with [`StoreError::Corrupt`].
+    /// file (whole or not at all: a process killed while creating it leaves no file
+    /// at `path`). An existing file is checked first (`PRAGMA quick_check`): a
+    /// damaged or truncated one, or an empty one, is refused with
+    /// [`StoreError::Corrupt`].
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(&path)?,
+            _ => {}
+        }
         let existed = match std::fs::metadata(&path) {
             Ok(meta) if meta.len() == 0 => {
                 return Err(StoreError::Corrupt {
@@ -109,22 +115,7 @@ impl SqliteStore {
                 });
             }
         }
-        connection
-            .execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = FULL;
-                 CREATE TABLE IF NOT EXISTS runs (
-                     run_id TEXT PRIMARY KEY,
-                     record TEXT NOT NULL
-                 );
-                 CREATE TABLE IF NOT EXISTS journal (
-                     run_id TEXT NOT NULL,
-                     seq INTEGER NOT NULL,
-                     entry TEXT NOT NULL,
-                     PRIMARY KEY (run_id, seq)
-                 );",
-            )
-            .map_err(failed)?;
+        connection.execute_batch(SCHEMA).map_err(failed)?;
         // Stores written before records had versions gain the column.
         let versioned: bool = connection
             .query_row(
@@ -190,6 +181,70 @@ impl SqliteStore {
 
 /// Checks what SQLite's own check passes over: that the file starts as a database
 /// does, and that it is as long as its header says (a copy cut short is refused).
+/// The store's settings and tables (`IF NOT EXISTS`: run on every open).
+const SCHEMA: &str = "PRAGMA journal_mode = WAL;
+     PRAGMA synchronous = FULL;
+     CREATE TABLE IF NOT EXISTS runs (
+         run_id TEXT PRIMARY KEY,
+         record TEXT NOT NULL
+     );
+     CREATE TABLE IF NOT EXISTS journal (
+         run_id TEXT NOT NULL,
+         seq INTEGER NOT NULL,
+         entry TEXT NOT NULL,
+         PRIMARY KEY (run_id, seq)
+     );";
+
+/// Creates a new store at `path`, whole or not at all: the tables are written to a
+/// file beside it, synced, then linked into place, so a process killed half-way
+/// leaves no file at `path` (SQLite would otherwise leave an empty file there between
+/// creating it and its first write, which [`SqliteStore::open`] rightly refuses).
+/// When another process created the store meanwhile, that one is used.
+fn create(path: &Path) -> Result<(), StoreError> {
+    let io = |e: std::io::Error| StoreError::Io {
+        message: format!("{}: {e}", path.display()),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "runs.db".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let temp = path.with_file_name(format!(".{name}.creating-{}-{nanos}", std::process::id()));
+    let cleanup = |temp: &Path| {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = temp.as_os_str().to_owned();
+            file.push(suffix);
+            let _ = std::fs::remove_file(std::path::PathBuf::from(file));
+        }
+    };
+    let made = (|| {
+        let connection = Connection::open(&temp).map_err(|e| file_error(&temp, e))?;
+        connection
+            .execute_batch(SCHEMA)
+            .map_err(|e| file_error(&temp, e))?;
+        // Closing checkpoints the log into the file.
+        drop(connection);
+        std::fs::File::open(&temp)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+        match std::fs::hard_link(&temp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
+        }
+        Ok(())
+    })();
+    cleanup(&temp);
+    made
+}
+
 fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {
     use std::io::Read;
     let refuse = |why: String| StoreError::Corrupt {

@@ -643,19 +643,47 @@ fn importer_calls_a_python_server() {
         assert!(err.to_string().contains("tables seat at most 12"), "{err}");
 
         // A server that dies mid-call: that call fails at once with `Disconnected` (it
-        // may have had an effect: it is not run again); the next call starts the
-        // server again and succeeds against the new process.
+        // may have had an effect: it is not run again). Imported with `import_stdio`,
+        // the command ran once: the next call fails at once too.
         let started = Instant::now();
         let crash = rt
             .call("mcp.py-weather.crash", json!({}), &ctx)
             .await
             .unwrap_err();
         assert_eq!(crash.kind(), ToolErrorKind::Disconnected, "{crash}");
+        let after = rt
+            .call(
+                "mcp.py-weather.forecast",
+                json!({"city": "Oslo", "days": 2}),
+                &ctx,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(after.kind(), ToolErrorKind::Execution, "{after}");
+        assert!(after.to_string().contains("import_stdio_with"), "{after}");
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{:?}",
             started.elapsed()
         );
+        import.close().await;
+
+        // Imported with `import_stdio_with`, the next call starts the server again and
+        // succeeds against the new process; after `close`, calls fail at once.
+        let mut registry = Registry::default();
+        let import = tackle_mcp::import_stdio_with(
+            &mut registry,
+            || python_server(false),
+            ImportOptions::new("py-weather"),
+        )
+        .await
+        .expect("import");
+        let rt = Runtime::new(registry);
+        let crash = rt
+            .call("mcp.py-weather.crash", json!({}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(crash.kind(), ToolErrorKind::Disconnected, "{crash}");
         let after = rt
             .call(
                 "mcp.py-weather.forecast",

@@ -23,9 +23,9 @@
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit.
 //!
-//! An import lives as long as the program: a connection that is gone (a child that
-//! exited, a session a restarted server forgot) is made again at the next call, with
-//! backoff. A call in flight when its connection is lost is made again only when its
+//! An import lives as long as the program: a connection that is gone (a session a
+//! restarted server forgot, or a child that exited, for [`import_stdio_with`], which
+//! knows how to start it again) is made again at the next call, with backoff. A call in flight when its connection is lost is made again only when its
 //! tool is safe to run again (`ToolSpec::rerun_safe`), and fails with `Disconnected`
 //! otherwise: it may have reached the server. The call timeout
 //! ([`ImportOptions::with_call_timeout`]) is each imported tool's `timeout_ms`, held
@@ -176,77 +176,74 @@ impl Drop for McpImport {
     }
 }
 
+/// Makes the command that starts an imported stdio server (see [`import_stdio_with`]).
+type MakeCommand = Arc<dyn Fn() -> tokio::process::Command + Send + Sync>;
+
 /// How an import reaches its server again.
 enum Dial {
-    /// A child process: its program, arguments, environment and directory.
+    /// A child process, started by `make` (`None`: started once, from a `Command`
+    /// given as it is, whose settings cannot all be read back to start it again).
     Stdio {
-        program: std::ffi::OsString,
-        args: Vec<std::ffi::OsString>,
-        envs: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
-        dir: Option<std::path::PathBuf>,
+        make: Option<MakeCommand>,
         stderr: ServerStderr,
     },
     /// A streamable-HTTP endpoint.
     Http(String),
 }
 
+/// Starts `command` as a stdio MCP server and connects to it, within `limit`.
+async fn spawn(
+    command: tokio::process::Command,
+    stderr: ServerStderr,
+    origin: &str,
+    limit: Duration,
+) -> Result<Client, McpError> {
+    let failed = |message: String| McpError::Connect {
+        server: origin.to_owned(),
+        message,
+    };
+    let stderr = match stderr {
+        ServerStderr::Inherit => std::process::Stdio::inherit(),
+        ServerStderr::Discard => std::process::Stdio::null(),
+    };
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    within(limit, origin, ().serve(transport))
+        .await?
+        .map_err(|e| failed(e.to_string()))
+}
+
 impl Dial {
-    /// How to start `command` again.
-    fn stdio(command: &tokio::process::Command, stderr: ServerStderr) -> Dial {
-        let std = command.as_std();
-        Dial::Stdio {
-            program: std.get_program().to_owned(),
-            args: std.get_args().map(ToOwned::to_owned).collect(),
-            envs: std
-                .get_envs()
-                .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
-                .collect(),
-            dir: std.get_current_dir().map(ToOwned::to_owned),
-            stderr,
-        }
+    /// Whether a lost connection can be made again.
+    fn redials(&self) -> bool {
+        !matches!(self, Dial::Stdio { make: None, .. })
     }
 
     /// Connects (starts the child, or opens a session), within `limit`.
     async fn connect(&self, origin: &str, limit: Duration) -> Result<Client, McpError> {
-        let failed = |message: String| McpError::Connect {
-            server: origin.to_owned(),
-            message,
-        };
-        let served = match self {
+        match self {
             Dial::Stdio {
-                program,
-                args,
-                envs,
-                dir,
+                make: Some(make),
                 stderr,
-            } => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args);
-                for (key, value) in envs {
-                    match value {
-                        Some(value) => command.env(key, value),
-                        None => command.env_remove(key),
-                    };
-                }
-                if let Some(dir) = dir {
-                    command.current_dir(dir);
-                }
-                let stderr = match stderr {
-                    ServerStderr::Inherit => std::process::Stdio::inherit(),
-                    ServerStderr::Discard => std::process::Stdio::null(),
-                };
-                let (transport, _) = TokioChildProcess::builder(command)
-                    .stderr(stderr)
-                    .spawn()
-                    .map_err(|e| failed(e.to_string()))?;
-                within(limit, origin, ().serve(transport)).await?
-            }
+            } => spawn(make(), *stderr, origin, limit).await,
+            Dial::Stdio { make: None, .. } => Err(McpError::Connect {
+                server: origin.to_owned(),
+                message: "the server process exited, and an import made with `import_stdio` \
+                          does not start it again (`import_stdio_with` does)"
+                    .to_owned(),
+            }),
             Dial::Http(url) => {
                 let transport = StreamableHttpClientTransport::from_uri(url.clone());
-                within(limit, origin, ().serve(transport)).await?
+                within(limit, origin, ().serve(transport))
+                    .await?
+                    .map_err(|e| McpError::Connect {
+                        server: origin.to_owned(),
+                        message: e.to_string(),
+                    })
             }
-        };
-        served.map_err(|e| failed(e.to_string()))
+        }
     }
 }
 
@@ -314,6 +311,12 @@ impl Link {
                 Some(_) => {}
             }
         }
+        if !self.dial.redials() {
+            return match self.dial.connect(&self.origin, self.connect_timeout).await {
+                Err(e) => Err(e.to_string()),
+                Ok(_) => Err(format!("the MCP server `{}` is gone", self.server)),
+            };
+        }
         let mut last = String::new();
         for wait in REDIAL_BACKOFF {
             tokio::time::sleep(wait).await;
@@ -352,18 +355,40 @@ fn connection_lost(error: &rmcp::ServiceError) -> bool {
     )
 }
 
-/// Starts `command` as an MCP server over stdio and registers its tools. A child that
-/// exits is started again (the same program, arguments, environment and directory)
-/// at the next call.
+/// Starts `command` as an MCP server over stdio and registers its tools. The command
+/// runs once: if the process exits, calls fail from then on (its settings, such as
+/// `env_clear`, cannot all be read back to start it the same way again; use
+/// [`import_stdio_with`] for a server that is started again).
 pub async fn import_stdio(
     registry: &mut Registry,
     command: tokio::process::Command,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
-    let dial = Dial::stdio(&command, options.stderr);
-    drop(command);
-    let client = dial.connect(&program, options.connect_timeout).await?;
+    let client = spawn(command, options.stderr, &program, options.connect_timeout).await?;
+    let dial = Dial::Stdio {
+        make: None,
+        stderr: options.stderr,
+    };
+    register(registry, client, dial, &program, &options).await
+}
+
+/// Starts the command `make` builds as an MCP server over stdio and registers its
+/// tools; when the process exits, the next call starts a new one with a command from
+/// `make` (with backoff), so the imported tools live as long as the program.
+pub async fn import_stdio_with(
+    registry: &mut Registry,
+    make: impl Fn() -> tokio::process::Command + Send + Sync + 'static,
+    options: ImportOptions,
+) -> Result<McpImport, McpError> {
+    let make: MakeCommand = Arc::new(make);
+    let command = make();
+    let program = format!("{:?}", command.as_std().get_program());
+    let client = spawn(command, options.stderr, &program, options.connect_timeout).await?;
+    let dial = Dial::Stdio {
+        make: Some(make),
+        stderr: options.stderr,
+    };
     register(registry, client, dial, &program, &options).await
 }
 

@@ -49,7 +49,8 @@ pub mod server;
 pub mod stdio;
 
 pub use import::{
-    import_http, import_stdio, register_offline, ImportOptions, McpImport, ServerStderr,
+    import_http, import_stdio, import_stdio_with, register_offline, ImportOptions, McpImport,
+    ServerStderr,
 };
 pub use names::NameMap;
 pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenValidator};

@@ -32,17 +32,26 @@
 //! by the door like any tool's: a server that does not answer in time gives a
 //! `Timeout` error, and the request is dropped: never a hang.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, Tool};
-use rmcp::service::{Peer, RunningService};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
+    Implementation, ProtocolVersion, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tackle_runtime::content::ContentPart;
 use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
 
+use crate::client::Elicited;
+use crate::oauth_client::{Authorization, OAuthClient, AUTHORIZATIONS_PER_REQUEST};
 use crate::McpError;
 
 /// How to import: the name the importer gives the server, and limits.
@@ -60,6 +69,40 @@ pub struct ImportOptions {
     /// Where a stdio server's stderr goes (the transport sets it on the `Command`,
     /// replacing the Command's own setting). Default: this process's stderr.
     pub stderr: ServerStderr,
+    /// How an import over HTTP gets access tokens from a protected server (`None`:
+    /// requests go without a token).
+    pub oauth: Option<OAuthClient>,
+    /// Who answers the server's `elicitation/create` requests (`None`: the client
+    /// does not offer elicitation, and a request is declined).
+    pub elicitation: Option<ElicitationHandler>,
+}
+
+/// A server's question to the person at the client (`elicitation/create`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Elicitation {
+    /// The `<server>` name of the import that asks.
+    pub server: String,
+    /// What the server asks, for the person.
+    pub message: String,
+    /// The form: a JSON Schema object of flat properties, each possibly with a
+    /// `default` (SEP-1034).
+    pub schema: Value,
+}
+
+/// The future an [`ElicitationHandler`] returns.
+pub type ElicitFuture = Pin<Box<dyn Future<Output = Elicited> + Send>>;
+
+/// Answers an imported server's `elicitation/create` requests
+/// ([`ImportOptions::with_elicitation`]). An accepted form gets the schema's
+/// `default` of every field the answer leaves out (SEP-1034), so a handler that
+/// accepts with `{}` accepts the defaults.
+#[derive(Clone)]
+pub struct ElicitationHandler(Arc<dyn Fn(Elicitation) -> ElicitFuture + Send + Sync>);
+
+impl std::fmt::Debug for ElicitationHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ElicitationHandler")
+    }
 }
 
 /// Where an imported stdio server's stderr goes.
@@ -83,7 +126,30 @@ impl ImportOptions {
             call_timeout: Duration::from_secs(30),
             requires: None,
             stderr: ServerStderr::Inherit,
+            oauth: None,
+            elicitation: None,
         }
+    }
+
+    /// Authorizes with OAuth 2.1 when an HTTP server asks for a token (see
+    /// [`oauth_client`](crate::oauth_client)).
+    pub fn with_oauth(mut self, oauth: OAuthClient) -> ImportOptions {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// Answers the server's `elicitation/create` requests with `handler` (and offers
+    /// the `elicitation` capability). Fields the handler's accepted form leaves out
+    /// get the schema's defaults.
+    pub fn with_elicitation<F, Fut>(mut self, handler: F) -> ImportOptions
+    where
+        F: Fn(Elicitation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Elicited> + Send + 'static,
+    {
+        self.elicitation = Some(ElicitationHandler(Arc::new(move |request| {
+            Box::pin(handler(request))
+        })));
+        self
     }
 
     /// Sends a stdio server's stderr to `stderr`.
@@ -115,7 +181,82 @@ impl ImportOptions {
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
+type Client = RunningService<RoleClient, ImportHandler>;
+
+/// The client side of an import's connection: what it tells the server about itself,
+/// and its answers to the server's requests.
+#[derive(Clone)]
+struct ImportHandler {
+    server: String,
+    elicitation: Option<ElicitationHandler>,
+}
+
+impl ClientHandler for ImportHandler {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        }
+        // The revision that begins with `initialize`: an import opens a session.
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("tackle", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let declined = || ElicitResult::new(ElicitationAction::Decline);
+        let Some(handler) = &self.elicitation else {
+            return Ok(declined());
+        };
+        // Only forms are answered here; a URL elicitation is for a person's browser.
+        let Ok(wire) = serde_json::to_value(&request) else {
+            return Ok(declined());
+        };
+        let (Some(message), Some(schema)) = (
+            wire.get("message").and_then(Value::as_str),
+            wire.get("requestedSchema"),
+        ) else {
+            return Ok(declined());
+        };
+        let asked = Elicitation {
+            server: self.server.clone(),
+            message: message.to_owned(),
+            schema: schema.clone(),
+        };
+        Ok(match (handler.0)(asked).await {
+            Elicited::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(with_defaults(content, schema))),
+            Elicited::Decline => declined(),
+            Elicited::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}
+
+/// `content` with the `default` of every property of `schema` it leaves out
+/// (SEP-1034); a content that is not an object is taken as `{}`.
+fn with_defaults(content: Value, schema: &Value) -> Map<String, Value> {
+    let mut content = match content {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            if let Some(default) = property.get("default") {
+                content
+                    .entry(name.clone())
+                    .or_insert_with(|| default.clone());
+            }
+        }
+    }
+    content
+}
 
 /// A connection to an imported server; its tools stay usable while it lives. A
 /// connection that drops (a restarted server, a dead child process, a lost HTTP
@@ -187,12 +328,16 @@ enum Dial {
         make: Option<MakeCommand>,
         stderr: ServerStderr,
     },
-    /// A streamable-HTTP endpoint.
-    Http(String),
+    /// A streamable-HTTP endpoint, and its OAuth state when it is protected.
+    Http {
+        url: String,
+        auth: Option<Arc<Authorization>>,
+    },
 }
 
 /// Starts `command` as a stdio MCP server and connects to it, within `limit`.
 async fn spawn(
+    handler: ImportHandler,
     command: tokio::process::Command,
     stderr: ServerStderr,
     origin: &str,
@@ -210,9 +355,79 @@ async fn spawn(
         .stderr(stderr)
         .spawn()
         .map_err(|e| failed(e.to_string()))?;
-    within(limit, origin, ().serve(transport))
+    within(limit, origin, handler.serve(transport))
         .await?
         .map_err(|e| failed(e.to_string()))
+}
+
+/// Opens a session with the streamable-HTTP endpoint `url` within `limit`, answering
+/// its authorization challenges when `auth` is given.
+async fn open(
+    handler: &ImportHandler,
+    url: &str,
+    auth: Option<&Authorization>,
+    origin: &str,
+    limit: Duration,
+) -> Result<Client, McpError> {
+    let failed = |message: String| McpError::Connect {
+        server: origin.to_owned(),
+        message,
+    };
+    let Some(auth) = auth else {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        return within(limit, origin, handler.clone().serve(transport))
+            .await?
+            .map_err(|e| failed(e.to_string()));
+    };
+    let mut answered = 0;
+    loop {
+        let seen = auth.tokens();
+        let transport = StreamableHttpClientTransport::with_client(
+            auth.client.clone(),
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+        );
+        let error = match within(limit, origin, handler.clone().serve(transport)).await? {
+            Ok(client) => return Ok(client),
+            Err(error) => error,
+        };
+        match error.auth_challenge() {
+            Some(challenge) if answered < AUTHORIZATIONS_PER_REQUEST => {
+                answered += 1;
+                auth.answer(challenge, seen).await.map_err(&failed)?;
+            }
+            _ => return Err(failed(error.to_string())),
+        }
+    }
+}
+
+/// Sends a request made by `send`; when the server answers with an authorization
+/// challenge and the import has an OAuth client, answers it and sends the request
+/// again (at most [`AUTHORIZATIONS_PER_REQUEST`] times). A request refused for want of
+/// a token did not run, so sending it again is always safe. The outer error is an
+/// authorization that failed.
+async fn authorized<T, F, Fut>(
+    auth: Option<&Authorization>,
+    mut send: F,
+) -> Result<Result<T, ServiceError>, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ServiceError>>,
+{
+    let Some(auth) = auth else {
+        return Ok(send().await);
+    };
+    let mut answered = 0;
+    loop {
+        let seen = auth.tokens();
+        let answer = send().await;
+        match answer.as_ref().err().and_then(ServiceError::auth_challenge) {
+            Some(challenge) if answered < AUTHORIZATIONS_PER_REQUEST => {
+                answered += 1;
+                auth.answer(challenge, seen).await?;
+            }
+            _ => return Ok(answer),
+        }
+    }
 }
 
 impl Dial {
@@ -221,28 +436,33 @@ impl Dial {
         !matches!(self, Dial::Stdio { make: None, .. })
     }
 
+    /// The OAuth state of a protected HTTP server's import.
+    fn auth(&self) -> Option<&Authorization> {
+        match self {
+            Dial::Http { auth, .. } => auth.as_deref(),
+            Dial::Stdio { .. } => None,
+        }
+    }
+
     /// Connects (starts the child, or opens a session), within `limit`.
-    async fn connect(&self, origin: &str, limit: Duration) -> Result<Client, McpError> {
+    async fn connect(
+        &self,
+        handler: &ImportHandler,
+        origin: &str,
+        limit: Duration,
+    ) -> Result<Client, McpError> {
         match self {
             Dial::Stdio {
                 make: Some(make),
                 stderr,
-            } => spawn(make(), *stderr, origin, limit).await,
+            } => spawn(handler.clone(), make(), *stderr, origin, limit).await,
             Dial::Stdio { make: None, .. } => Err(McpError::Connect {
                 server: origin.to_owned(),
                 message: "the server process exited, and an import made with `import_stdio` \
                           does not start it again (`import_stdio_with` does)"
                     .to_owned(),
             }),
-            Dial::Http(url) => {
-                let transport = StreamableHttpClientTransport::from_uri(url.clone());
-                within(limit, origin, ().serve(transport))
-                    .await?
-                    .map_err(|e| McpError::Connect {
-                        server: origin.to_owned(),
-                        message: e.to_string(),
-                    })
-            }
+            Dial::Http { url, auth } => open(handler, url, auth.as_deref(), origin, limit).await,
         }
     }
 }
@@ -260,6 +480,7 @@ const REDIAL_BACKOFF: [Duration; 5] = [
 /// how to make another when that one is gone.
 struct Link {
     dial: Dial,
+    handler: ImportHandler,
     origin: String,
     server: String,
     connect_timeout: Duration,
@@ -312,7 +533,11 @@ impl Link {
             }
         }
         if !self.dial.redials() {
-            return match self.dial.connect(&self.origin, self.connect_timeout).await {
+            return match self
+                .dial
+                .connect(&self.handler, &self.origin, self.connect_timeout)
+                .await
+            {
                 Err(e) => Err(e.to_string()),
                 Ok(_) => Err(format!("the MCP server `{}` is gone", self.server)),
             };
@@ -320,7 +545,11 @@ impl Link {
         let mut last = String::new();
         for wait in REDIAL_BACKOFF {
             tokio::time::sleep(wait).await;
-            match self.dial.connect(&self.origin, self.connect_timeout).await {
+            match self
+                .dial
+                .connect(&self.handler, &self.origin, self.connect_timeout)
+                .await
+            {
                 Ok(client) => {
                     let peer = client.peer().clone();
                     let mut state = self.state();
@@ -365,7 +594,14 @@ pub async fn import_stdio(
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
-    let client = spawn(command, options.stderr, &program, options.connect_timeout).await?;
+    let client = spawn(
+        handler_of(&options),
+        command,
+        options.stderr,
+        &program,
+        options.connect_timeout,
+    )
+    .await?;
     let dial = Dial::Stdio {
         make: None,
         stderr: options.stderr,
@@ -384,7 +620,14 @@ pub async fn import_stdio_with(
     let make: MakeCommand = Arc::new(make);
     let command = make();
     let program = format!("{:?}", command.as_std().get_program());
-    let client = spawn(command, options.stderr, &program, options.connect_timeout).await?;
+    let client = spawn(
+        handler_of(&options),
+        command,
+        options.stderr,
+        &program,
+        options.connect_timeout,
+    )
+    .await?;
     let dial = Dial::Stdio {
         make: Some(make),
         stderr: options.stderr,
@@ -399,9 +642,33 @@ pub async fn import_http(
     url: &str,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
-    let dial = Dial::Http(url.to_owned());
-    let client = dial.connect(url, options.connect_timeout).await?;
+    let auth = match &options.oauth {
+        Some(oauth) => Some(Arc::new(
+            Authorization::new(url, oauth.clone())
+                .await
+                .map_err(|message| McpError::Connect {
+                    server: url.to_owned(),
+                    message,
+                })?,
+        )),
+        None => None,
+    };
+    let dial = Dial::Http {
+        url: url.to_owned(),
+        auth,
+    };
+    let client = dial
+        .connect(&handler_of(&options), url, options.connect_timeout)
+        .await?;
     register(registry, client, dial, url, &options).await
+}
+
+/// The client side of an import made with `options`.
+fn handler_of(options: &ImportOptions) -> ImportHandler {
+    ImportHandler {
+        server: slug(&options.name),
+        elicitation: options.elicitation.clone(),
+    }
 }
 
 async fn within<T>(
@@ -467,8 +734,14 @@ async fn register(
             .map(|s| s.version.as_str())
             .unwrap_or("0"),
     );
-    let tools = within(options.connect_timeout, origin, client.list_all_tools())
-        .await?
+    let listed = within(
+        options.connect_timeout,
+        origin,
+        authorized(dial.auth(), || client.list_all_tools()),
+    )
+    .await?;
+    let tools = listed
+        .and_then(|answer| answer.map_err(|e| e.to_string()))
         .map_err(|e| McpError::Connect {
             server: origin.to_owned(),
             message: format!("tools/list failed: {e}"),
@@ -499,6 +772,7 @@ async fn register(
     }
     let link = Arc::new(Link {
         dial,
+        handler: handler_of(options),
         origin: origin.to_owned(),
         server: server.clone(),
         connect_timeout: options.connect_timeout,
@@ -690,10 +964,16 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
             let (peer, generation) = link.peer().await.map_err(&failed)?;
             // Kept for a second attempt only when one may be made.
             let again = rerun_safe.then(|| request.clone());
-            let answer = match (peer.call_tool_once(request).await, again) {
+            let auth = link.dial.auth();
+            let first = authorized(auth, || peer.call_tool_once(request.clone()))
+                .await
+                .map_err(&failed)?;
+            let answer = match (first, again) {
                 (Err(e), Some(request)) if connection_lost(&e) => {
                     let (peer, _) = link.redial(generation).await.map_err(&failed)?;
-                    peer.call_tool_once(request).await
+                    authorized(auth, || peer.call_tool_once(request.clone()))
+                        .await
+                        .map_err(&failed)?
                 }
                 (Err(e), None) if connection_lost(&e) => {
                     return Err(ToolError::Disconnected {

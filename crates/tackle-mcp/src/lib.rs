@@ -43,17 +43,19 @@ pub mod import;
 pub mod logging;
 pub mod names;
 pub mod oauth;
+pub mod oauth_client;
 pub mod prompts;
 pub mod resources;
 pub mod server;
 pub mod stdio;
 
 pub use import::{
-    import_http, import_stdio, import_stdio_with, register_offline, ImportOptions, McpImport,
-    ServerStderr,
+    import_http, import_stdio, import_stdio_with, register_offline, Elicitation,
+    ElicitationHandler, ImportOptions, McpImport, ServerStderr,
 };
 pub use names::NameMap;
 pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenValidator};
+pub use oauth_client::{Authorizer, ClientIdentity, OAuthClient};
 pub use server::{Identity, McpServer};
 pub use stdio::{serve_io, StdioOptions, DEFAULT_MAX_LINE_BYTES};
 

@@ -1,0 +1,416 @@
+//! OAuth 2.1 for imports over HTTP: tackle as the client of a protected MCP server.
+//!
+//! A protected MCP server answers a request without a token `401` with a
+//! `WWW-Authenticate` challenge. An import given an [`OAuthClient`]
+//! ([`ImportOptions::with_oauth`](crate::ImportOptions::with_oauth)) answers the
+//! challenge as the MCP authorization specification says, and sends the request again:
+//!
+//! 1. **Discovery**: the server's Protected Resource Metadata (RFC 9728: the URL the
+//!    challenge names, else the well-known paths of the server's URL), then its
+//!    authorization server's metadata (RFC 8414, then OpenID Connect discovery, in the
+//!    specification's order for issuers with a path). A resource that names another
+//!    server than the one imported is refused.
+//! 2. **Who the client is**, in the specification's order: a client registered in
+//!    advance ([`ClientIdentity::Registered`]), else a client ID metadata document (the
+//!    URL given to [`OAuthClient::with_client_metadata_url`], when the authorization
+//!    server supports them), else dynamic client registration (RFC 7591).
+//! 3. **Scopes**: those the challenge names, else the resource's `scopes_supported`,
+//!    else the authorization server's, else none (the `scope` parameter is left out).
+//! 4. **Authorization code with PKCE** (S256, and the `resource` parameter of RFC
+//!    8707): the [`Authorizer`] shows the authorization URL to a person (a browser) and
+//!    gives back the URL the authorization server redirected to; the code in it is
+//!    exchanged for a token. Or, for a machine client, **client credentials**
+//!    ([`OAuthClient::client_credentials`]): no person, no redirect.
+//!
+//! A `403` with `error="insufficient_scope"` is a **step-up**: the client authorizes
+//! again for the scopes it has plus those the server asks for, once; a server that
+//! asks for a scope the token already has is refused at once (it would ask forever).
+//! A token the server rejects later is **refreshed** with the refresh token when there
+//! is one (rmcp's `auth` client does that in place), else authorized again. One
+//! request is authorized at most twice (a `401`, then a step-up).
+//!
+//! **Tokens stay out of everything tackle records**: they travel in the HTTP
+//! `Authorization` header only, never in a call's input or result, so no cassette,
+//! journal, audit record or error holds one; errors name what failed, not the token
+//! or the authorization code. The client secret is not shown by `Debug`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rmcp::transport::auth::{AuthorizationCallback, OAuthClientConfig};
+use rmcp::transport::{
+    AuthClient, AuthorizationManager, ClientCredentialsConfig, WWWAuthenticateParams,
+};
+
+/// The future an [`Authorizer`] returns: the URL the authorization server redirected
+/// the person's browser to (with `code` and `state`), or why there is none.
+pub type AuthorizeFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// The person's part of an authorization: open `url` (the authorization server's
+/// page, with PKCE and `state` already in it), let the person approve, and give back
+/// the redirect URL the browser was sent to. A desktop program opens a browser and
+/// listens on its redirect URI; a test against an authorization server that approves
+/// at once reads the `Location` of its answer.
+pub trait Authorizer: Send + Sync + 'static {
+    /// Authorizes at `url`; the redirect URL, or why not.
+    fn authorize(&self, url: String) -> AuthorizeFuture<'_>;
+}
+
+impl<F, Fut> Authorizer for F
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, String>> + Send + 'static,
+{
+    fn authorize(&self, url: String) -> AuthorizeFuture<'_> {
+        Box::pin(self(url))
+    }
+}
+
+/// Who the client is to the authorization server.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ClientIdentity {
+    /// Registered in advance: its ID and, for a confidential client, its secret (sent
+    /// as the authorization server's metadata asks: HTTP Basic, or in the body).
+    Registered {
+        /// The client ID.
+        client_id: String,
+        /// The client secret (`None`: a public client).
+        client_secret: Option<String>,
+    },
+    /// Registered when needed: a client ID metadata document when the authorization
+    /// server supports them and one is given, else dynamic client registration.
+    Dynamic,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientIdentity::Registered {
+                client_id,
+                client_secret,
+            } => f
+                .debug_struct("Registered")
+                .field("client_id", client_id)
+                .field(
+                    "client_secret",
+                    &client_secret.as_ref().map(|_| "[REDACTED]"),
+                )
+                .finish(),
+            ClientIdentity::Dynamic => f.write_str("Dynamic"),
+        }
+    }
+}
+
+/// How an import over HTTP gets its access tokens (see the [module docs](self)).
+#[derive(Clone)]
+pub struct OAuthClient {
+    pub(crate) identity: ClientIdentity,
+    pub(crate) grant: Grant,
+    pub(crate) client_name: String,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scopes: Vec<String>,
+}
+
+/// How tokens are granted.
+#[derive(Clone)]
+pub(crate) enum Grant {
+    /// Authorization code with PKCE: a person approves through the authorizer, which
+    /// is sent to `redirect_uri`.
+    Code {
+        redirect_uri: String,
+        authorizer: Arc<dyn Authorizer>,
+    },
+    /// Client credentials: the client's own, no person.
+    ClientCredentials,
+}
+
+impl fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = match &self.grant {
+            Grant::Code { redirect_uri, .. } => format!("authorization code via {redirect_uri}"),
+            Grant::ClientCredentials => "client credentials".to_owned(),
+        };
+        f.debug_struct("OAuthClient")
+            .field("identity", &self.identity)
+            .field("grant", &grant)
+            .field("client_name", &self.client_name)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
+impl OAuthClient {
+    /// The authorization-code flow: `authorizer` shows the authorization page to a
+    /// person, and the authorization server sends the browser to `redirect_uri`. The
+    /// client is registered dynamically unless [`with_registered_client`] or
+    /// [`with_client_metadata_url`] says otherwise.
+    ///
+    /// [`with_registered_client`]: OAuthClient::with_registered_client
+    /// [`with_client_metadata_url`]: OAuthClient::with_client_metadata_url
+    pub fn new(redirect_uri: impl Into<String>, authorizer: impl Authorizer) -> OAuthClient {
+        OAuthClient {
+            identity: ClientIdentity::Dynamic,
+            grant: Grant::Code {
+                redirect_uri: redirect_uri.into(),
+                authorizer: Arc::new(authorizer),
+            },
+            client_name: "tackle".to_owned(),
+            client_metadata_url: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// The client-credentials flow (OAuth's grant for a machine acting for itself):
+    /// a client registered in advance with a secret, no person and no redirect.
+    pub fn client_credentials(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> OAuthClient {
+        OAuthClient {
+            identity: ClientIdentity::Registered {
+                client_id: client_id.into(),
+                client_secret: Some(client_secret.into()),
+            },
+            grant: Grant::ClientCredentials,
+            client_name: "tackle".to_owned(),
+            client_metadata_url: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// Uses a client registered in advance with the authorization server.
+    pub fn with_registered_client(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> OAuthClient {
+        self.identity = ClientIdentity::Registered {
+            client_id: client_id.into(),
+            client_secret,
+        };
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document (its client ID where the
+    /// authorization server supports client ID metadata documents).
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> OAuthClient {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The name a dynamically registered client gives (default `tackle`).
+    pub fn with_client_name(mut self, name: impl Into<String>) -> OAuthClient {
+        self.client_name = name.into();
+        self
+    }
+
+    /// Scopes to ask for when neither the server's challenge nor any metadata names
+    /// one (default: none).
+    pub fn with_scopes(
+        mut self,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> OAuthClient {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Who the client is.
+    pub fn identity(&self) -> &ClientIdentity {
+        &self.identity
+    }
+}
+
+/// How many times one request may be authorized (a `401`, then a step-up).
+pub(crate) const AUTHORIZATIONS_PER_REQUEST: usize = 2;
+
+/// The OAuth state of one import: rmcp's authorizing HTTP client (which adds the
+/// token to every request and refreshes it) and what answering a challenge needs.
+pub(crate) struct Authorization {
+    config: OAuthClient,
+    /// The HTTP client of the import's transports; every connection shares its
+    /// token.
+    pub(crate) client: AuthClient<reqwest::Client>,
+    base_url: reqwest::Url,
+    /// Held while authorizing: one authorization at a time.
+    gate: tokio::sync::Mutex<bool>,
+    /// How many tokens were obtained: a request that failed before the last one was
+    /// obtained is sent again without authorizing again.
+    tokens: AtomicU64,
+}
+
+impl Authorization {
+    /// The OAuth state for the MCP server at `url`.
+    pub(crate) async fn new(url: &str, config: OAuthClient) -> Result<Authorization, String> {
+        let base_url = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        let manager = AuthorizationManager::new(url)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Authorization {
+            config,
+            client: AuthClient::new(reqwest::Client::new(), manager),
+            base_url,
+            gate: tokio::sync::Mutex::new(false),
+            tokens: AtomicU64::new(0),
+        })
+    }
+
+    /// How many tokens were obtained so far (see [`Authorization::answer`]).
+    pub(crate) fn tokens(&self) -> u64 {
+        self.tokens.load(Ordering::Acquire)
+    }
+
+    /// Answers the server's challenge (`WWW-Authenticate`) to a request sent when
+    /// `seen` tokens had been obtained: gets a token, or a token with more scopes.
+    pub(crate) async fn answer(&self, challenge: &str, seen: u64) -> Result<(), String> {
+        let mut identified = self.gate.lock().await;
+        if self.tokens() != seen {
+            // Another request got a token meanwhile: try that one first.
+            return Ok(());
+        }
+        let params = WWWAuthenticateParams::parse(challenge, &self.base_url);
+        let mut manager = self.client.auth_manager.lock().await;
+        let step_up = params.is_insufficient_scope() && *identified;
+        let mut documents = false;
+        if step_up {
+            let required = params.scope.clone().unwrap_or_default();
+            let granted = manager.get_current_scopes().await;
+            if required
+                .split_whitespace()
+                .all(|s| granted.iter().any(|g| g == s))
+            {
+                return Err(format!(
+                    "the server refuses the token for lacking scope `{required}`, which it was granted; not authorizing again"
+                ));
+            }
+        } else {
+            let resolution = manager
+                .resolve_metadata_from_challenge(Some(challenge))
+                .await
+                .map_err(|e| format!("authorization discovery failed: {e}"))?;
+            documents = resolution
+                .metadata
+                .additional_fields
+                .get("client_id_metadata_document_supported")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false);
+            manager.set_metadata(resolution.metadata);
+        }
+        let scopes = manager.select_scopes(
+            params.scope.as_deref(),
+            &self
+                .config
+                .scopes
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        let url = match &self.config.grant {
+            Grant::ClientCredentials => {
+                let ClientIdentity::Registered {
+                    client_id,
+                    client_secret: Some(client_secret),
+                } = &self.config.identity
+                else {
+                    return Err("client credentials need a client ID and secret".to_owned());
+                };
+                let credentials = ClientCredentialsConfig::ClientSecret {
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                    scopes,
+                    resource: Some(self.base_url.to_string()),
+                };
+                manager
+                    .configure_client_credentials(&credentials)
+                    .map_err(|e| format!("the client cannot be configured: {e}"))?;
+                manager
+                    .exchange_client_credentials(&credentials)
+                    .await
+                    .map_err(|e| format!("the client-credentials grant failed: {e}"))?;
+                *identified = true;
+                self.tokens.fetch_add(1, Ordering::AcqRel);
+                return Ok(());
+            }
+            Grant::Code { redirect_uri, .. } => {
+                if !*identified {
+                    self.identify(&mut manager, redirect_uri, &scopes, documents)
+                        .await?;
+                }
+                let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                manager
+                    .get_authorization_url(&scope_refs)
+                    .await
+                    .map_err(|e| format!("no authorization URL: {e}"))?
+            }
+        };
+        // The person may take their time: other requests wait on the gate, not on
+        // the manager.
+        drop(manager);
+        let Grant::Code { authorizer, .. } = &self.config.grant else {
+            return Err("unreachable: only the code grant has an authorizer".to_owned());
+        };
+        let redirect = authorizer
+            .authorize(url)
+            .await
+            .map_err(|e| format!("the authorization was not completed: {e}"))?;
+        let callback = AuthorizationCallback::from_redirect_url(&redirect)
+            .map_err(|e| format!("the authorization server's redirect is not usable: {e}"))?;
+        self.client
+            .auth_manager
+            .lock()
+            .await
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|e| format!("the authorization code could not be exchanged: {e}"))?;
+        *identified = true;
+        self.tokens.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Tells the authorization server who the client is: registered in advance, a
+    /// client ID metadata document (when the server `supports_documents`), or a
+    /// dynamic registration, in that order.
+    async fn identify(
+        &self,
+        manager: &mut AuthorizationManager,
+        redirect_uri: &str,
+        scopes: &[String],
+        supports_documents: bool,
+    ) -> Result<(), String> {
+        let config = match (&self.config.identity, &self.config.client_metadata_url) {
+            (
+                ClientIdentity::Registered {
+                    client_id,
+                    client_secret,
+                },
+                _,
+            ) => {
+                let config = OAuthClientConfig::new(client_id.clone(), redirect_uri);
+                match client_secret {
+                    Some(secret) => config.with_client_secret(secret.clone()),
+                    None => config,
+                }
+            }
+            (ClientIdentity::Dynamic, Some(document)) if supports_documents => {
+                OAuthClientConfig::new(document.clone(), redirect_uri)
+            }
+            (ClientIdentity::Dynamic, _) => {
+                let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                manager
+                    .register_client(&self.config.client_name, redirect_uri, &scope_refs)
+                    .await
+                    .map_err(|e| format!("dynamic client registration failed: {e}"))?
+            }
+        };
+        manager
+            .configure_client(config)
+            .map_err(|e| format!("the client cannot be configured: {e}"))
+    }
+}

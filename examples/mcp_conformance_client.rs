@@ -1,0 +1,148 @@
+//! tackle's importer as the client under test of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, `conformance client`).
+//!
+//! The suite starts a test server for one scenario and runs this program with the
+//! server's URL as its last argument, the scenario's name in `MCP_CONFORMANCE_SCENARIO`
+//! and, for some scenarios, JSON in `MCP_CONFORMANCE_CONTEXT` (a pre-registered
+//! client's ID and secret). The program does what the scenario asks with tackle's
+//! public API only: it imports the server's tools over streamable HTTP
+//! ([`tackle_mcp::import_http`]), with an [`OAuthClient`] for the `auth/*` scenarios,
+//! and calls the scenario's tool through the door. It exits 0 when everything it did
+//! succeeded, 1 otherwise (with the reason on stderr).
+//!
+//! ```text
+//! scripts/mcp-conformance --client     # every client scenario of 2025-11-25, one by one
+//! ```
+//!
+//! The test authorization server approves at once: its authorization endpoint
+//! redirects straight to the redirect URI with a code. The [`Authorizer`] here reads
+//! that redirect without following it, where a desktop program would open a browser.
+
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+use tackle::{Registry, Runtime, ToolContext};
+use tackle_mcp::client::Elicited;
+use tackle_mcp::{import_http, Authorizer, ImportOptions, OAuthClient};
+
+/// Where the authorization server sends the browser back; nothing listens there, the
+/// [`Headless`] authorizer reads the redirect instead.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// This client's metadata document (SEP-991): its client ID where the authorization
+/// server supports client ID metadata documents.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// An authorizer for an authorization server that approves at once: it asks for the
+/// authorization page without following the redirect, and gives back where the
+/// redirect points.
+struct Headless(reqwest::Client);
+
+impl Authorizer for Headless {
+    fn authorize(&self, url: String) -> tackle_mcp::oauth_client::AuthorizeFuture<'_> {
+        Box::pin(async move {
+            let answer = self.0.get(&url).send().await.map_err(|e| e.to_string())?;
+            let location = answer
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| {
+                    format!(
+                        "no redirect from the authorization server ({})",
+                        answer.status()
+                    )
+                })?;
+            Ok(location.to_owned())
+        })
+    }
+}
+
+/// The OAuth client of an `auth/*` scenario: the context's pre-registered client
+/// when it gives one, else a client ID metadata document or dynamic registration.
+fn oauth_for(scenario: &str, context: &Value) -> Result<OAuthClient, String> {
+    let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+    if scenario.starts_with("auth/client-credentials") {
+        let (Some(id), Some(secret)) = (field("client_id"), field("client_secret")) else {
+            return Err("the context gives no client ID and secret".to_owned());
+        };
+        return Ok(OAuthClient::client_credentials(id, secret));
+    }
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut oauth = OAuthClient::new(REDIRECT_URI, Headless(browser))
+        .with_client_name("tackle conformance client")
+        .with_client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = field("client_id") {
+        oauth = oauth.with_registered_client(id, field("client_secret"));
+    }
+    Ok(oauth)
+}
+
+/// The tool a scenario calls, and with what (`None`: the scenario only connects).
+fn call_of(scenario: &str) -> Option<(&'static str, Value)> {
+    match scenario {
+        "initialize" => None,
+        "tools_call" => Some(("add_numbers", json!({"a": 5, "b": 10}))),
+        "elicitation-sep1034-client-defaults" => {
+            Some(("test_client_elicitation_defaults", json!({})))
+        }
+        "sse-retry" => Some(("test_reconnection", json!({}))),
+        // The auth scenarios serve one tool; calling it is what needs the token.
+        _ => Some(("test-tool", json!({}))),
+    }
+}
+
+async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
+    let mut options = ImportOptions::new("conformance")
+        .with_requires(Vec::<String>::new())
+        // Accept every form as its defaults fill it (the importer fills in the
+        // schema's defaults of the fields an answer leaves out, SEP-1034).
+        .with_elicitation(|_question| async { Elicited::Accept(json!({})) });
+    if scenario.starts_with("auth/") {
+        options = options.with_oauth(oauth_for(scenario, context)?);
+    }
+    let mut registry = Registry::new();
+    let import = import_http(&mut registry, url, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("imported {:?}", import.keys());
+    let Some((tool, input)) = call_of(scenario) else {
+        import.close().await;
+        return Ok(());
+    };
+    let key = import
+        .keys()
+        .iter()
+        .find(|key| key.starts_with(&format!("mcp.conformance.{tool}@")))
+        .cloned()
+        .ok_or_else(|| format!("the server offers no tool `{tool}`"))?;
+    let runtime = Runtime::new(registry);
+    let output = runtime.call(&key, input, &ToolContext::new()).await;
+    import.close().await;
+    let output = output.map_err(|e| e.to_string())?;
+    eprintln!("{key} gave {output}");
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // The suite appends the server's URL to the command: the last argument.
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: mcp_conformance_client <server URL> (with MCP_CONFORMANCE_SCENARIO set)");
+        return ExitCode::FAILURE;
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    match run(&url, &scenario, &context).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scenario {scenario}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -373,11 +373,21 @@ async fn open(
         server: origin.to_owned(),
         message,
     };
+    let unauthorized = |message: String| McpError::Authorization {
+        server: origin.to_owned(),
+        message,
+    };
     let Some(auth) = auth else {
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
         return within(limit, origin, handler.clone().serve(transport))
             .await?
-            .map_err(|e| failed(e.to_string()));
+            .map_err(|e| match e.auth_challenge() {
+                Some(_) => unauthorized(
+                    "it asks for a token, and the import has no OAuth client (`ImportOptions::with_oauth`)"
+                        .to_owned(),
+                ),
+                None => failed(e.to_string()),
+            });
     };
     let mut answered = 0;
     loop {
@@ -393,9 +403,14 @@ async fn open(
         match error.auth_challenge() {
             Some(challenge) if answered < AUTHORIZATIONS_PER_REQUEST => {
                 answered += 1;
-                auth.answer(challenge, seen).await.map_err(&failed)?;
+                auth.answer(challenge, seen).await.map_err(unauthorized)?;
             }
-            _ => return Err(failed(error.to_string())),
+            Some(_) => {
+                return Err(unauthorized(format!(
+                    "it refused the token {answered} times after authorizing"
+                )))
+            }
+            None => return Err(failed(error.to_string())),
         }
     }
 }
@@ -425,7 +440,12 @@ where
                 answered += 1;
                 auth.answer(challenge, seen).await?;
             }
-            _ => return Ok(answer),
+            Some(_) => {
+                return Err(format!(
+                    "the server still refuses the token after {answered} authorizations"
+                ))
+            }
+            None => return Ok(answer),
         }
     }
 }
@@ -564,6 +584,8 @@ impl Link {
                     tracing::info!(server = %self.server, "reconnected to the imported MCP server");
                     return Ok((peer, generation + 1));
                 }
+                // Not a passing failure: asking again would ask the person again.
+                Err(e @ McpError::Authorization { .. }) => return Err(e.to_string()),
                 Err(e) => last = e.to_string(),
             }
         }
@@ -576,12 +598,13 @@ impl Link {
 }
 
 /// Whether a failed request failed because the connection is gone (so it may or may
-/// not have reached the server), not because the server answered with an error.
+/// not have reached the server), not because the server answered with an error. A
+/// refusal for want of a token (HTTP `401`/`403`) is an answer, not a loss.
 fn connection_lost(error: &rmcp::ServiceError) -> bool {
     matches!(
         error,
         rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
-    )
+    ) && error.auth_challenge().is_none()
 }
 
 /// Starts `command` as an MCP server over stdio and registers its tools. The command

@@ -100,6 +100,16 @@ pub enum McpError {
         /// Why.
         message: String,
     },
+    /// A protected server (HTTP `401` or `403`) could not be authorized: the import
+    /// has no OAuth client, or the authorization failed. Not retried: asking again
+    /// would not change the answer.
+    #[error("the MCP server {server} requires authorization: {message}")]
+    Authorization {
+        /// The URL.
+        server: String,
+        /// Why it could not be authorized.
+        message: String,
+    },
     /// Two tools of a server would be imported under one key.
     #[error(
         "the MCP server {server} has tools `{first}` and `{second}`, which would both be imported as `{key}`; nothing was imported"

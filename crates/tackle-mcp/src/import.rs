@@ -978,7 +978,14 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
                 Value::Object(map) => map,
                 _ => Map::new(),
             };
-            let request = CallToolRequestParams::new(remote).with_arguments(arguments);
+            let mut request = CallToolRequestParams::new(remote).with_arguments(arguments);
+            // The door's span is this call's: its trace goes with the request (W3C
+            // trace context in `_meta`, feature `otel`).
+            let mut meta = rmcp::model::MetaObject::new();
+            crate::trace::inject(&mut meta);
+            if !meta.0.is_empty() {
+                request.meta = Some(rmcp::model::RequestMetaObject(meta));
+            }
             let server = link.server.clone();
             let failed = |message: String| ToolError::Execution {
                 key: key.clone(),

@@ -48,6 +48,7 @@ pub mod prompts;
 pub mod resources;
 pub mod server;
 pub mod stdio;
+pub mod trace;
 
 pub use import::{
     import_http, import_stdio, import_stdio_with, register_offline, Elicitation,

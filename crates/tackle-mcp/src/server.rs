@@ -46,6 +46,7 @@ use tackle_runtime::events::DEFAULT_EVENT_QUEUE_DEPTH;
 use tackle_runtime::{
     event_queue, Run, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec,
 };
+use tracing::Instrument;
 
 use crate::client::Client;
 use crate::logging::SessionLog;
@@ -660,11 +661,15 @@ impl ServerHandler for McpServer {
         if self.client_approval {
             run = run.with_approver(client.approver());
         }
+        // The caller's trace goes on here (W3C trace context in `_meta`, feature
+        // `otel`).
+        let span = crate::trace::served_span(&request.name, &context.meta);
         let report = client
             .scope(
                 self.log
                     .scope(&self.ctx, run.call_report(key, input, &self.ctx)),
             )
+            .instrument(span)
             .await;
         if let Some((sink, task)) = forwarder {
             sink.close();

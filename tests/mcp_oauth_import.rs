@@ -353,8 +353,8 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
     assert!(error.contains("still refuses the token"), "{error}");
     assert_eq!(
         issued.lock().unwrap().authorizations.len(),
-        3,
-        "the failing call authorized twice, then gave up"
+        2,
+        "the failing call authorized once more (a 401 is answered once), then gave up"
     );
     let secrets = issued.lock().unwrap().secrets.clone();
     assert!(secrets.len() >= 5, "{secrets:?}");
@@ -379,4 +379,66 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
     import.close().await;
     http.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server that asks for a scope its authorization server will not grant: the import
+/// steps up once (the `403` names the scope: a step-up, told from a `401`), then
+/// stops, without asking the person again and again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_that_is_never_granted_is_asked_for_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let issued = Arc::new(Mutex::new(Issued::default()));
+    let issuer = authorization_server(resource.clone(), Arc::clone(&issued)).await;
+    // The stand-in grants `vault:read` only; the server wants `vault:admin` too.
+    let oauth = OAuthResource::new(
+        resource.clone(),
+        issuer.clone(),
+        Introspection::new(format!("{issuer}/introspect"), "tackle", "s3cret"),
+    )
+    .with_scopes_supported(["vault:read"])
+    .with_required_scope("vault:admin");
+    let served = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(served, Identity::new("vault", "1"), ToolContext::new()).unwrap();
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
+        .await
+        .unwrap();
+
+    let mut registry = Registry::new();
+    let client = OAuthClient::new("http://127.0.0.1:1/callback", headless);
+    let refused = import_http(
+        &mut registry,
+        &resource,
+        ImportOptions::new("vault").with_oauth(client),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(refused, tackle_mcp::McpError::Authorization { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("still refuses the token after 2 authorizations"),
+        "{refused}"
+    );
+    let scopes: Vec<_> = issued
+        .lock()
+        .unwrap()
+        .authorizations
+        .iter()
+        .map(|a| a.get("scope").cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        scopes,
+        ["vault:read", "vault:read vault:admin"],
+        "a 401, then one step-up with the union of the scopes"
+    );
+    http.shutdown().await;
 }

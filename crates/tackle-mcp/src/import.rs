@@ -51,7 +51,7 @@ use tackle_runtime::content::ContentPart;
 use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
 
 use crate::client::Elicited;
-use crate::oauth_client::{Authorization, OAuthClient, AUTHORIZATIONS_PER_REQUEST};
+use crate::oauth_client::{Authorization, Challenge, OAuthClient, AUTHORIZATIONS_PER_REQUEST};
 use crate::McpError;
 
 /// How to import: the name the importer gives the server, and limits.
@@ -75,6 +75,9 @@ pub struct ImportOptions {
     /// Who answers the server's `elicitation/create` requests (`None`: the client
     /// does not offer elicitation, and a request is declined).
     pub elicitation: Option<ElicitationHandler>,
+    /// Whether calls send the caller's W3C trace context to the server (feature
+    /// `otel`; default: yes).
+    pub trace_context: bool,
 }
 
 /// A server's question to the person at the client (`elicitation/create`).
@@ -82,6 +85,9 @@ pub struct ImportOptions {
 pub struct Elicitation {
     /// The `<server>` name of the import that asks.
     pub server: String,
+    /// The keys of the import's calls in flight when the server asked: the question
+    /// comes from one of them (MCP does not say which).
+    pub tools: Vec<String>,
     /// What the server asks, for the person.
     pub message: String,
     /// The form: a JSON Schema object of flat properties, each possibly with a
@@ -95,7 +101,12 @@ pub type ElicitFuture = Pin<Box<dyn Future<Output = Elicited> + Send>>;
 /// Answers an imported server's `elicitation/create` requests
 /// ([`ImportOptions::with_elicitation`]). An accepted form gets the schema's
 /// `default` of every field the answer leaves out (SEP-1034), so a handler that
-/// accepts with `{}` accepts the defaults.
+/// accepts with `{}` accepts the defaults; an accepted answer that is not an object
+/// is declined. Questions come one at a time per import, only while one of its calls
+/// is in flight (others are declined), and a person has
+/// [`ELICITATION_TIMEOUT`](crate::client::ELICITATION_TIMEOUT) to answer (then the
+/// question is cancelled). Answers do not pass the door: they are neither gated,
+/// audited nor recorded.
 #[derive(Clone)]
 pub struct ElicitationHandler(Arc<dyn Fn(Elicitation) -> ElicitFuture + Send + Sync>);
 
@@ -128,7 +139,16 @@ impl ImportOptions {
             stderr: ServerStderr::Inherit,
             oauth: None,
             elicitation: None,
+            trace_context: true,
         }
+    }
+
+    /// Whether calls send the caller's trace context (`traceparent`, `tracestate`)
+    /// to the server, with the feature `otel` (default: yes). Turn it off for a
+    /// server that should not learn the caller's trace IDs.
+    pub fn with_trace_context(mut self, send: bool) -> ImportOptions {
+        self.trace_context = send;
+        self
     }
 
     /// Authorizes with OAuth 2.1 when an HTTP server asks for a token (see
@@ -189,6 +209,44 @@ type Client = RunningService<RoleClient, ImportHandler>;
 struct ImportHandler {
     server: String,
     elicitation: Option<ElicitationHandler>,
+    /// The keys of this import's calls in flight: a server's question comes from one
+    /// of them, and one asked with none in flight is declined.
+    calls: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Held while the person answers: one question at a time per import.
+    asking: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl ImportHandler {
+    fn calls(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A call of an imported tool, in flight while it lives (see `ImportHandler::calls`).
+struct InFlight {
+    handler: ImportHandler,
+    key: String,
+}
+
+impl InFlight {
+    fn new(handler: &ImportHandler, key: &str) -> InFlight {
+        handler.calls().push(key.to_owned());
+        InFlight {
+            handler: handler.clone(),
+            key: key.to_owned(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut calls = self.handler.calls();
+        if let Some(at) = calls.iter().position(|k| *k == self.key) {
+            calls.swap_remove(at);
+        }
+    }
 }
 
 impl ClientHandler for ImportHandler {
@@ -215,6 +273,11 @@ impl ClientHandler for ImportHandler {
         let Some(handler) = &self.elicitation else {
             return Ok(declined());
         };
+        let tools = self.calls().clone();
+        if tools.is_empty() {
+            // Asked out of the blue: no call of this import is waiting for it.
+            return Ok(declined());
+        }
         // Only forms are answered here; a URL elicitation is for a person's browser.
         let Ok(wire) = serde_json::to_value(&request) else {
             return Ok(declined());
@@ -227,25 +290,29 @@ impl ClientHandler for ImportHandler {
         };
         let asked = Elicitation {
             server: self.server.clone(),
+            tools,
             message: message.to_owned(),
             schema: schema.clone(),
         };
-        Ok(match (handler.0)(asked).await {
-            Elicited::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(Value::Object(with_defaults(content, schema))),
-            Elicited::Decline => declined(),
-            Elicited::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        let _one_at_a_time = self.asking.lock().await;
+        let answer =
+            tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, (handler.0)(asked)).await;
+        Ok(match answer {
+            Ok(Elicited::Accept(Value::Object(content))) => {
+                ElicitResult::new(ElicitationAction::Accept)
+                    .with_content(Value::Object(with_defaults(content, schema)))
+            }
+            // A form's answer is an object; anything else was not what the person
+            // chose, and is not sent as if it were.
+            Ok(Elicited::Accept(_)) | Ok(Elicited::Decline) => declined(),
+            Ok(Elicited::Cancel) | Err(_) => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
 }
 
 /// `content` with the `default` of every property of `schema` it leaves out
-/// (SEP-1034); a content that is not an object is taken as `{}`.
-fn with_defaults(content: Value, schema: &Value) -> Map<String, Value> {
-    let mut content = match content {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
+/// (SEP-1034).
+fn with_defaults(mut content: Map<String, Value>, schema: &Value) -> Map<String, Value> {
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
             if let Some(default) = property.get("default") {
@@ -389,7 +456,7 @@ async fn open(
                 None => failed(e.to_string()),
             });
     };
-    let mut answered = 0;
+    let mut rounds = Rounds::default();
     loop {
         let seen = auth.tokens();
         let transport = StreamableHttpClientTransport::with_client(
@@ -400,18 +467,50 @@ async fn open(
             Ok(client) => return Ok(client),
             Err(error) => error,
         };
-        match error.auth_challenge() {
-            Some(challenge) if answered < AUTHORIZATIONS_PER_REQUEST => {
-                answered += 1;
-                auth.answer(challenge, seen).await.map_err(unauthorized)?;
-            }
-            Some(_) => {
-                return Err(unauthorized(format!(
-                    "it refused the token {answered} times after authorizing"
-                )))
-            }
+        match Challenge::of_initialize(&error) {
+            Some(challenge) => rounds
+                .answer(auth, &challenge, seen)
+                .await
+                .map_err(unauthorized)?,
             None => return Err(failed(error.to_string())),
         }
+    }
+}
+
+/// The authorizations made for one request: at most one for a `401` and one more
+/// for a step-up ([`AUTHORIZATIONS_PER_REQUEST`]), and a bounded number of times
+/// sent again with a token another request got.
+#[derive(Default)]
+struct Rounds {
+    authorized: usize,
+    rounds: usize,
+}
+
+impl Rounds {
+    /// Answers `challenge` when this request may still be authorized; why not, when
+    /// it may not.
+    async fn answer(
+        &mut self,
+        auth: &Authorization,
+        challenge: &Challenge<'_>,
+        seen: u64,
+    ) -> Result<(), String> {
+        self.rounds += 1;
+        let allowed = match self.authorized {
+            0 => true,
+            n => n < AUTHORIZATIONS_PER_REQUEST && challenge.is_step_up(),
+        };
+        if !allowed || self.rounds > 2 * AUTHORIZATIONS_PER_REQUEST {
+            return Err(format!(
+                "the server still refuses the token after {} authorization{}",
+                self.authorized,
+                if self.authorized == 1 { "" } else { "s" }
+            ));
+        }
+        if auth.answer(challenge, seen).await? {
+            self.authorized += 1;
+        }
+        Ok(())
     }
 }
 
@@ -431,20 +530,12 @@ where
     let Some(auth) = auth else {
         return Ok(send().await);
     };
-    let mut answered = 0;
+    let mut rounds = Rounds::default();
     loop {
         let seen = auth.tokens();
         let answer = send().await;
-        match answer.as_ref().err().and_then(ServiceError::auth_challenge) {
-            Some(challenge) if answered < AUTHORIZATIONS_PER_REQUEST => {
-                answered += 1;
-                auth.answer(challenge, seen).await?;
-            }
-            Some(_) => {
-                return Err(format!(
-                    "the server still refuses the token after {answered} authorizations"
-                ))
-            }
+        match answer.as_ref().err().and_then(Challenge::of_service) {
+            Some(challenge) => rounds.answer(auth, &challenge, seen).await?,
             None => return Ok(answer),
         }
     }
@@ -501,6 +592,8 @@ const REDIAL_BACKOFF: [Duration; 5] = [
 struct Link {
     dial: Dial,
     handler: ImportHandler,
+    /// Whether calls send the caller's trace context.
+    trace_context: bool,
     origin: String,
     server: String,
     connect_timeout: Duration,
@@ -617,8 +710,9 @@ pub async fn import_stdio(
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
+    let handler = handler_of(&options);
     let client = spawn(
-        handler_of(&options),
+        handler.clone(),
         command,
         options.stderr,
         &program,
@@ -629,7 +723,7 @@ pub async fn import_stdio(
         make: None,
         stderr: options.stderr,
     };
-    register(registry, client, dial, &program, &options).await
+    register(registry, client, dial, handler, &program, &options).await
 }
 
 /// Starts the command `make` builds as an MCP server over stdio and registers its
@@ -643,8 +737,9 @@ pub async fn import_stdio_with(
     let make: MakeCommand = Arc::new(make);
     let command = make();
     let program = format!("{:?}", command.as_std().get_program());
+    let handler = handler_of(&options);
     let client = spawn(
-        handler_of(&options),
+        handler.clone(),
         command,
         options.stderr,
         &program,
@@ -655,7 +750,7 @@ pub async fn import_stdio_with(
         make: Some(make),
         stderr: options.stderr,
     };
-    register(registry, client, dial, &program, &options).await
+    register(registry, client, dial, handler, &program, &options).await
 }
 
 /// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools. A
@@ -680,10 +775,9 @@ pub async fn import_http(
         url: url.to_owned(),
         auth,
     };
-    let client = dial
-        .connect(&handler_of(&options), url, options.connect_timeout)
-        .await?;
-    register(registry, client, dial, url, &options).await
+    let handler = handler_of(&options);
+    let client = dial.connect(&handler, url, options.connect_timeout).await?;
+    register(registry, client, dial, handler, url, &options).await
 }
 
 /// The client side of an import made with `options`.
@@ -691,6 +785,8 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
     ImportHandler {
         server: slug(&options.name),
         elicitation: options.elicitation.clone(),
+        calls: Arc::default(),
+        asking: Arc::default(),
     }
 }
 
@@ -742,6 +838,7 @@ async fn register(
     registry: &mut Registry,
     client: Client,
     dial: Dial,
+    handler: ImportHandler,
     origin: &str,
     options: &ImportOptions,
 ) -> Result<McpImport, McpError> {
@@ -757,18 +854,37 @@ async fn register(
             .map(|s| s.version.as_str())
             .unwrap_or("0"),
     );
-    let listed = within(
-        options.connect_timeout,
-        origin,
-        authorized(dial.auth(), || client.list_all_tools()),
-    )
-    .await?;
-    let tools = listed
-        .and_then(|answer| answer.map_err(|e| e.to_string()))
-        .map_err(|e| McpError::Connect {
-            server: origin.to_owned(),
-            message: format!("tools/list failed: {e}"),
-        })?;
+    // Each listing is bounded by the connect timeout; the person's time to
+    // authorize is the OAuth client's own limit.
+    let limit = options.connect_timeout;
+    let listed = authorized(dial.auth(), || async {
+        tokio::time::timeout(limit, client.list_all_tools())
+            .await
+            .unwrap_or(Err(ServiceError::Timeout { timeout: limit }))
+    })
+    .await;
+    let tools = match listed {
+        Ok(Ok(tools)) => tools,
+        Err(message) => {
+            return Err(McpError::Authorization {
+                server: origin.to_owned(),
+                message,
+            })
+        }
+        Ok(Err(e)) if e.auth_challenge().is_some() => {
+            return Err(McpError::Authorization {
+                server: origin.to_owned(),
+                message: "it asks for a token, and the import has no OAuth client (`ImportOptions::with_oauth`)"
+                    .to_owned(),
+            })
+        }
+        Ok(Err(e)) => {
+            return Err(McpError::Connect {
+                server: origin.to_owned(),
+                message: format!("tools/list failed: {e}"),
+            })
+        }
+    };
     // All or nothing: every key is checked first, and a registration that fails
     // takes the ones before it back out.
     let mut specs = Vec::with_capacity(tools.len());
@@ -795,7 +911,8 @@ async fn register(
     }
     let link = Arc::new(Link {
         dial,
-        handler: handler_of(options),
+        handler,
+        trace_context: options.trace_context,
         origin: origin.to_owned(),
         server: server.clone(),
         connect_timeout: options.connect_timeout,
@@ -804,14 +921,14 @@ async fn register(
     });
     let mut keys: Vec<String> = Vec::with_capacity(tools.len());
     for (tool, spec) in tools.iter().zip(&specs) {
-        let handler = handler(
+        let calls = tool_handler(
             Arc::clone(&link),
             tool.name.to_string(),
             spec.key(),
             spec.rerun_safe(),
         );
         let registered = registry.register(
-            DynamicTool::from_handler(spec.clone(), handler).with_source(format!("mcp:{server}")),
+            DynamicTool::from_handler(spec.clone(), calls).with_source(format!("mcp:{server}")),
         );
         match registered {
             // Under a collision strategy that keeps the tool already there, the key is
@@ -970,7 +1087,7 @@ fn with_attachments(blocks: &[rmcp::model::ContentBlock]) -> Option<Value> {
 /// connection is lost while it is in flight is made again on a new connection when
 /// the tool is safe to run again (`rerun_safe`), and fails with `Disconnected`
 /// otherwise.
-fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> ToolHandler {
+fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> ToolHandler {
     ToolHandler::new(move |_ctx, input| {
         let (link, remote, key) = (Arc::clone(&link), remote.clone(), key.clone());
         Box::pin(async move {
@@ -982,7 +1099,9 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
             // The door's span is this call's: its trace goes with the request (W3C
             // trace context in `_meta`, feature `otel`).
             let mut meta = rmcp::model::MetaObject::new();
-            crate::trace::inject(&mut meta);
+            if link.trace_context {
+                crate::trace::inject(&mut meta);
+            }
             if !meta.0.is_empty() {
                 request.meta = Some(rmcp::model::RequestMetaObject(meta));
             }
@@ -991,6 +1110,7 @@ fn handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> To
                 key: key.clone(),
                 message,
             };
+            let _in_flight = InFlight::new(&link.handler, &key);
             let (peer, generation) = link.peer().await.map_err(&failed)?;
             // Kept for a second attempt only when one may be made.
             let again = rerun_safe.then(|| request.clone());

@@ -14,8 +14,11 @@
 //!    advance ([`ClientIdentity::Registered`]), else a client ID metadata document (the
 //!    URL given to [`OAuthClient::with_client_metadata_url`], when the authorization
 //!    server supports them), else dynamic client registration (RFC 7591).
-//! 3. **Scopes**: those the challenge names, else the resource's `scopes_supported`,
-//!    else the authorization server's, else none (the `scope` parameter is left out).
+//! 3. **Scopes**: the union of those asked for before, those the challenge names and
+//!    the resource's `scopes_supported`; when that is empty, the authorization
+//!    server's `scopes_supported`, else [`OAuthClient::with_scopes`], else none (the
+//!    `scope` parameter is left out). `offline_access` is added when the
+//!    authorization server lists it (so it issues a refresh token).
 //! 4. **Authorization code with PKCE** (S256, and the `resource` parameter of RFC
 //!    8707): the [`Authorizer`] shows the authorization URL to a person (a browser) and
 //!    gives back the URL the authorization server redirected to; the code in it is
@@ -23,16 +26,34 @@
 //!    ([`OAuthClient::client_credentials`]): no person, no redirect.
 //!
 //! A `403` with `error="insufficient_scope"` is a **step-up**: the client authorizes
-//! again for the scopes it has plus those the server asks for, once; a server that
-//! asks for a scope the token already has is refused at once (it would ask forever).
-//! A token the server rejects later is **refreshed** with the refresh token when there
-//! is one (rmcp's `auth` client does that in place), else authorized again. One
-//! request is authorized at most twice (a `401`, then a step-up).
+//! again for the scopes it has plus those the server asks for; a server that asks for
+//! a scope the token already has is refused at once (it would ask forever), and any
+//! other `403` is not authorized again (more scopes would not change it). A token the
+//! server rejects later is **refreshed** with the refresh token when there is one
+//! (rmcp's `auth` client does that in place), else authorized again. One request is
+//! authorized at most twice, and the second time only for a step-up; requests that
+//! waited on an authorization that failed get its error without asking the person
+//! again. The person has [`AUTHORIZATION_TIMEOUT`] to authorize
+//! ([`OAuthClient::with_authorization_timeout`]); an authorization needed during a
+//! call also counts against the call's time limit.
+//!
+//! **Credentials go to one authorization server.** A client registered in advance
+//! sends its secret only to the authorization server it first met, or the one given
+//! to [`OAuthClient::with_issuer`]: a server whose metadata later names another is
+//! refused, so it cannot collect the secret. A dynamically registered client
+//! registers again with a new authorization server.
+//!
+//! **Limits.** Discovery accepts authorization servers on private addresses only when
+//! the MCP server's own URL is loopback or private (rmcp's rule). HTTPS needs the
+//! feature `tls`. The client-credentials grant names the server's URL as its
+//! `resource`. rmcp logs the authorization code at `debug` level under
+//! `rmcp::transport::auth`: keep that target above `debug` where logs are kept.
 //!
 //! **Tokens stay out of everything tackle records**: they travel in the HTTP
 //! `Authorization` header only, never in a call's input or result, so no cassette,
 //! journal, audit record or error holds one; errors name what failed, not the token
-//! or the authorization code. The client secret is not shown by `Debug`.
+//! or the authorization code, and an authorization server's error text is cut to 512
+//! characters. The client secret is not shown by `Debug`.
 
 use std::fmt;
 use std::future::Future;
@@ -112,7 +133,13 @@ pub struct OAuthClient {
     pub(crate) client_name: String,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) scopes: Vec<String>,
+    pub(crate) issuer: Option<String>,
+    pub(crate) authorization_timeout: std::time::Duration,
 }
+
+/// How long the person has to authorize, unless
+/// [`OAuthClient::with_authorization_timeout`] says otherwise: 5 minutes.
+pub const AUTHORIZATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How tokens are granted.
 #[derive(Clone)]
@@ -139,6 +166,8 @@ impl fmt::Debug for OAuthClient {
             .field("client_name", &self.client_name)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("issuer", &self.issuer)
+            .field("authorization_timeout", &self.authorization_timeout)
             .finish()
     }
 }
@@ -161,6 +190,8 @@ impl OAuthClient {
             client_name: "tackle".to_owned(),
             client_metadata_url: None,
             scopes: Vec::new(),
+            issuer: None,
+            authorization_timeout: AUTHORIZATION_TIMEOUT,
         }
     }
 
@@ -179,6 +210,8 @@ impl OAuthClient {
             client_name: "tackle".to_owned(),
             client_metadata_url: None,
             scopes: Vec::new(),
+            issuer: None,
+            authorization_timeout: AUTHORIZATION_TIMEOUT,
         }
     }
 
@@ -218,14 +251,121 @@ impl OAuthClient {
         self
     }
 
+    /// Sends credentials only to the authorization server whose issuer is `issuer`
+    /// (a client registered in advance is pinned to the first one it met otherwise):
+    /// a server that names another is refused, so it cannot collect the secret.
+    pub fn with_issuer(mut self, issuer: impl Into<String>) -> OAuthClient {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// How long the person has to authorize (default [`AUTHORIZATION_TIMEOUT`]).
+    pub fn with_authorization_timeout(mut self, limit: std::time::Duration) -> OAuthClient {
+        self.authorization_timeout = limit;
+        self
+    }
+
     /// Who the client is.
     pub fn identity(&self) -> &ClientIdentity {
         &self.identity
     }
 }
 
-/// How many times one request may be authorized (a `401`, then a step-up).
+/// How many times one request may be authorized: once for a `401`, once more for a
+/// step-up (a `403` with `error="insufficient_scope"`).
 pub(crate) const AUTHORIZATIONS_PER_REQUEST: usize = 2;
+
+/// The longest an error message from an authorization server is kept: its text goes
+/// into errors and from there into audit records.
+const MESSAGE_CHARS: usize = 512;
+
+/// A server's challenge to a request: its `WWW-Authenticate` header, and whether it
+/// came with `403` (forbidden with a token) rather than `401` (no usable token).
+pub(crate) struct Challenge<'a> {
+    pub(crate) header: &'a str,
+    pub(crate) forbidden: bool,
+}
+
+impl<'a> Challenge<'a> {
+    /// The challenge behind a failed request, if it was refused for authorization.
+    pub(crate) fn of_service(error: &'a rmcp::ServiceError) -> Option<Challenge<'a>> {
+        let header = error.auth_challenge()?;
+        let forbidden = match error {
+            rmcp::ServiceError::TransportSend(sent) => forbidden(sent.error.as_ref()),
+            _ => false,
+        };
+        Some(Challenge { header, forbidden })
+    }
+
+    /// The challenge behind a failed `initialize`, if it was refused for
+    /// authorization.
+    pub(crate) fn of_initialize(
+        error: &'a rmcp::service::ClientInitializeError,
+    ) -> Option<Challenge<'a>> {
+        let header = error.auth_challenge()?;
+        Some(Challenge {
+            header,
+            forbidden: initialize_forbidden(error),
+        })
+    }
+
+    /// Whether this challenge asks for more scopes (a step-up).
+    pub(crate) fn is_step_up(&self) -> bool {
+        self.forbidden && self.header.contains("insufficient_scope")
+    }
+}
+
+/// Whether `error` was a `403` (rmcp's `InsufficientScopeError` somewhere in its
+/// sources) rather than a `401`.
+fn forbidden(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if current
+            .downcast_ref::<rmcp::transport::streamable_http_client::InsufficientScopeError>()
+            .is_some()
+        {
+            return true;
+        }
+        source = current.source();
+    }
+    false
+}
+
+/// Whether a failed `initialize` was a `403`.
+fn initialize_forbidden(error: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError;
+    match error {
+        ClientInitializeError::TransportError { error, .. } => forbidden(error.error.as_ref()),
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            initialize_forbidden(fallback)
+        }
+        _ => false,
+    }
+}
+
+/// `message` cut to [`MESSAGE_CHARS`] characters.
+fn cut(message: String) -> String {
+    match message.char_indices().nth(MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}...", &message[..at]),
+        None => message,
+    }
+}
+
+/// What the import learned while authorizing, kept under the gate.
+#[derive(Default)]
+struct Gate {
+    /// The authorization server the client was identified to (its issuer), once it
+    /// was: a client registered in advance sends its secret to no other.
+    issuer: Option<String>,
+    /// Whether the client was identified (registered, or configured).
+    identified: bool,
+    /// The scopes asked for and granted last (a token response may not say).
+    scopes: Vec<String>,
+    /// The last authorization that failed, for the token count it started from:
+    /// requests that were waiting on the same token get its error without asking the
+    /// person again.
+    failed: Option<(u64, String)>,
+}
 
 /// The OAuth state of one import: rmcp's authorizing HTTP client (which adds the
 /// token to every request and refreshes it) and what answering a challenge needs.
@@ -236,7 +376,7 @@ pub(crate) struct Authorization {
     pub(crate) client: AuthClient<reqwest::Client>,
     base_url: reqwest::Url,
     /// Held while authorizing: one authorization at a time.
-    gate: tokio::sync::Mutex<bool>,
+    gate: tokio::sync::Mutex<Gate>,
     /// How many tokens were obtained: a request that failed before the last one was
     /// obtained is sent again without authorizing again.
     tokens: AtomicU64,
@@ -253,7 +393,7 @@ impl Authorization {
             config,
             client: AuthClient::new(reqwest::Client::new(), manager),
             base_url,
-            gate: tokio::sync::Mutex::new(false),
+            gate: tokio::sync::Mutex::new(Gate::default()),
             tokens: AtomicU64::new(0),
         })
     }
@@ -263,34 +403,95 @@ impl Authorization {
         self.tokens.load(Ordering::Acquire)
     }
 
-    /// Answers the server's challenge (`WWW-Authenticate`) to a request sent when
-    /// `seen` tokens had been obtained: gets a token, or a token with more scopes.
-    pub(crate) async fn answer(&self, challenge: &str, seen: u64) -> Result<(), String> {
-        let mut identified = self.gate.lock().await;
+    /// Answers the server's challenge to a request sent when `seen` tokens had been
+    /// obtained: gets a token, or a token with more scopes. `Ok(true)` when it
+    /// authorized, `Ok(false)` when another request got a new token meanwhile (send
+    /// again with that one).
+    pub(crate) async fn answer(
+        &self,
+        challenge: &Challenge<'_>,
+        seen: u64,
+    ) -> Result<bool, String> {
+        let mut gate = self.gate.lock().await;
         if self.tokens() != seen {
-            // Another request got a token meanwhile: try that one first.
-            return Ok(());
+            return Ok(false);
         }
-        let params = WWWAuthenticateParams::parse(challenge, &self.base_url);
+        if let Some((at, error)) = &gate.failed {
+            if *at == seen {
+                return Err(error.clone());
+            }
+        }
+        let answered = self.authorize(&mut gate, challenge).await;
+        match answered {
+            Ok(()) => {
+                gate.failed = None;
+                self.tokens.fetch_add(1, Ordering::AcqRel);
+                Ok(true)
+            }
+            Err(error) => {
+                let error = cut(error);
+                gate.failed = Some((seen, error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    /// One authorization: discovery, identification, then a token by the code flow
+    /// (the person, through the authorizer) or by client credentials.
+    async fn authorize(&self, gate: &mut Gate, challenge: &Challenge<'_>) -> Result<(), String> {
+        let params = WWWAuthenticateParams::parse(challenge.header, &self.base_url);
+        if challenge.forbidden && !challenge.is_step_up() {
+            return Err(format!(
+                "the server forbids this ({}), and more scopes would not change that",
+                params.error.as_deref().unwrap_or("403 without a reason")
+            ));
+        }
+        let step_up = challenge.is_step_up() && gate.identified;
         let mut manager = self.client.auth_manager.lock().await;
-        let step_up = params.is_insufficient_scope() && *identified;
         let mut documents = false;
         if step_up {
-            let required = params.scope.clone().unwrap_or_default();
-            let granted = manager.get_current_scopes().await;
-            if required
+            let required: Vec<String> = params
+                .scope
+                .as_deref()
+                .unwrap_or_default()
                 .split_whitespace()
-                .all(|s| granted.iter().any(|g| g == s))
-            {
+                .map(str::to_owned)
+                .collect();
+            if required.is_empty() {
+                return Err(
+                    "the server refuses the token for lacking a scope it does not name".to_owned(),
+                );
+            }
+            let mut granted = manager.get_current_scopes().await;
+            granted.extend(gate.scopes.iter().cloned());
+            if required.iter().all(|s| granted.contains(s)) {
                 return Err(format!(
-                    "the server refuses the token for lacking scope `{required}`, which it was granted; not authorizing again"
+                    "the server refuses the token for lacking scope `{}`, which was asked for already; not authorizing again",
+                    required.join(" ")
                 ));
             }
         } else {
             let resolution = manager
-                .resolve_metadata_from_challenge(Some(challenge))
+                .resolve_metadata_from_challenge(Some(challenge.header))
                 .await
                 .map_err(|e| format!("authorization discovery failed: {e}"))?;
+            let issuer = resolution.metadata.issuer.clone();
+            if let (ClientIdentity::Registered { .. }, Some(pinned)) = (
+                &self.config.identity,
+                self.config.issuer.as_ref().or(gate.issuer.as_ref()),
+            ) {
+                if issuer.as_ref() != Some(pinned) {
+                    return Err(format!(
+                        "the server now names the authorization server {}, not {pinned}; a client registered in advance sends its credentials to no other",
+                        issuer.as_deref().unwrap_or("(no issuer)")
+                    ));
+                }
+            }
+            if gate.identified && issuer != gate.issuer {
+                // Another authorization server: the client is not known there.
+                gate.identified = false;
+            }
+            gate.issuer = issuer;
             documents = resolution
                 .metadata
                 .additional_fields
@@ -299,15 +500,15 @@ impl Authorization {
                 .unwrap_or(false);
             manager.set_metadata(resolution.metadata);
         }
-        let scopes = manager.select_scopes(
-            params.scope.as_deref(),
-            &self
-                .config
-                .scopes
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
+        let defaults: Vec<&str> = self.config.scopes.iter().map(String::as_str).collect();
+        let mut scopes = manager.select_scopes(params.scope.as_deref(), &defaults);
+        if step_up {
+            for scope in &gate.scopes {
+                if !scopes.contains(scope) {
+                    scopes.push(scope.clone());
+                }
+            }
+        }
         let url = match &self.config.grant {
             Grant::ClientCredentials => {
                 let ClientIdentity::Registered {
@@ -320,7 +521,7 @@ impl Authorization {
                 let credentials = ClientCredentialsConfig::ClientSecret {
                     client_id: client_id.clone(),
                     client_secret: client_secret.clone(),
-                    scopes,
+                    scopes: scopes.clone(),
                     resource: Some(self.base_url.to_string()),
                 };
                 manager
@@ -330,14 +531,15 @@ impl Authorization {
                     .exchange_client_credentials(&credentials)
                     .await
                     .map_err(|e| format!("the client-credentials grant failed: {e}"))?;
-                *identified = true;
-                self.tokens.fetch_add(1, Ordering::AcqRel);
+                gate.identified = true;
+                gate.scopes = scopes;
                 return Ok(());
             }
             Grant::Code { redirect_uri, .. } => {
-                if !*identified {
+                if !gate.identified {
                     self.identify(&mut manager, redirect_uri, &scopes, documents)
                         .await?;
+                    gate.identified = true;
                 }
                 let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
                 manager
@@ -350,12 +552,18 @@ impl Authorization {
         // the manager.
         drop(manager);
         let Grant::Code { authorizer, .. } = &self.config.grant else {
-            return Err("unreachable: only the code grant has an authorizer".to_owned());
+            return Err("only the code grant has an authorizer".to_owned());
         };
-        let redirect = authorizer
-            .authorize(url)
-            .await
-            .map_err(|e| format!("the authorization was not completed: {e}"))?;
+        let redirect =
+            tokio::time::timeout(self.config.authorization_timeout, authorizer.authorize(url))
+                .await
+                .map_err(|_| {
+                    format!(
+                        "the authorization was not completed within {} s",
+                        self.config.authorization_timeout.as_secs()
+                    )
+                })?
+                .map_err(|e| format!("the authorization was not completed: {e}"))?;
         let callback = AuthorizationCallback::from_redirect_url(&redirect)
             .map_err(|e| format!("the authorization server's redirect is not usable: {e}"))?;
         self.client
@@ -369,8 +577,7 @@ impl Authorization {
             )
             .await
             .map_err(|e| format!("the authorization code could not be exchanged: {e}"))?;
-        *identified = true;
-        self.tokens.fetch_add(1, Ordering::AcqRel);
+        gate.scopes = scopes;
         Ok(())
     }
 

@@ -4,7 +4,11 @@
 //! `tracing` (the `tracing-opentelemetry` layer) gets one trace across an MCP hop:
 //!
 //! * an **imported** call sends the trace context of the span it runs in (the door's
-//!   `tool.call` span) as `traceparent` and `tracestate` in the request's `_meta`;
+//!   `tool.call` span) as `traceparent` and `tracestate` in the request's `_meta`
+//!   (unless the import says not to: [`ImportOptions::with_trace_context`], for a
+//!   server that should not learn the caller's trace IDs);
+//!
+//! [`ImportOptions::with_trace_context`]: crate::ImportOptions::with_trace_context
 //! * a **served** call reads them from the request's `_meta` and runs in a span
 //!   `mcp.tools/call` whose parent is the caller's span, so the door's span and
 //!   everything under it continue the caller's trace.
@@ -32,7 +36,9 @@ pub(crate) fn inject(meta: &mut MetaObject) {
     opentelemetry_sdk::propagation::TraceContextPropagator::new()
         .inject_context(&context, &mut fields);
     for (name, value) in fields {
-        meta.0.insert(name, serde_json::Value::String(value));
+        if !value.is_empty() {
+            meta.0.insert(name, serde_json::Value::String(value));
+        }
     }
 }
 

@@ -1,0 +1,102 @@
+//! A server's questions to an import (`elicitation/create`), tackle to tackle: a
+//! served tool asks the person at the client through `Client::elicit`; the import
+//! answers with its handler, and the schema's defaults fill what the answer leaves out
+//! (SEP-1034). The official suite's `elicitation-sep1034-client-defaults` scenario
+//! checks the same against its own server (`scripts/mcp-conformance --client`).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tackle::{tool, Registry, Runtime, ToolContext};
+use tackle_mcp::client::{Client, Elicited};
+use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, McpServer};
+
+/// Books seats, asking the person how many and for whom.
+#[tool(namespace = "desk", side_effects = none)]
+async fn book() -> String {
+    let Some(client) = Client::current() else {
+        return "no client".to_owned();
+    };
+    let form = json!({
+        "type": "object",
+        "properties": {
+            "seats": {"type": "integer", "default": 2},
+            "name": {"type": "string", "default": "Ada"},
+        },
+    });
+    match client.elicit("How many seats?", form).await {
+        Ok(Elicited::Accept(content)) => format!("accepted {content}"),
+        Ok(Elicited::Decline) => "declined".to_owned(),
+        Ok(Elicited::Cancel) => "cancelled".to_owned(),
+        Err(e) => format!("not asked: {e}"),
+    }
+}
+
+/// Imports the desk from `url` with `options` and books once; what the tool said.
+async fn book_through(url: &str, options: ImportOptions) -> Value {
+    let mut registry = Registry::new();
+    let import = import_http(&mut registry, url, options).await.unwrap();
+    let runtime = Runtime::new(registry);
+    let said = runtime
+        .call(
+            "mcp.desk.desk_book",
+            json!({}),
+            &ToolContext::new().with_grant("mcp:desk"),
+        )
+        .await
+        .unwrap();
+    import.close().await;
+    said["result"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+
+    // The handler sees the question, the form and the call it comes from; what it
+    // leaves out is filled from the form's defaults.
+    let asked: Arc<Mutex<Vec<Elicitation>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    let options = ImportOptions::new("desk").with_elicitation(move |question| {
+        seen.lock().unwrap().push(question);
+        async { Elicited::Accept(json!({"seats": 4})) }
+    });
+    assert_eq!(
+        book_through(&url, options).await,
+        json!(r#"accepted {"seats":4,"name":"Ada"}"#)
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].server, "desk");
+    assert_eq!(asked[0].message, "How many seats?");
+    assert_eq!(asked[0].tools.len(), 1);
+    assert!(
+        asked[0].tools[0].starts_with("mcp.desk.desk_book@"),
+        "{:?}",
+        asked[0].tools
+    );
+    assert_eq!(asked[0].schema["properties"]["seats"]["default"], json!(2));
+
+    // An accepted answer that is not a form's object is declined, not sent as if the
+    // person had chosen it.
+    let odd =
+        ImportOptions::new("desk").with_elicitation(|_| async { Elicited::Accept(json!("yes")) });
+    assert_eq!(book_through(&url, odd).await, json!("declined"));
+    let cancelled = ImportOptions::new("desk").with_elicitation(|_| async { Elicited::Cancel });
+    assert_eq!(book_through(&url, cancelled).await, json!("cancelled"));
+
+    // Without a handler the import does not offer elicitation: the server cannot ask.
+    let silent = book_through(&url, ImportOptions::new("desk")).await;
+    assert!(
+        silent
+            .as_str()
+            .is_some_and(|s| s.starts_with("not asked") && s.contains("elicitation")),
+        "{silent}"
+    );
+    http.shutdown().await;
+}

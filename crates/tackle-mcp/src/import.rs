@@ -46,7 +46,9 @@ use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::json;
 use serde_json::{Map, Value};
+use tackle_runtime::agent::model::{ChatModel, ChatRequest, Message};
 use tackle_runtime::content::ContentPart;
 use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
 
@@ -55,7 +57,7 @@ use crate::oauth_client::{Authorization, Challenge, OAuthClient, AUTHORIZATIONS_
 use crate::McpError;
 
 /// How to import: the name the importer gives the server, and limits.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ImportOptions {
     /// The `<server>` part of the keys and of the default permission `mcp:<server>`.
     pub name: String,
@@ -78,6 +80,31 @@ pub struct ImportOptions {
     /// Whether calls send the caller's W3C trace context to the server (feature
     /// `otel`; default: yes).
     pub trace_context: bool,
+    /// The model that answers the server's `sampling/createMessage` requests (`None`:
+    /// the client does not offer sampling).
+    pub sampling: Option<Arc<dyn ChatModel>>,
+}
+
+impl std::fmt::Debug for ImportOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImportOptions")
+            .field("name", &self.name)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("requires", &self.requires)
+            .field("stderr", &self.stderr)
+            .field("oauth", &self.oauth)
+            .field("elicitation", &self.elicitation)
+            .field("trace_context", &self.trace_context)
+            .field(
+                "sampling",
+                &self
+                    .sampling
+                    .as_ref()
+                    .map(|m| format!("{}/{}", m.provider(), m.model())),
+            )
+            .finish()
+    }
 }
 
 /// A server's question to the person at the client (`elicitation/create`).
@@ -140,7 +167,17 @@ impl ImportOptions {
             oauth: None,
             elicitation: None,
             trace_context: true,
+            sampling: None,
         }
+    }
+
+    /// Answers the server's `sampling/createMessage` requests with `model` (and
+    /// offers the `sampling` capability): text conversations only, one request at a
+    /// time per import, only while one of its calls is in flight. The completions do
+    /// not pass the door: they are neither gated, audited nor recorded.
+    pub fn with_sampling(mut self, model: Arc<dyn ChatModel>) -> ImportOptions {
+        self.sampling = Some(model);
+        self
     }
 
     /// Whether calls send the caller's trace context (`traceparent`, `tracestate`)
@@ -209,6 +246,7 @@ type Client = RunningService<RoleClient, ImportHandler>;
 struct ImportHandler {
     server: String,
     elicitation: Option<ElicitationHandler>,
+    sampling: Option<Arc<dyn ChatModel>>,
     /// The keys of this import's calls in flight: a server's question comes from one
     /// of them, and one asked with none in flight is declined.
     calls: Arc<std::sync::Mutex<Vec<String>>>,
@@ -256,12 +294,28 @@ impl ClientHandler for ImportHandler {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
         }
+        if self.sampling.is_some() {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         // The revision that begins with `initialize`: an import opens a session.
         ClientConfig::new(
             capabilities,
             Implementation::new("tackle", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    #[allow(deprecated)] // sampling is deprecated by 2026-07-28; served for 2025-11-25
+    async fn create_message(
+        &self,
+        request: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let wire = serde_json::to_value(&request)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = self.sample(wire).await?;
+        serde_json::from_value(answer)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn create_elicitation(
@@ -308,6 +362,88 @@ impl ClientHandler for ImportHandler {
             Ok(Elicited::Cancel) | Err(_) => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
+}
+
+impl ImportHandler {
+    /// Answers a `sampling/createMessage` request with the import's model.
+    async fn sample(&self, request: Value) -> Result<Value, rmcp::ErrorData> {
+        let refused = |why: String| rmcp::ErrorData::invalid_request(why, None);
+        let Some(model) = &self.sampling else {
+            return Err(refused("this client does not offer sampling".to_owned()));
+        };
+        if self.calls().is_empty() {
+            return Err(refused(format!(
+                "no call of the import `{}` is in flight",
+                self.server
+            )));
+        }
+        let chat = sampled_request(&request).map_err(refused)?;
+        let _one_at_a_time = self.asking.lock().await;
+        let answer =
+            tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, model.complete(&chat))
+                .await
+                .map_err(|_| refused("the model did not answer in time".to_owned()))?
+                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        if !answer.tool_calls.is_empty() {
+            return Err(refused(
+                "the model asked for tools, which sampling here does not offer".to_owned(),
+            ));
+        }
+        Ok(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": answer.text},
+            "model": format!("{}/{}", model.provider(), model.model()),
+            "stopReason": "endTurn",
+        }))
+    }
+}
+
+/// The chat request of a `sampling/createMessage` request (its wire form): the
+/// system prompt, then the messages; text only.
+fn sampled_request(request: &Value) -> Result<ChatRequest, String> {
+    let mut messages = Vec::new();
+    if let Some(system) = request.get("systemPrompt").and_then(Value::as_str) {
+        messages.push(Message::system(system));
+    }
+    for message in request
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let blocks: Vec<&Value> = match message.get("content") {
+            Some(Value::Array(blocks)) => blocks.iter().collect(),
+            Some(block) => vec![block],
+            None => Vec::new(),
+        };
+        let mut text = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            match (block.get("type").and_then(Value::as_str), block.get("text")) {
+                (Some("text"), Some(Value::String(t))) => text.push(t.as_str()),
+                (kind, _) => {
+                    return Err(format!(
+                        "only text can be sampled here, not `{}`",
+                        kind.unwrap_or("?")
+                    ))
+                }
+            }
+        }
+        let text = text.join("");
+        messages.push(match message.get("role").and_then(Value::as_str) {
+            Some("assistant") => Message::assistant(text, Vec::new()),
+            _ => Message::user(text),
+        });
+    }
+    if messages
+        .iter()
+        .all(|m| m.role == tackle_runtime::agent::model::Role::System)
+    {
+        return Err("the request has no messages".to_owned());
+    }
+    Ok(ChatRequest {
+        messages,
+        ..ChatRequest::default()
+    })
 }
 
 /// `content` with the `default` of every property of `schema` it leaves out
@@ -785,6 +921,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
     ImportHandler {
         server: slug(&options.name),
         elicitation: options.elicitation.clone(),
+        sampling: options.sampling.clone(),
         calls: Arc::default(),
         asking: Arc::default(),
     }

@@ -1,12 +1,17 @@
-//! A server's questions to an import (`elicitation/create`), tackle to tackle: a
-//! served tool asks the person at the client through `Client::elicit`; the import
-//! answers with its handler, and the schema's defaults fill what the answer leaves out
-//! (SEP-1034). The official suite's `elicitation-sep1034-client-defaults` scenario
-//! checks the same against its own server (`scripts/mcp-conformance --client`).
+//! A server's requests to an import, tackle to tackle:
+//!
+//! * `elicitation/create`: a served tool asks the person at the client through
+//!   `Client::elicit`; the import answers with its handler, and the schema's defaults
+//!   fill what the answer leaves out (SEP-1034). The official suite's
+//!   `elicitation-sep1034-client-defaults` scenario checks the same against its own
+//!   server (`scripts/mcp-conformance --client`);
+//! * `sampling/createMessage`: a served tool asks the client's model through
+//!   `Client::model`; the import answers with the model it was given.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+use tackle::agent::model::{ChatModel, ChatRequest, ChatResponse, ModelFuture, Role};
 use tackle::{tool, Registry, Runtime, ToolContext};
 use tackle_mcp::client::{Client, Elicited};
 use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, McpServer};
@@ -32,21 +37,70 @@ async fn book() -> String {
     }
 }
 
-/// Imports the desk from `url` with `options` and books once; what the tool said.
-async fn book_through(url: &str, options: ImportOptions) -> Value {
+/// Writes a haiku, with the client's model.
+#[tool(namespace = "desk", side_effects = none)]
+async fn haiku() -> String {
+    let Some(client) = Client::current() else {
+        return "no client".to_owned();
+    };
+    let request = ChatRequest {
+        messages: vec![
+            tackle::agent::model::Message::system("You write haiku."),
+            tackle::agent::model::Message::user("About rain."),
+        ],
+        ..ChatRequest::default()
+    };
+    match client.model().complete(&request).await {
+        Ok(answer) => answer.text,
+        Err(e) => format!("not asked: {e}"),
+    }
+}
+
+/// A model that says what it was asked.
+struct Echo;
+
+impl ChatModel for Echo {
+    fn provider(&self) -> &str {
+        "echo"
+    }
+
+    fn model(&self) -> &str {
+        "echo-1"
+    }
+
+    fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
+        let said: Vec<String> = request
+            .messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    Role::System => "system",
+                    Role::Assistant => "assistant",
+                    _ => "user",
+                };
+                format!("{role}: {}", m.content)
+            })
+            .collect();
+        Box::pin(async move { Ok(ChatResponse::text(said.join(" | "))) })
+    }
+}
+
+/// Imports the desk from `url` with `options` and calls `tool` once; what it said.
+async fn call_through(url: &str, options: ImportOptions, tool: &str) -> Value {
     let mut registry = Registry::new();
     let import = import_http(&mut registry, url, options).await.unwrap();
     let runtime = Runtime::new(registry);
     let said = runtime
-        .call(
-            "mcp.desk.desk_book",
-            json!({}),
-            &ToolContext::new().with_grant("mcp:desk"),
-        )
+        .call(tool, json!({}), &ToolContext::new().with_grant("mcp:desk"))
         .await
         .unwrap();
     import.close().await;
     said["result"].clone()
+}
+
+/// Imports the desk and books once; what the tool said.
+async fn book_through(url: &str, options: ImportOptions) -> Value {
+    call_through(url, options, "mcp.desk.desk_book").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,6 +150,30 @@ async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
         silent
             .as_str()
             .is_some_and(|s| s.starts_with("not asked") && s.contains("elicitation")),
+        "{silent}"
+    );
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_sampling_is_answered_by_the_imports_model() {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let options = ImportOptions::new("desk").with_sampling(Arc::new(Echo));
+    assert_eq!(
+        call_through(&url, options, "mcp.desk.desk_haiku").await,
+        json!("system: You write haiku. | user: About rain.")
+    );
+    // Without a model the import does not offer sampling: the server cannot ask.
+    let silent = call_through(&url, ImportOptions::new("desk"), "mcp.desk.desk_haiku").await;
+    assert!(
+        silent
+            .as_str()
+            .is_some_and(|s| s.starts_with("not asked") && s.contains("sampling")),
         "{silent}"
     );
     http.shutdown().await;

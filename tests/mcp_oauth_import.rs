@@ -237,8 +237,10 @@ async fn headless(url: String) -> Result<String, String> {
         .ok_or_else(|| format!("no redirect ({})", answer.status()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
+/// tackle's server of the vault tools, protected by OAuth with the stand-in
+/// authorization server (which grants `vault:read`), requiring `required` of every
+/// token when given: its resource URL, what the stand-in issued, the server.
+async fn protected(required: Option<&str>) -> (String, Arc<Mutex<Issued>>, tackle_mcp::HttpServer) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -247,18 +249,27 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let issued = Arc::new(Mutex::new(Issued::default()));
     let issuer = authorization_server(resource.clone(), Arc::clone(&issued)).await;
-    let oauth = OAuthResource::new(
+    let mut oauth = OAuthResource::new(
         resource.clone(),
         issuer.clone(),
         Introspection::new(format!("{issuer}/introspect"), "tackle", "s3cret"),
     )
     .with_scopes_supported(["vault:read"]);
+    if let Some(scope) = required {
+        oauth = oauth.with_required_scope(scope);
+    }
     let served = Arc::new(Runtime::from_inventory().unwrap());
     let server = McpServer::new(served, Identity::new("vault", "1"), ToolContext::new()).unwrap();
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
         .await
         .unwrap();
+    (resource, issued, http)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
+    let (resource, issued, http) = protected(None).await;
 
     // Without an OAuth client, the protected server cannot be imported, and says why.
     let mut registry = Registry::new();
@@ -386,28 +397,8 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
 /// stops, without asking the person again and again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_up_that_is_never_granted_is_asked_for_once() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let issued = Arc::new(Mutex::new(Issued::default()));
-    let issuer = authorization_server(resource.clone(), Arc::clone(&issued)).await;
     // The stand-in grants `vault:read` only; the server wants `vault:admin` too.
-    let oauth = OAuthResource::new(
-        resource.clone(),
-        issuer.clone(),
-        Introspection::new(format!("{issuer}/introspect"), "tackle", "s3cret"),
-    )
-    .with_scopes_supported(["vault:read"])
-    .with_required_scope("vault:admin");
-    let served = Arc::new(Runtime::from_inventory().unwrap());
-    let server = McpServer::new(served, Identity::new("vault", "1"), ToolContext::new()).unwrap();
-    let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
-        .await
-        .unwrap();
+    let (resource, issued, http) = protected(Some("vault:admin")).await;
 
     let mut registry = Registry::new();
     let client = OAuthClient::new("http://127.0.0.1:1/callback", headless);

@@ -845,21 +845,7 @@ pub async fn import_stdio(
     command: tokio::process::Command,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
-    let program = format!("{:?}", command.as_std().get_program());
-    let handler = handler_of(&options);
-    let client = spawn(
-        handler.clone(),
-        command,
-        options.stderr,
-        &program,
-        options.connect_timeout,
-    )
-    .await?;
-    let dial = Dial::Stdio {
-        make: None,
-        stderr: options.stderr,
-    };
-    register(registry, client, dial, handler, &program, &options).await
+    start_stdio(registry, command, None, options).await
 }
 
 /// Starts the command `make` builds as an MCP server over stdio and registers its
@@ -872,6 +858,16 @@ pub async fn import_stdio_with(
 ) -> Result<McpImport, McpError> {
     let make: MakeCommand = Arc::new(make);
     let command = make();
+    start_stdio(registry, command, Some(make), options).await
+}
+
+/// Starts `command` and registers its tools; `make` starts it again later, if given.
+async fn start_stdio(
+    registry: &mut Registry,
+    command: tokio::process::Command,
+    make: Option<MakeCommand>,
+    options: ImportOptions,
+) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
     let handler = handler_of(&options);
     let client = spawn(
@@ -883,7 +879,7 @@ pub async fn import_stdio_with(
     )
     .await?;
     let dial = Dial::Stdio {
-        make: Some(make),
+        make,
         stderr: options.stderr,
     };
     register(registry, client, dial, handler, &program, &options).await

@@ -33,7 +33,7 @@
 //! (rmcp's `auth` client does that in place), else authorized again. One request is
 //! authorized at most twice, and the second time only for a step-up; requests that
 //! waited on an authorization that failed get its error without asking the person
-//! again. The person has [`AUTHORIZATION_TIMEOUT`] to authorize
+//! again (for 10 seconds; a request after that asks again). The person has [`AUTHORIZATION_TIMEOUT`] to authorize
 //! ([`OAuthClient::with_authorization_timeout`]); an authorization needed during a
 //! call also counts against the call's time limit.
 //!
@@ -275,6 +275,10 @@ impl OAuthClient {
 /// step-up (a `403` with `error="insufficient_scope"`).
 pub(crate) const AUTHORIZATIONS_PER_REQUEST: usize = 2;
 
+/// How long a failed authorization answers the requests that waited on it (10 s);
+/// a request after that asks again.
+const FAILED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The longest an error message from an authorization server is kept: its text goes
 /// into errors and from there into audit records.
 const MESSAGE_CHARS: usize = 512;
@@ -361,10 +365,11 @@ struct Gate {
     identified: bool,
     /// The scopes asked for and granted last (a token response may not say).
     scopes: Vec<String>,
-    /// The last authorization that failed, for the token count it started from:
-    /// requests that were waiting on the same token get its error without asking the
-    /// person again.
-    failed: Option<(u64, String)>,
+    /// The last authorization that failed, for the token count it started from, and
+    /// when: requests that were waiting on the same token get its error without
+    /// asking the person again, for [`FAILED_FOR`]; after that, asking again is the
+    /// person's retry.
+    failed: Option<(u64, std::time::Instant, String)>,
 }
 
 /// The OAuth state of one import: rmcp's authorizing HTTP client (which adds the
@@ -416,8 +421,8 @@ impl Authorization {
         if self.tokens() != seen {
             return Ok(false);
         }
-        if let Some((at, error)) = &gate.failed {
-            if *at == seen {
+        if let Some((at, when, error)) = &gate.failed {
+            if *at == seen && when.elapsed() < FAILED_FOR {
                 return Err(error.clone());
             }
         }
@@ -430,7 +435,7 @@ impl Authorization {
             }
             Err(error) => {
                 let error = cut(error);
-                gate.failed = Some((seen, error.clone()));
+                gate.failed = Some((seen, std::time::Instant::now(), error.clone()));
                 Err(error)
             }
         }

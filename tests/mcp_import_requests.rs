@@ -6,13 +6,17 @@
 //!   `elicitation-sep1034-client-defaults` scenario checks the same against its own
 //!   server (`scripts/mcp-conformance --client`);
 //! * `sampling/createMessage`: a served tool asks the client's model through
-//!   `Client::model`; the import answers with the model it was given.
+//!   `Client::model`; the import answers with the model it was given;
+//! * both through the door of the run given to `ImportOptions::with_door`: gated by
+//!   its context's grants, audited, recorded into its cassette and replayed from it.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tackle::agent::model::{ChatModel, ChatRequest, ChatResponse, ModelFuture, Role};
-use tackle::{tool, Registry, Runtime, ToolContext};
+use tackle::audit::MemoryAudit;
+use tackle::replay::Mode;
+use tackle::{tool, Cassette, CassetteConfig, Registry, Run, Runtime, ToolContext};
 use tackle_mcp::client::{Client, Elicited};
 use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, McpServer};
 
@@ -156,17 +160,47 @@ async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_servers_sampling_is_answered_by_the_imports_model() {
+async fn a_servers_sampling_is_a_model_call_through_the_imports_door() {
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
     let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
     let url = http.url();
-    let options = ImportOptions::new("desk").with_sampling(Arc::new(Echo));
+    let audit = Arc::new(MemoryAudit::new());
+    let door = Arc::new(Runtime::new(Registry::new()).with_audit(Arc::clone(&audit)));
+
+    // Granted: the completion runs, and the audit trail has it.
+    let options = ImportOptions::new("desk")
+        .with_sampling(Arc::new(Echo))
+        .with_door(Run::new(&door), ToolContext::new().with_grant("llm:echo"));
     assert_eq!(
         call_through(&url, options, "mcp.desk.desk_haiku").await,
         json!("system: You write haiku. | user: About rain.")
+    );
+    let events = audit.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].key, "llm.echo.complete@echo-1");
+
+    // Not granted: the door refuses the model call, and the server is told.
+    let options = ImportOptions::new("desk")
+        .with_sampling(Arc::new(Echo))
+        .with_door(Run::new(&door), ToolContext::new());
+    let refused = call_through(&url, options, "mcp.desk.desk_haiku").await;
+    assert!(
+        refused
+            .as_str()
+            .is_some_and(|s| s.starts_with("not asked") && s.contains("llm:echo")),
+        "{refused}"
+    );
+    assert_eq!(audit.events().len(), 2, "the refusal is audited too");
+
+    // No door: sampling is refused (a model call outside the door is not made).
+    let options = ImportOptions::new("desk").with_sampling(Arc::new(Echo));
+    let doorless = call_through(&url, options, "mcp.desk.desk_haiku").await;
+    assert!(
+        doorless.as_str().is_some_and(|s| s.contains("with_door")),
+        "{doorless}"
     );
     // Without a model the import does not offer sampling: the server cannot ask.
     let silent = call_through(&url, ImportOptions::new("desk"), "mcp.desk.desk_haiku").await;
@@ -177,4 +211,65 @@ async fn a_servers_sampling_is_answered_by_the_imports_model() {
         "{silent}"
     );
     http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_through_the_door_is_recorded_and_replayed() {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let door = Arc::new(Runtime::new(Registry::new()));
+    let dir = std::env::temp_dir().join(format!("tackle-import-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("questions.json");
+    let ctx = ToolContext::new().with_grant("mcp:desk");
+    let open = |mode| {
+        Cassette::open(
+            &path,
+            CassetteConfig::new()
+                .with_mode(mode)
+                .with_env_overrides(false),
+        )
+        .unwrap()
+    };
+
+    // Recorded: the person answers 4 seats.
+    let recording = Run::new(&door).with_cassette(open(Mode::Rewrite));
+    let options = ImportOptions::new("desk")
+        .with_elicitation(|_| async { Elicited::Accept(json!({"seats": 4})) })
+        .with_door(recording.clone(), ctx.clone());
+    assert_eq!(
+        book_through(&url, options).await,
+        json!(r#"accepted {"seats":4,"name":"Ada"}"#)
+    );
+    recording.finish().unwrap();
+    let cassette = std::fs::read_to_string(&path).unwrap();
+    assert!(cassette.contains("mcp.desk.elicit@1"), "{cassette}");
+
+    // Replayed: the answer comes from the cassette; the person is not asked.
+    let replaying = Run::new(&door).with_cassette(open(Mode::Replay));
+    let asked = Arc::new(Mutex::new(0));
+    let counter = Arc::clone(&asked);
+    let options = ImportOptions::new("desk")
+        .with_elicitation(move |_| {
+            *counter.lock().unwrap() += 1;
+            async { Elicited::Accept(json!({"seats": 9})) }
+        })
+        .with_door(replaying.clone(), ctx.clone());
+    assert_eq!(
+        book_through(&url, options).await,
+        json!(r#"accepted {"seats":4,"name":"Ada"}"#)
+    );
+    assert_eq!(*asked.lock().unwrap(), 0, "the person was not asked again");
+
+    // Not granted: the question is not asked, and the server sees it cancelled.
+    let options = ImportOptions::new("desk")
+        .with_elicitation(|_| async { Elicited::Accept(json!({"seats": 1})) })
+        .with_door(Run::new(&door), ToolContext::new());
+    assert_eq!(book_through(&url, options).await, json!("cancelled"));
+    http.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

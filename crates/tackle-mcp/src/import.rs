@@ -50,7 +50,9 @@ use serde_json::json;
 use serde_json::{Map, Value};
 use tackle_runtime::agent::model::{ChatModel, ChatRequest, Message};
 use tackle_runtime::content::ContentPart;
-use tackle_runtime::{DynamicTool, Registry, SideEffects, ToolError, ToolHandler, ToolSpec, Trust};
+use tackle_runtime::{
+    DynamicTool, Registry, Run, SideEffects, ToolContext, ToolError, ToolHandler, ToolSpec, Trust,
+};
 
 use crate::client::Elicited;
 use crate::oauth_client::{Authorization, Challenge, OAuthClient, AUTHORIZATIONS_PER_REQUEST};
@@ -83,6 +85,9 @@ pub struct ImportOptions {
     /// The model that answers the server's `sampling/createMessage` requests (`None`:
     /// the client does not offer sampling).
     pub sampling: Option<Arc<dyn ChatModel>>,
+    /// The run, and the caller's context, that the server's requests are calls of
+    /// ([`ImportOptions::with_door`]).
+    pub door: Option<(Run, ToolContext)>,
 }
 
 impl std::fmt::Debug for ImportOptions {
@@ -96,6 +101,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("oauth", &self.oauth)
             .field("elicitation", &self.elicitation)
             .field("trace_context", &self.trace_context)
+            .field("door", &self.door.as_ref().map(|(run, _)| run))
             .field(
                 "sampling",
                 &self
@@ -168,13 +174,29 @@ impl ImportOptions {
             elicitation: None,
             trace_context: true,
             sampling: None,
+            door: None,
         }
+    }
+
+    /// Makes the server's requests calls of `run`, made with `ctx`: each passes
+    /// `run`'s door (the grants of `ctx`, approval, replay from and recording into
+    /// `run`'s cassette, the audit trail). A sampling request is a completion of the
+    /// model given to [`with_sampling`](Self::with_sampling) (key
+    /// `llm.<provider>.complete@<model>`, permission `llm:<provider>`); an elicitation
+    /// is the operation `mcp.<server>.elicit@1` (permission `mcp:<server>`), whose
+    /// input is the message and form and whose output is the answer. Without a door,
+    /// elicitations go to the handler directly and sampling is refused (a model call
+    /// outside the door would be neither gated nor audited).
+    pub fn with_door(mut self, run: Run, ctx: ToolContext) -> ImportOptions {
+        self.door = Some((run, ctx));
+        self
     }
 
     /// Answers the server's `sampling/createMessage` requests with `model` (and
     /// offers the `sampling` capability): text conversations only, one request at a
-    /// time per import, only while one of its calls is in flight. The completions do
-    /// not pass the door: they are neither gated, audited nor recorded.
+    /// time per import, only while one of its calls is in flight. Each completion is
+    /// a call of the import's door run ([`with_door`](Self::with_door)); without one,
+    /// sampling requests are refused.
     pub fn with_sampling(mut self, model: Arc<dyn ChatModel>) -> ImportOptions {
         self.sampling = Some(model);
         self
@@ -247,6 +269,8 @@ struct ImportHandler {
     server: String,
     elicitation: Option<ElicitationHandler>,
     sampling: Option<Arc<dyn ChatModel>>,
+    /// The run and context the server's requests are calls of.
+    door: Option<(Run, ToolContext)>,
     /// The keys of this import's calls in flight: a server's question comes from one
     /// of them, and one asked with none in flight is declined.
     calls: Arc<std::sync::Mutex<Vec<String>>>,
@@ -349,8 +373,12 @@ impl ClientHandler for ImportHandler {
             schema: schema.clone(),
         };
         let _one_at_a_time = self.asking.lock().await;
-        let answer =
-            tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, (handler.0)(asked)).await;
+        let answer = match &self.door {
+            None => {
+                tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, (handler.0)(asked)).await
+            }
+            Some((run, ctx)) => Ok(self.elicit_through(run, ctx, handler, asked).await),
+        };
         Ok(match answer {
             Ok(Elicited::Accept(Value::Object(content))) => {
                 ElicitResult::new(ElicitationAction::Accept)
@@ -365,6 +393,61 @@ impl ClientHandler for ImportHandler {
 }
 
 impl ImportHandler {
+    /// Asks `handler` as the operation `mcp.<server>.elicit@1` of `run`: gated by
+    /// `ctx`, approved, recorded and replayed, audited. A refused or failed operation
+    /// is a cancelled question.
+    async fn elicit_through(
+        &self,
+        run: &Run,
+        ctx: &ToolContext,
+        handler: &ElicitationHandler,
+        asked: Elicitation,
+    ) -> Elicited {
+        let mut spec = ToolSpec::new(
+            format!("mcp.{}", self.server),
+            "elicit",
+            "1",
+            SideEffects::External,
+            format!(
+                "A question of the MCP server `{}` to the person at this client.",
+                self.server
+            ),
+        );
+        spec.permissions = vec![format!("mcp:{}", self.server)];
+        spec.timeout_ms = u64::try_from(crate::client::ELICITATION_TIMEOUT.as_millis()).ok();
+        let operation = tackle_runtime::Operation::new(spec);
+        let input = json!({"message": asked.message, "schema": asked.schema});
+        let answered = run
+            .perform(
+                &operation,
+                move || input,
+                ctx,
+                move || async move {
+                    Ok(match (handler.0)(asked).await {
+                        Elicited::Accept(content) => {
+                            json!({"action": "accept", "content": content})
+                        }
+                        Elicited::Decline => json!({"action": "decline"}),
+                        Elicited::Cancel => json!({"action": "cancel"}),
+                    })
+                },
+            )
+            .await;
+        match answered {
+            Ok(answer) => match answer.get("action").and_then(Value::as_str) {
+                Some("accept") => {
+                    Elicited::Accept(answer.get("content").cloned().unwrap_or(Value::Null))
+                }
+                Some("decline") => Elicited::Decline,
+                _ => Elicited::Cancel,
+            },
+            Err(error) => {
+                tracing::warn!(server = %self.server, %error, "a server's question was not asked");
+                Elicited::Cancel
+            }
+        }
+    }
+
     /// Answers a `sampling/createMessage` request with the import's model.
     async fn sample(&self, request: Value) -> Result<Value, rmcp::ErrorData> {
         let refused = |why: String| rmcp::ErrorData::invalid_request(why, None);
@@ -377,13 +460,22 @@ impl ImportHandler {
                 self.server
             )));
         }
+        let Some((run, ctx)) = &self.door else {
+            return Err(refused(format!(
+                "the import `{}` has no door for the server's requests (ImportOptions::with_door): a model call outside it would be neither gated nor audited",
+                self.server
+            )));
+        };
         let chat = sampled_request(&request).map_err(refused)?;
         let _one_at_a_time = self.asking.lock().await;
-        let answer =
-            tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, model.complete(&chat))
-                .await
-                .map_err(|_| refused("the model did not answer in time".to_owned()))?
-                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        let completion = tackle_runtime::agent::model::completion(model.as_ref());
+        let answer = tokio::time::timeout(
+            crate::client::ELICITATION_TIMEOUT,
+            tackle_runtime::agent::model::complete(run, &completion, model.as_ref(), &chat, ctx),
+        )
+        .await
+        .map_err(|_| refused("the model did not answer in time".to_owned()))?
+        .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
         if !answer.tool_calls.is_empty() {
             return Err(refused(
                 "the model asked for tools, which sampling here does not offer".to_owned(),
@@ -918,6 +1010,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
         server: slug(&options.name),
         elicitation: options.elicitation.clone(),
         sampling: options.sampling.clone(),
+        door: options.door.clone(),
         calls: Arc::default(),
         asking: Arc::default(),
     }

@@ -19,9 +19,10 @@
 //! that redirect without following it, where a desktop program would open a browser.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tackle::{Registry, Runtime, ToolContext};
+use tackle::{Registry, Run, Runtime, ToolContext};
 use tackle_mcp::client::Elicited;
 use tackle_mcp::{import_http, Authorizer, ImportOptions, OAuthClient};
 
@@ -95,11 +96,17 @@ fn call_of(scenario: &str) -> Option<(&'static str, Value)> {
 }
 
 async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
+    // The server's questions are calls of a run of their own, through its door.
+    let door = Arc::new(Runtime::new(Registry::new()));
     let mut options = ImportOptions::new("conformance")
         .with_requires(Vec::<String>::new())
         // Accept every form as its defaults fill it (the importer fills in the
         // schema's defaults of the fields an answer leaves out, SEP-1034).
-        .with_elicitation(|_question| async { Elicited::Accept(json!({})) });
+        .with_elicitation(|_question| async { Elicited::Accept(json!({})) })
+        .with_door(
+            Run::new(&door),
+            ToolContext::new().with_grant("mcp:conformance"),
+        );
     if scenario.starts_with("auth/") {
         options = options.with_oauth(oauth_for(scenario, context)?);
     }

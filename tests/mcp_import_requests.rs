@@ -273,3 +273,56 @@ async fn a_servers_question_through_the_door_is_recorded_and_replayed() {
     http.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Approves a question when `yes`, and keeps what it was shown.
+struct Person {
+    yes: bool,
+    shown: Mutex<Vec<(String, Value)>>,
+}
+
+impl tackle::approval::Approver for Person {
+    fn review<'a>(
+        &'a self,
+        request: &'a tackle::approval::ApprovalRequest,
+    ) -> tackle::approval::ApprovalFuture<'a> {
+        self.shown
+            .lock()
+            .unwrap()
+            .push((request.key.clone(), request.input.clone()));
+        let decision = if self.yes {
+            request.approve()
+        } else {
+            request.deny("not now")
+        };
+        Box::pin(async move { decision })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_handler_the_runs_approver_answers_the_servers_question() {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let door = Arc::new(Runtime::new(Registry::new()));
+    let ctx = ToolContext::new().with_grant("mcp:desk");
+    for (yes, said) in [
+        (true, json!(r#"accepted {"seats":2,"name":"Ada"}"#)),
+        (false, json!("declined")),
+    ] {
+        let person = Arc::new(Person {
+            yes,
+            shown: Mutex::default(),
+        });
+        let run = Run::new(&door).with_approver(Arc::clone(&person));
+        let options = ImportOptions::new("desk").with_door(run, ctx.clone());
+        assert_eq!(book_through(&url, options).await, said);
+        let shown = person.shown.lock().unwrap().clone();
+        assert_eq!(shown.len(), 1);
+        assert_eq!(shown[0].0, "mcp.desk.elicit@1");
+        assert_eq!(shown[0].1["message"], json!("How many seats?"));
+    }
+    http.shutdown().await;
+}

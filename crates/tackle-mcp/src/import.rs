@@ -184,9 +184,12 @@ impl ImportOptions {
     /// model given to [`with_sampling`](Self::with_sampling) (key
     /// `llm.<provider>.complete@<model>`, permission `llm:<provider>`); an elicitation
     /// is the operation `mcp.<server>.elicit@1` (permission `mcp:<server>`), whose
-    /// input is the message and form and whose output is the answer. Without a door,
-    /// elicitations go to the handler directly and sampling is refused (a model call
-    /// outside the door would be neither gated nor audited).
+    /// input is the message and form and whose output is the answer: the handler's
+    /// ([`with_elicitation`](Self::with_elicitation)), or, without one, the run's
+    /// approver's (the operation then needs approval: approved, the form is accepted
+    /// as its defaults fill it; denied, declined). Without a door, elicitations go to
+    /// the handler directly and sampling is refused (a model call outside the door
+    /// would be neither gated nor audited).
     pub fn with_door(mut self, run: Run, ctx: ToolContext) -> ImportOptions {
         self.door = Some((run, ctx));
         self
@@ -314,7 +317,7 @@ impl Drop for InFlight {
 impl ClientHandler for ImportHandler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        if self.elicitation.is_some() {
+        if self.elicitation.is_some() || self.door.is_some() {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
         }
@@ -348,9 +351,9 @@ impl ClientHandler for ImportHandler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         let declined = || ElicitResult::new(ElicitationAction::Decline);
-        let Some(handler) = &self.elicitation else {
+        if self.elicitation.is_none() && self.door.is_none() {
             return Ok(declined());
-        };
+        }
         let tools = self.calls().clone();
         if tools.is_empty() {
             // Asked out of the blue: no call of this import is waiting for it.
@@ -373,11 +376,14 @@ impl ClientHandler for ImportHandler {
             schema: schema.clone(),
         };
         let _one_at_a_time = self.asking.lock().await;
-        let answer = match &self.door {
-            None => {
+        let answer = match (&self.door, &self.elicitation) {
+            (Some((run, ctx)), handler) => {
+                Ok(self.elicit_through(run, ctx, handler.as_ref(), asked).await)
+            }
+            (None, Some(handler)) => {
                 tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, (handler.0)(asked)).await
             }
-            Some((run, ctx)) => Ok(self.elicit_through(run, ctx, handler, asked).await),
+            (None, None) => return Ok(declined()),
         };
         Ok(match answer {
             Ok(Elicited::Accept(Value::Object(content))) => {
@@ -393,14 +399,16 @@ impl ClientHandler for ImportHandler {
 }
 
 impl ImportHandler {
-    /// Asks `handler` as the operation `mcp.<server>.elicit@1` of `run`: gated by
-    /// `ctx`, approved, recorded and replayed, audited. A refused or failed operation
-    /// is a cancelled question.
+    /// Answers a question as the operation `mcp.<server>.elicit@1` of `run`: gated by
+    /// `ctx`, recorded and replayed, audited. With a `handler`, the handler answers;
+    /// without one, the run's approver does (the operation needs approval: approved,
+    /// the form is accepted as its defaults fill it; denied, it is declined). A
+    /// question the door refuses otherwise, or that fails, is cancelled.
     async fn elicit_through(
         &self,
         run: &Run,
         ctx: &ToolContext,
-        handler: &ElicitationHandler,
+        handler: Option<&ElicitationHandler>,
         asked: Elicitation,
     ) -> Elicited {
         let mut spec = ToolSpec::new(
@@ -415,6 +423,7 @@ impl ImportHandler {
         );
         spec.permissions = vec![format!("mcp:{}", self.server)];
         spec.timeout_ms = u64::try_from(crate::client::ELICITATION_TIMEOUT.as_millis()).ok();
+        spec.needs_approval = handler.is_none();
         let operation = tackle_runtime::Operation::new(spec);
         let input = json!({"message": asked.message, "schema": asked.schema});
         let answered = run
@@ -423,6 +432,10 @@ impl ImportHandler {
                 move || input,
                 ctx,
                 move || async move {
+                    let Some(handler) = handler else {
+                        // Approved: the form as its defaults fill it.
+                        return Ok(json!({"action": "accept", "content": {}}));
+                    };
                     Ok(match (handler.0)(asked).await {
                         Elicited::Accept(content) => {
                             json!({"action": "accept", "content": content})
@@ -441,6 +454,9 @@ impl ImportHandler {
                 Some("decline") => Elicited::Decline,
                 _ => Elicited::Cancel,
             },
+            Err(error) if error.kind() == tackle_runtime::ToolErrorKind::ApprovalDenied => {
+                Elicited::Decline
+            }
             Err(error) => {
                 tracing::warn!(server = %self.server, %error, "a server's question was not asked");
                 Elicited::Cancel

@@ -89,6 +89,17 @@ impl ChatModel for Echo {
     }
 }
 
+/// The desk's tools served over streamable HTTP on loopback, and their URL.
+async fn desk() -> (tackle_mcp::HttpServer, String) {
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    (http, url)
+}
+
 /// Imports the desk from `url` with `options` and calls `tool` once; what it said.
 async fn call_through(url: &str, options: ImportOptions, tool: &str) -> Value {
     let mut registry = Registry::new();
@@ -109,12 +120,7 @@ async fn book_through(url: &str, options: ImportOptions) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let url = http.url();
+    let (http, url) = desk().await;
 
     // The handler sees the question, the form and the call it comes from; what it
     // leaves out is filled from the form's defaults.
@@ -161,12 +167,7 @@ async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_sampling_is_a_model_call_through_the_imports_door() {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let url = http.url();
+    let (http, url) = desk().await;
     let audit = Arc::new(MemoryAudit::new());
     let door = Arc::new(Runtime::new(Registry::new()).with_audit(Arc::clone(&audit)));
 
@@ -215,12 +216,7 @@ async fn a_servers_sampling_is_a_model_call_through_the_imports_door() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_question_through_the_door_is_recorded_and_replayed() {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let url = http.url();
+    let (http, url) = desk().await;
     let door = Arc::new(Runtime::new(Registry::new()));
     let dir = std::env::temp_dir().join(format!("tackle-import-requests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -300,12 +296,7 @@ impl tackle::approval::Approver for Person {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_handler_the_runs_approver_answers_the_servers_question() {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let url = http.url();
+    let (http, url) = desk().await;
     let door = Arc::new(Runtime::new(Registry::new()));
     let ctx = ToolContext::new().with_grant("mcp:desk");
     for (yes, said) in [

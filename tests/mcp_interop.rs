@@ -116,6 +116,10 @@ fn main() -> ExitCode {
             stdio_server_survives_malformed_input,
         ),
         (
+            "stdio_server_answers_into_a_file",
+            stdio_server_answers_into_a_file,
+        ),
+        (
             "python_client_lists_and_calls_our_server",
             python_client_lists_and_calls_our_server,
         ),
@@ -262,6 +266,43 @@ fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::proces
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// With stdin a pipe and stdout a file (not both pipes), the server serves through
+/// Tokio's stdin and stdout, not the non-blocking pipes; both answers land in the file.
+fn stdio_server_answers_into_a_file() {
+    let dir = std::env::temp_dir().join(format!("tackle-stdio-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let path = dir.join("answers.jsonl");
+    let file = std::fs::File::create(&path).expect("the answers file");
+    let mut child = server_command()
+        .stdin(Stdio::piped())
+        .stdout(file)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+        // The server waits for each line: a read that finds no data yet must wait,
+        // not fail (as it would on a stdin made non-blocking under a blocking reader).
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(stdin);
+    let status = wait_bounded(&mut child, Duration::from_secs(20));
+    assert!(status.success(), "the server exits cleanly: {status}");
+    let answers = std::fs::read_to_string(&path).expect("the answers");
+    let ids: Vec<Value> = answers
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON-RPC")["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(1), json!(2)], "{answers}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn stdio_server_survives_malformed_input() {

@@ -180,10 +180,17 @@ fn stdio_pipes() -> Option<(
     tokio::net::unix::pipe::Sender,
 )> {
     use std::os::fd::AsFd;
-    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
-    let input = tokio::net::unix::pipe::Receiver::from_owned_fd(input).ok()?;
-    let output = tokio::net::unix::pipe::Sender::from_owned_fd(output).ok()?;
+    use std::os::unix::fs::FileTypeExt;
+    let input = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+    let output = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+    // Both or neither: making one non-blocking and then falling back to Tokio's
+    // blocking stdin and stdout would break the one made non-blocking.
+    let fifo = |file: &std::fs::File| file.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    if !fifo(&input) || !fifo(&output) {
+        return None;
+    }
+    let input = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
+    let output = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
     Some((input, output))
 }
 

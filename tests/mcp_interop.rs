@@ -6,7 +6,9 @@
 //! * our importer calls a server made with the Python SDK, and fails in time when it
 //!   hangs or dies;
 //! * imported calls record to a cassette and replay offline, with no server;
-//! * the streamable-HTTP transport serves and imports.
+//! * the streamable-HTTP transport serves and imports;
+//! * an import into a runtime's live tools follows the server's
+//!   `notifications/tools/list_changed`.
 //!
 //! This binary has its own `main` (no libtest harness) so that it can also *be* the
 //! example server: started with `TACKLE_MCP_SERVE=1`, it serves the example's tools
@@ -150,6 +152,10 @@ fn main() -> ExitCode {
         (
             "the_importer_keeps_the_reference_servers_tiny_image",
             the_importer_keeps_the_reference_servers_tiny_image,
+        ),
+        (
+            "live_imports_follow_the_servers_list_changes",
+            live_imports_follow_the_servers_list_changes,
         ),
     ])
 }
@@ -935,5 +941,129 @@ fn python_client_over_http_with_bearer_tokens() {
             );
         }
         http.shutdown().await;
+    });
+}
+
+/// A Python server changes its tools while imported into a runtime's live tools: the
+/// new key appears, the removed one gives `NotFound`, the changed one validates with
+/// its new schema, and every change is audited; an import into a plain registry keeps
+/// what it listed.
+fn live_imports_follow_the_servers_list_changes() {
+    use tackle::registry::{ToolChange, ToolChangeKind};
+    tokio().block_on(async {
+        let server = || {
+            let mut command = tokio::process::Command::new(python());
+            command.arg(workspace().join("tests/mcp/py_changing.py"));
+            command
+        };
+        let audit = Arc::new(tackle::audit::MemoryAudit::new());
+        let rt = Runtime::default().with_audit(Arc::clone(&audit));
+        let options = ImportOptions::new("changing").with_requires(Vec::<String>::new());
+        let import = tackle_mcp::import_stdio_with(rt.live_tools(), server, options.clone())
+            .await
+            .expect("import into live tools");
+        let at_start = [
+            "mcp.changing.echo@1.0.0",
+            "mcp.changing.grow@1.0.0",
+            "mcp.changing.old_tool@1.0.0",
+        ];
+        assert_eq!(import.keys(), at_start);
+        assert_eq!(rt.live_tools().keys(), at_start);
+        assert!(
+            rt.registry().is_empty(),
+            "live tools are not the fixed registry"
+        );
+        assert_eq!(rt.tools().len(), 3);
+        let ctx = ToolContext::new();
+        assert_eq!(
+            rt.call("mcp.changing.echo", json!({"text": "hi"}), &ctx)
+                .await
+                .unwrap(),
+            json!({"result": "hi"})
+        );
+        assert_eq!(
+            rt.call("mcp.changing.old_tool", json!({}), &ctx)
+                .await
+                .unwrap(),
+            json!({"result": "old"})
+        );
+        assert!(audit
+            .changes()
+            .iter()
+            .all(|c| c.change == ToolChangeKind::Added));
+
+        // A plain registry import of the same server, for contrast.
+        let mut fixed = Registry::default();
+        let kept = import_stdio(&mut fixed, server(), ImportOptions::new("fixed"))
+            .await
+            .expect("import into a registry");
+
+        assert_eq!(
+            rt.call("mcp.changing.grow", json!({}), &ctx).await.unwrap(),
+            json!({"result": "grown"})
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !rt.live_tools().keys().iter().any(|k| k.contains("fresh")) {
+            assert!(Instant::now() < deadline, "the list change never arrived");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let now = [
+            "mcp.changing.echo@1.0.0",
+            "mcp.changing.fresh@1.0.0",
+            "mcp.changing.grow@1.0.0",
+        ];
+        assert_eq!(rt.live_tools().keys(), now);
+        assert_eq!(import.keys(), now);
+        assert_eq!(
+            rt.call("mcp.changing.fresh", json!({"x": 21}), &ctx)
+                .await
+                .unwrap(),
+            json!({"result": 42})
+        );
+        let gone = rt
+            .call("mcp.changing.old_tool", json!({}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(gone.kind(), ToolErrorKind::NotFound, "{gone}");
+        let old_schema = rt
+            .call("mcp.changing.echo", json!({"text": "hi"}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            old_schema.kind(),
+            ToolErrorKind::InvalidInput,
+            "{old_schema}"
+        );
+        assert_eq!(
+            rt.call("mcp.changing.echo", json!({"text": "hi", "times": 2}), &ctx)
+                .await
+                .unwrap(),
+            json!({"result": "hihi"})
+        );
+        let changed = |key: &str, change| ToolChange {
+            key: key.to_owned(),
+            change,
+            source: "mcp:changing".to_owned(),
+        };
+        assert_eq!(
+            audit.changes()[3..],
+            [
+                changed("mcp.changing.echo@1.0.0", ToolChangeKind::Changed),
+                changed("mcp.changing.fresh@1.0.0", ToolChangeKind::Added),
+                changed("mcp.changing.old_tool@1.0.0", ToolChangeKind::Removed),
+            ]
+        );
+
+        // The registry import listed once and keeps that list.
+        assert_eq!(
+            kept.keys(),
+            [
+                "mcp.fixed.echo@1.0.0",
+                "mcp.fixed.grow@1.0.0",
+                "mcp.fixed.old_tool@1.0.0"
+            ]
+        );
+        kept.close().await;
+        import.close().await;
     });
 }

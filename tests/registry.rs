@@ -202,3 +202,114 @@ async fn linked_tools_are_callable() {
         .unwrap();
     assert_eq!(out, json!("cba"));
 }
+
+/// A live tool `<namespace>.ping@1` answering `answer`.
+fn live_tool(namespace: &str, answer: &'static str) -> DynamicTool {
+    let spec = ToolSpec::new(namespace, "ping", "1", SideEffects::None, "Answers.");
+    DynamicTool::new(spec, move |_ctx, _input| async move {
+        Ok::<_, String>(json!(answer))
+    })
+}
+
+#[tokio::test]
+async fn a_call_in_flight_keeps_the_live_tool_it_resolved() {
+    use std::sync::Arc;
+    let rt = Arc::new(Runtime::default());
+    let live = rt.live_tools();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (started, running) = tokio::sync::oneshot::channel::<()>();
+    let started = std::sync::Mutex::new(Some(started));
+    let spec = ToolSpec::new("remote", "ping", "1", SideEffects::None, "Answers.");
+    let held = Arc::clone(&gate);
+    let tool = DynamicTool::new(spec, move |_ctx, _input| {
+        let held = Arc::clone(&held);
+        if let Some(started) = started.lock().unwrap().take() {
+            let _ = started.send(());
+        }
+        async move {
+            held.notified().await;
+            Ok::<_, String>(json!("first"))
+        }
+    });
+    live.change("test", |tools| tools.register(tool)).unwrap();
+    let in_flight = tokio::spawn({
+        let rt = Arc::clone(&rt);
+        async move { rt.call("remote.ping", json!({}), &ToolContext::new()).await }
+    });
+    running.await.unwrap();
+    live.change("test", |tools| tools.unregister("remote.ping@1"))
+        .unwrap();
+    let gone = rt
+        .call("remote.ping", json!({}), &ToolContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(gone.kind(), tackle::ToolErrorKind::NotFound);
+    gate.notify_one();
+    assert_eq!(in_flight.await.unwrap().unwrap(), json!("first"));
+}
+
+#[tokio::test]
+async fn fixed_tools_win_and_misses_name_live_keys() {
+    let rt = Runtime::from_inventory().unwrap();
+    let live = rt.live_tools();
+    // A live `math.square@2` would shadow the fixed one: the fixed one answers.
+    live.change("test", |tools| {
+        let spec = ToolSpec::new("math", "square", "2", SideEffects::None, "Not a square.");
+        tools.register(DynamicTool::new(spec, |_ctx, _input| async {
+            Ok::<_, String>(json!("shadow"))
+        }))?;
+        tools.register(live_tool("remote", "pong"))
+    })
+    .unwrap();
+    let ctx = ToolContext::new();
+    assert_eq!(
+        rt.call("math.square@2", json!({"x": 3}), &ctx)
+            .await
+            .unwrap(),
+        json!(9)
+    );
+    assert_eq!(
+        rt.call("ping", json!({}), &ctx).await.unwrap(),
+        json!("pong")
+    );
+    // Both kinds are listed by `tools()`, the fixed one once.
+    let tools = rt.tools();
+    assert!(tools.contains("remote.ping@1"));
+    assert_eq!(
+        tools.get("math.square@2").unwrap().spec().description,
+        "Square a number."
+    );
+    match rt.call("remote.pong", json!({}), &ctx).await.unwrap_err() {
+        tackle::ToolError::NotFound {
+            suggestions,
+            registry_empty,
+            ..
+        } => {
+            assert!(
+                suggestions.iter().any(|s| s == "remote.ping@1"),
+                "{suggestions:?}"
+            );
+            assert!(!registry_empty);
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_failed_change_changes_nothing() {
+    use std::sync::Arc;
+    let audit = Arc::new(tackle::audit::MemoryAudit::new());
+    let rt = Runtime::default().with_audit(Arc::clone(&audit));
+    let live = rt.live_tools();
+    live.change("test", |tools| tools.register(live_tool("remote", "pong")))
+        .unwrap();
+    let failed = live.change("test", |tools| {
+        tools.unregister("remote.ping@1")?;
+        // The same key twice: refused, so the removal above is not kept either.
+        tools.register(live_tool("other", "a"))?;
+        tools.register(live_tool("other", "b"))
+    });
+    assert!(failed.is_err());
+    assert_eq!(live.keys(), ["remote.ping@1"]);
+    assert_eq!(audit.changes().len(), 1);
+}

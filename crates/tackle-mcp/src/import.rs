@@ -20,6 +20,12 @@
 //! content or not: its value is then the list of its blocks as [`ContentPart`]s (`{"type": "image", "mimeType", "data"}`,
 //! files for audio and blobs, text for the rest; see `tackle::content`).
 //!
+//! The tools go into a registry (before the runtime is built from it: they stay as
+//! listed) or into a runtime's live tools
+//! ([`Runtime::live_tools`](tackle_runtime::Runtime::live_tools), see
+//! [`ImportTarget`]): those follow the server's `notifications/tools/list_changed`,
+//! each key added, removed or changed audited.
+//!
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit.
 //!
@@ -50,6 +56,7 @@ use serde_json::json;
 use serde_json::{Map, Value};
 use tackle_runtime::agent::model::{ChatModel, ChatRequest, Message};
 use tackle_runtime::content::ContentPart;
+use tackle_runtime::registry::LiveTools;
 use tackle_runtime::{
     DynamicTool, Registry, Run, SideEffects, ToolContext, ToolError, ToolHandler, ToolSpec, Trust,
 };
@@ -279,6 +286,9 @@ struct ImportHandler {
     calls: Arc<std::sync::Mutex<Vec<String>>>,
     /// Held while the person answers: one question at a time per import.
     asking: Arc<tokio::sync::Mutex<()>>,
+    /// How the import follows the server's list changes (set once imported, into
+    /// live tools only).
+    follow: Arc<std::sync::OnceLock<Follow>>,
 }
 
 impl ImportHandler {
@@ -330,6 +340,21 @@ impl ClientHandler for ImportHandler {
             Implementation::new("tackle", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, context: rmcp::service::NotificationContext<RoleClient>) {
+        if self.follow.get().is_none() {
+            tracing::debug!(server = %self.server, "the imported MCP server's tools changed; this import keeps the tools it listed (import into live tools to follow changes)");
+            return;
+        }
+        // Listed in a task of its own: the answer comes through the connection this
+        // notification came through.
+        let follow = Arc::clone(&self.follow);
+        tokio::spawn(async move {
+            if let Some(follow) = follow.get() {
+                follow.refresh(&context.peer).await;
+            }
+        });
     }
 
     #[allow(deprecated)] // sampling is deprecated by 2026-07-28; served for 2025-11-25
@@ -576,23 +601,29 @@ pub struct McpImport {
     link: Arc<Link>,
     server: String,
     remote_name: Option<String>,
-    keys: Vec<String>,
-    specs: Vec<ToolSpec>,
+    now: Arc<std::sync::Mutex<Listed>>,
 }
 
 impl std::fmt::Debug for McpImport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpImport")
             .field("server", &self.server)
-            .field("keys", &self.keys)
+            .field("keys", &self.keys())
             .finish()
     }
 }
 
 impl McpImport {
-    /// The registry keys of the imported tools, sorted.
-    pub fn keys(&self) -> &[String] {
-        &self.keys
+    fn now(&self) -> std::sync::MutexGuard<'_, Listed> {
+        self.now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The registry keys of the imported tools now, sorted (an import into live
+    /// tools follows the server's changes).
+    pub fn keys(&self) -> Vec<String> {
+        self.now().keys.clone()
     }
 
     /// The `<server>` part of the keys: the name the importer gave.
@@ -605,10 +636,10 @@ impl McpImport {
         self.remote_name.as_deref()
     }
 
-    /// The specs of the imported tools, sorted by key: save them beside a cassette to
-    /// replay the tools' calls offline with [`register_offline`].
-    pub fn specs(&self) -> &[ToolSpec] {
-        &self.specs
+    /// The specs of the imported tools now, sorted by key: save them beside a
+    /// cassette to replay the tools' calls offline with [`register_offline`].
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.now().specs.clone()
     }
 
     /// Closes the connection and waits until it is closed (a child process is asked
@@ -919,6 +950,15 @@ impl Link {
                     drop(state);
                     drop(old);
                     tracing::info!(server = %self.server, "reconnected to the imported MCP server");
+                    if self.handler.follow.get().is_some() {
+                        // A server started again may list other tools.
+                        let (follow, listing) = (Arc::clone(&self.handler.follow), peer.clone());
+                        tokio::spawn(async move {
+                            if let Some(follow) = follow.get() {
+                                follow.refresh(&listing).await;
+                            }
+                        });
+                    }
                     return Ok((peer, generation + 1));
                 }
                 // Not a passing failure: asking again would ask the person again.
@@ -944,34 +984,34 @@ fn connection_lost(error: &rmcp::ServiceError) -> bool {
     ) && error.auth_challenge().is_none()
 }
 
-/// Starts `command` as an MCP server over stdio and registers its tools. The command
-/// runs once: if the process exits, calls fail from then on (its settings, such as
+/// Starts `command` as an MCP server over stdio and registers its tools `into` a
+/// registry or a runtime's live tools ([`ImportTarget`]). The command runs once: if the process exits, calls fail from then on (its settings, such as
 /// `env_clear`, cannot all be read back to start it the same way again; use
 /// [`import_stdio_with`] for a server that is started again).
-pub async fn import_stdio(
-    registry: &mut Registry,
+pub async fn import_stdio<'a>(
+    into: impl Into<ImportTarget<'a>>,
     command: tokio::process::Command,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
-    start_stdio(registry, command, None, options).await
+    start_stdio(into.into(), command, None, options).await
 }
 
 /// Starts the command `make` builds as an MCP server over stdio and registers its
-/// tools; when the process exits, the next call starts a new one with a command from
+/// tools `into` a registry or a runtime's live tools ([`ImportTarget`]); when the process exits, the next call starts a new one with a command from
 /// `make` (with backoff), so the imported tools live as long as the program.
-pub async fn import_stdio_with(
-    registry: &mut Registry,
+pub async fn import_stdio_with<'a>(
+    into: impl Into<ImportTarget<'a>>,
     make: impl Fn() -> tokio::process::Command + Send + Sync + 'static,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let make: MakeCommand = Arc::new(make);
     let command = make();
-    start_stdio(registry, command, Some(make), options).await
+    start_stdio(into.into(), command, Some(make), options).await
 }
 
 /// Starts `command` and registers its tools; `make` starts it again later, if given.
 async fn start_stdio(
-    registry: &mut Registry,
+    into: ImportTarget<'_>,
     command: tokio::process::Command,
     make: Option<MakeCommand>,
     options: ImportOptions,
@@ -990,13 +1030,13 @@ async fn start_stdio(
         make,
         stderr: options.stderr,
     };
-    register(registry, client, dial, handler, &program, &options).await
+    register(into, client, dial, handler, &program, &options).await
 }
 
-/// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools. A
-/// session that is lost (the server restarted) is opened again at the next call.
-pub async fn import_http(
-    registry: &mut Registry,
+/// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools
+/// `into` a registry or a runtime's live tools ([`ImportTarget`]). A session that is lost (the server restarted) is opened again at the next call.
+pub async fn import_http<'a>(
+    into: impl Into<ImportTarget<'a>>,
     url: &str,
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
@@ -1017,7 +1057,7 @@ pub async fn import_http(
     };
     let handler = handler_of(&options);
     let client = dial.connect(&handler, url, options.connect_timeout).await?;
-    register(registry, client, dial, handler, url, &options).await
+    register(into.into(), client, dial, handler, url, &options).await
 }
 
 /// The client side of an import made with `options`.
@@ -1029,6 +1069,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
         door: options.door.clone(),
         calls: Arc::default(),
         asking: Arc::default(),
+        follow: Arc::default(),
     }
 }
 
@@ -1077,7 +1118,7 @@ fn version_of(text: &str) -> String {
 }
 
 async fn register(
-    registry: &mut Registry,
+    into: ImportTarget<'_>,
     client: Client,
     dial: Dial,
     handler: ImportHandler,
@@ -1090,17 +1131,84 @@ async fn register(
         .as_deref()
         .and_then(|i| i.server_info.as_ref())
         .map(|s| s.name.clone());
+    let listed = match list(client.peer(), dial.auth(), origin, options).await {
+        Ok(listed) => listed,
+        Err(error) => {
+            client.cancel().await.ok();
+            return Err(error);
+        }
+    };
+    let follow = handler.follow.clone();
+    let link = Arc::new(Link {
+        dial,
+        handler,
+        trace_context: options.trace_context,
+        origin: origin.to_owned(),
+        server: server.clone(),
+        connect_timeout: options.connect_timeout,
+        now: std::sync::Mutex::new((Some(client), 0)),
+        redialing: tokio::sync::Mutex::new(()),
+    });
+    let source = format!("mcp:{server}");
+    let put = match &into {
+        ImportTarget::Registry(_) => None,
+        ImportTarget::Live(live) => Some(live.clone()),
+    };
+    let registered = match into {
+        ImportTarget::Registry(registry) => put_tools(registry, &link, &listed, &server, &[]),
+        ImportTarget::Live(live) => live.change(&source, |registry| {
+            put_tools(registry, &link, &listed, &server, &[])
+        }),
+    };
+    let keys = match registered {
+        Ok(keys) => keys,
+        Err(error) => {
+            if let Some(client) = link.close() {
+                client.cancel().await.ok();
+            }
+            return Err(McpError::Register(error));
+        }
+    };
+    let mut specs: Vec<ToolSpec> = listed.into_iter().map(|(_, spec)| spec).collect();
+    specs.sort_by_key(ToolSpec::key);
+    let now = Arc::new(std::sync::Mutex::new(Listed { keys, specs }));
+    if let Some(live) = put {
+        // From now on, the server's list changes reach the live tools.
+        let _ = follow.set(Follow {
+            live,
+            link: Arc::downgrade(&link),
+            options: options.clone(),
+            now: Arc::clone(&now),
+            refreshing: tokio::sync::Mutex::new(()),
+        });
+    }
+    Ok(McpImport {
+        link,
+        server,
+        remote_name,
+        now,
+    })
+}
+
+/// Lists the server's tools (bounded by the connect timeout; the person's time to
+/// authorize is the OAuth client's own limit), with the spec each is imported as.
+async fn list(
+    peer: &Peer<RoleClient>,
+    auth: Option<&Authorization>,
+    origin: &str,
+    options: &ImportOptions,
+) -> Result<Vec<(Tool, ToolSpec)>, McpError> {
+    let server = slug(&options.name);
     let version = version_of(
-        info.as_deref()
+        peer.peer_info()
+            .as_ref()
             .and_then(|i| i.server_info.as_ref())
             .map(|s| s.version.as_str())
             .unwrap_or("0"),
     );
-    // Each listing is bounded by the connect timeout; the person's time to
-    // authorize is the OAuth client's own limit.
     let limit = options.connect_timeout;
-    let listed = authorized(dial.auth(), || async {
-        tokio::time::timeout(limit, client.list_all_tools())
+    let listed = authorized(auth, || async {
+        tokio::time::timeout(limit, peer.list_all_tools())
             .await
             .unwrap_or(Err(ServiceError::Timeout { timeout: limit }))
     })
@@ -1127,12 +1235,11 @@ async fn register(
             })
         }
     };
-    // All or nothing: every key is checked first, and a registration that fails
-    // takes the ones before it back out.
-    let mut specs = Vec::with_capacity(tools.len());
+    // Every key is checked before any is registered: all or nothing.
+    let mut listed = Vec::with_capacity(tools.len());
     let mut by_key: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for tool in &tools {
-        let mut spec = spec_of(tool, &server, &version);
+    for tool in tools {
+        let mut spec = spec_of(&tool, &server, &version);
         // The door keeps the time limit, as for every tool: a server that does not
         // answer in time gives `Timeout`, and the request is dropped (cancelled).
         spec.timeout_ms = Some(u64::try_from(options.call_timeout.as_millis()).unwrap_or(u64::MAX));
@@ -1141,7 +1248,6 @@ async fn register(
             .clone()
             .unwrap_or_else(|| vec![format!("mcp:{server}")]);
         if let Some(first) = by_key.insert(spec.key(), tool.name.to_string()) {
-            client.cancel().await.ok();
             return Err(McpError::ImportCollision {
                 server,
                 first,
@@ -1149,22 +1255,31 @@ async fn register(
                 key: spec.key(),
             });
         }
-        specs.push(spec);
+        listed.push((tool, spec));
     }
-    let link = Arc::new(Link {
-        dial,
-        handler,
-        trace_context: options.trace_context,
-        origin: origin.to_owned(),
-        server: server.clone(),
-        connect_timeout: options.connect_timeout,
-        now: std::sync::Mutex::new((Some(client), 0)),
-        redialing: tokio::sync::Mutex::new(()),
-    });
-    let mut keys: Vec<String> = Vec::with_capacity(tools.len());
-    for (tool, spec) in tools.iter().zip(&specs) {
+    Ok(listed)
+}
+
+/// Registers the listed tools of `server` in `registry`, calling through `link`, in
+/// place of `old` (the keys registered before, taken out first): all or nothing (a
+/// failed registration takes the ones before it back out). The keys registered,
+/// sorted.
+fn put_tools(
+    registry: &mut Registry,
+    link: &Arc<Link>,
+    listed: &[(Tool, ToolSpec)],
+    server: &str,
+    old: &[String],
+) -> Result<Vec<String>, tackle_runtime::RegistryError> {
+    for key in old {
+        if is_ours(registry, key, server) {
+            let _ = registry.unregister(key);
+        }
+    }
+    let mut keys: Vec<String> = Vec::with_capacity(listed.len());
+    for (tool, spec) in listed {
         let calls = tool_handler(
-            Arc::clone(&link),
+            Arc::clone(link),
             tool.name.to_string(),
             spec.key(),
             spec.rerun_safe(),
@@ -1175,28 +1290,113 @@ async fn register(
         match registered {
             // Under a collision strategy that keeps the tool already there, the key is
             // not this import's: it is neither listed nor taken back out.
-            Ok(key) if is_ours(registry, &key, &server) => keys.push(key),
+            Ok(key) if is_ours(registry, &key, server) => keys.push(key),
             Ok(_) => {}
             Err(error) => {
                 for key in &keys {
                     let _ = registry.unregister(key);
                 }
-                if let Some(client) = link.close() {
-                    client.cancel().await.ok();
-                }
-                return Err(McpError::Register(error));
+                return Err(error);
             }
         }
     }
     keys.sort();
-    specs.sort_by_key(ToolSpec::key);
-    Ok(McpImport {
-        link,
-        server,
-        remote_name,
-        keys,
-        specs,
-    })
+    Ok(keys)
+}
+
+/// The keys and specs an import has now.
+struct Listed {
+    keys: Vec<String>,
+    specs: Vec<ToolSpec>,
+}
+
+/// How an import into live tools follows the server's list changes.
+struct Follow {
+    live: LiveTools,
+    link: std::sync::Weak<Link>,
+    options: ImportOptions,
+    now: Arc<std::sync::Mutex<Listed>>,
+    /// Held while the tools are listed again: one listing at a time, in order.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl Follow {
+    fn now(&self) -> std::sync::MutexGuard<'_, Listed> {
+        self.now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Lists the server's tools again and puts them in place of the import's tools
+    /// (the live tools audit what was added, removed or changed). A failure leaves
+    /// the tools as they were, and is logged.
+    async fn refresh(&self, peer: &Peer<RoleClient>) {
+        let _one_at_a_time = self.refreshing.lock().await;
+        let Some(link) = self.link.upgrade() else {
+            return;
+        };
+        let server = link.server.clone();
+        let listed = match list(peer, link.dial.auth(), &link.origin, &self.options).await {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(%server, %error, "the imported MCP server's tools could not be listed again; they stay as they were");
+                return;
+            }
+        };
+        let old = self.now().keys.clone();
+        let source = format!("mcp:{server}");
+        let put = self.live.change(&source, |registry| {
+            put_tools(registry, &link, &listed, &server, &old)
+        });
+        match put {
+            Ok(keys) => {
+                let mut specs: Vec<ToolSpec> = listed.into_iter().map(|(_, spec)| spec).collect();
+                specs.sort_by_key(ToolSpec::key);
+                *self.now() = Listed { keys, specs };
+            }
+            Err(error) => {
+                tracing::warn!(%server, %error, "the imported MCP server's new tools could not be registered; they stay as they were");
+            }
+        }
+    }
+}
+
+/// Where an import puts the server's tools.
+pub enum ImportTarget<'a> {
+    /// A registry, before the runtime is built from it: the tools stay as the server
+    /// listed them at import (a later `notifications/tools/list_changed` is ignored).
+    Registry(&'a mut Registry),
+    /// A runtime's live tools ([`Runtime::live_tools`](tackle_runtime::Runtime::live_tools)):
+    /// the tools follow the server's `notifications/tools/list_changed` (and what a
+    /// restarted server lists), each change audited.
+    Live(LiveTools),
+}
+
+impl std::fmt::Debug for ImportTarget<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportTarget::Registry(_) => f.write_str("ImportTarget::Registry"),
+            ImportTarget::Live(_) => f.write_str("ImportTarget::Live"),
+        }
+    }
+}
+
+impl<'a> From<&'a mut Registry> for ImportTarget<'a> {
+    fn from(registry: &'a mut Registry) -> ImportTarget<'a> {
+        ImportTarget::Registry(registry)
+    }
+}
+
+impl From<LiveTools> for ImportTarget<'_> {
+    fn from(live: LiveTools) -> Self {
+        ImportTarget::Live(live)
+    }
+}
+
+impl From<&LiveTools> for ImportTarget<'_> {
+    fn from(live: &LiveTools) -> Self {
+        ImportTarget::Live(live.clone())
+    }
 }
 
 /// Whether the tool under `key` is one this import of `server` registered.

@@ -52,7 +52,7 @@ pub mod trace;
 
 pub use import::{
     import_http, import_stdio, import_stdio_with, register_offline, Elicitation,
-    ElicitationHandler, ImportOptions, McpImport, ServerStderr,
+    ElicitationHandler, ImportOptions, ImportTarget, McpImport, ServerStderr,
 };
 pub use names::NameMap;
 pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenValidator};

@@ -30,6 +30,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{ToolError, ToolErrorKind};
+use crate::registry::ToolChange;
 use crate::sanitize::Finding;
 use crate::shape::ShapeReport;
 use crate::spec::SideEffects;
@@ -137,12 +138,20 @@ impl AuditError {
 pub trait AuditSink: Send + Sync {
     /// Takes one event.
     fn record(&self, event: AuditEvent);
+
+    /// Takes one change of the runtime's live tools (a tool that appeared, went or
+    /// changed while the program runs: see [`crate::registry::live`]). Ignored unless
+    /// the sink keeps them.
+    fn tools_changed(&self, change: &ToolChange) {
+        let _ = change;
+    }
 }
 
 /// An [`AuditSink`] that keeps every event in memory.
 #[derive(Debug, Default)]
 pub struct MemoryAudit {
     events: Mutex<Vec<AuditEvent>>,
+    changes: Mutex<Vec<ToolChange>>,
 }
 
 impl MemoryAudit {
@@ -158,6 +167,14 @@ impl MemoryAudit {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    /// The changes of live tools so far, in the order they were made.
+    pub fn changes(&self) -> Vec<ToolChange> {
+        self.changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl AuditSink for MemoryAudit {
@@ -167,11 +184,22 @@ impl AuditSink for MemoryAudit {
             .unwrap_or_else(PoisonError::into_inner)
             .push(event);
     }
+
+    fn tools_changed(&self, change: &ToolChange) {
+        self.changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(change.clone());
+    }
 }
 
 impl<T: AuditSink + ?Sized> AuditSink for std::sync::Arc<T> {
     fn record(&self, event: AuditEvent) {
         (**self).record(event);
+    }
+
+    fn tools_changed(&self, change: &ToolChange) {
+        (**self).tools_changed(change);
     }
 }
 

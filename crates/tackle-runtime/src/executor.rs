@@ -124,9 +124,8 @@ pub(crate) async fn execute_batch(
     for (index, call) in calls.into_iter().enumerate() {
         names.push((call.id.clone(), call.key.clone()));
         let lane = runtime
-            .registry()
-            .resolve(&call.key)
-            .map_or(Lane::Parallel, |tool| lane_of(tool.spec()));
+            .spec_of(&call.key)
+            .map_or(Lane::Parallel, |spec| lane_of(&spec));
         match lane {
             Lane::Alone => {
                 // Everything before it finishes first; it runs alone.

@@ -131,7 +131,9 @@ impl Runtime {
         validate: bool,
     ) -> InvokeResult {
         let begun = Instant::now();
-        let mut call = self.start(None, name, None, Input::Value(input_data), ctx);
+        let mut held = None;
+        let tool = self.early(name, &mut held);
+        let mut call = self.start(None, name, tool, None, Input::Value(input_data), ctx);
         call.validate = validate;
         let start = self.audit.is_some().then_some(begun);
         let result = self.pass(&mut call, start).await;

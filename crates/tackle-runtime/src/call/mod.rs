@@ -77,6 +77,7 @@ mod shape;
 pub(crate) mod state;
 mod validate;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -98,7 +99,7 @@ use crate::audit::{AuditSink, Counters, Execution, GateDecision, Gates};
 use crate::bounds::Limits;
 use crate::context::ToolContext;
 use crate::error::{RegistryError, ToolError};
-use crate::registry::{Registry, Tool};
+use crate::registry::{LiveTools, Registry, Tool};
 use crate::replay::router::Pending;
 use crate::replay::Cassette;
 use crate::sandbox::{Sandbox, SandboxPolicy, SandboxResolver};
@@ -149,12 +150,16 @@ pub struct Runtime {
     /// The words that make an argument secret by its name, when not the default
     /// ([`tackle_contract::SECRET_WORDS`]).
     secret_words: Option<Arc<[String]>>,
+    /// The tools that come and go while the program runs (see
+    /// [`crate::registry::live`]).
+    live: Arc<crate::registry::live::Shared>,
 }
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
             .field("registry", &self.registry)
+            .field("live_tools", &self.live.snapshot().list_names())
             .field("approver", &self.approver.is_some())
             .field("shaping", &self.shaping)
             .field("sanitization", &self.sanitization)
@@ -501,9 +506,60 @@ impl Runtime {
         &self.counters
     }
 
-    /// The tools.
+    /// The tools the runtime was built with (the fixed registry; see
+    /// [`Runtime::tools`] for those and the live tools).
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// A handle to the runtime's live tools: tools that come and go while the program
+    /// runs, such as an MCP server's (see [`crate::registry::live`]). Their changes
+    /// are audited to the runtime's audit sink as it is when the handle is made.
+    pub fn live_tools(&self) -> LiveTools {
+        LiveTools::new(Arc::clone(&self.live), self.audit.clone())
+    }
+
+    /// Every tool callable now: the fixed registry and, when there are any, the live
+    /// tools (a fixed tool wins a key both have). Build what lists tools (an agent's
+    /// tool list, a search) from this; it does not follow later changes.
+    pub fn tools(&self) -> Cow<'_, Registry> {
+        if !self.live.any() {
+            return Cow::Borrowed(&self.registry);
+        }
+        Cow::Owned(self.registry.with_tools_of(&self.live.snapshot()))
+    }
+
+    /// The tool a call of `key` runs, found before the call starts when there are
+    /// live tools (`None`: the resolve stage finds it, or not). A live tool is kept
+    /// in `held` for as long as the call lasts.
+    #[inline]
+    fn early<'a>(&'a self, key: &str, held: &'a mut Option<Arc<Tool>>) -> Option<&'a Tool> {
+        if !self.live.any() {
+            return None;
+        }
+        self.early_live(key, held)
+    }
+
+    #[cold]
+    fn early_live<'a>(&'a self, key: &str, held: &'a mut Option<Arc<Tool>>) -> Option<&'a Tool> {
+        if let Some(tool) = self.registry.get(key) {
+            return Some(tool);
+        }
+        *held = self.live.find(key);
+        held.as_deref()
+    }
+
+    /// The spec of the tool `key` names now, fixed or live.
+    pub(crate) fn spec_of(&self, key: &str) -> Option<Cow<'_, ToolSpec>> {
+        if let Some(tool) = self.registry.get(key) {
+            return Some(Cow::Borrowed(tool.spec()));
+        }
+        if !self.live.any() {
+            return None;
+        }
+        self.live
+            .find(key)
+            .map(|tool| Cow::Owned(tool.spec().clone()))
     }
 
     /// The tools, to register or unregister run-time tools.
@@ -528,7 +584,9 @@ impl Runtime {
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
         // The body of `call_in`, not a call of it: one future less on the hot path.
-        let mut call = self.start(None, key, None, Input::Value(input), ctx);
+        let mut held = None;
+        let tool = self.early(key, &mut held);
+        let mut call = self.start(None, key, tool, None, Input::Value(input), ctx);
         let start = self.audit.is_some().then(Instant::now);
         self.pass(&mut call, start).await
     }
@@ -548,7 +606,9 @@ impl Runtime {
         input: Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
-        let mut call = self.start(run, key, None, Input::Value(input), ctx);
+        let mut held = None;
+        let tool = self.early(key, &mut held);
+        let mut call = self.start(run, key, tool, None, Input::Value(input), ctx);
         call.given_id = given_id;
         // Time is taken only for someone who reads it.
         let start = self.audit.is_some().then(Instant::now);
@@ -565,7 +625,9 @@ impl Runtime {
         ctx: &ToolContext,
     ) -> CallReport {
         let start = Instant::now();
-        let mut call = self.start(run, key, None, Input::Value(input), ctx);
+        let mut held = None;
+        let tool = self.early(key, &mut held);
+        let mut call = self.start(run, key, tool, None, Input::Value(input), ctx);
         call.given_id = given_id;
         let result = self.pass(&mut call, Some(start)).await;
         CallReport {
@@ -650,7 +712,8 @@ impl Runtime {
         let mut call = self.start(
             run,
             operation.key(),
-            Some((operation.tool(), code)),
+            Some(operation.tool()),
+            Some(code),
             Input::Lazy(Box::new(input)),
             ctx,
         );
@@ -659,19 +722,17 @@ impl Runtime {
         (result, call.id())
     }
 
-    /// A call, before the first stage.
+    /// A call, before the first stage: of `tool` when it is known (an operation's, or
+    /// a live tool), with `code` for an operation.
     fn start<'a>(
         &'a self,
         run: Option<&'a RunState>,
         asked: &'a str,
-        operation: Option<(&'a Tool, OperationCode<'a>)>,
+        tool: Option<&'a Tool>,
+        code: Option<OperationCode<'a>>,
         input: Input<'a>,
         ctx: &'a ToolContext,
     ) -> Call<'a> {
-        let (tool, code) = match operation {
-            Some((tool, code)) => (Some(tool), Some(code)),
-            None => (None, None),
-        };
         let next_id = match run {
             Some(run) => &run.memory.next_call,
             None => &self.next_call,

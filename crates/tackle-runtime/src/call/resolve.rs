@@ -11,6 +11,7 @@
 use std::ops::ControlFlow;
 
 use super::{Call, Flow, Runtime};
+use crate::error::ToolError;
 use crate::sandbox::{SandboxKind, SandboxPolicy};
 use crate::spec::ToolSpec;
 
@@ -20,7 +21,7 @@ pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         Some(tool) => tool,
         None => match door.registry.resolve(call.asked) {
             Ok(tool) => &**tool,
-            Err(error) => return ControlFlow::Break(Err(error)),
+            Err(error) => return ControlFlow::Break(Err(with_live(door, call.asked, error))),
         },
     };
     let spec: &ToolSpec = tool.spec();
@@ -54,4 +55,37 @@ pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         span.record("tool.result.truncation.applied", false);
     }
     ControlFlow::Continue(())
+}
+
+/// The error for a key the fixed registry does not name, told with the live tools in
+/// mind when there are any (a live tool would have been found before the call began):
+/// their close keys are suggested too, and the registry is not called empty.
+#[cold]
+fn with_live(door: &Runtime, asked: &str, error: ToolError) -> ToolError {
+    if !door.live.any() {
+        return error;
+    }
+    match (error, door.live.snapshot().resolve(asked)) {
+        (_, Err(ambiguous @ ToolError::Ambiguous { .. })) => ambiguous,
+        (
+            ToolError::NotFound {
+                query,
+                mut suggestions,
+                ..
+            },
+            Err(ToolError::NotFound {
+                suggestions: more, ..
+            }),
+        ) => {
+            let keep = suggestions.len().max(more.len());
+            suggestions.extend(more);
+            suggestions.truncate(keep);
+            ToolError::NotFound {
+                query,
+                suggestions,
+                registry_empty: false,
+            }
+        }
+        (error, _) => error,
+    }
 }

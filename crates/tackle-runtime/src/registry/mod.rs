@@ -30,6 +30,7 @@
 //! [`crate::abi`].
 
 pub mod collision;
+pub mod live;
 pub mod query;
 pub mod tool;
 pub mod warn;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 
 pub use crate::abi::{registrations, ToolFuture, ToolRegistration};
 pub use collision::{CollisionNote, CollisionStrategy};
+pub use live::{LiveTools, ToolChange, ToolChangeKind};
 pub use query::ToolQuery;
 pub(crate) use tool::HandlerKind;
 pub use tool::{ApprovalPredicate, DynamicTool, IdempotencyKeyFn, Tool, ToolHandler};
@@ -75,7 +77,7 @@ enum Found<'a> {
 /// assert_eq!(registry.resolve("shout")?.key(), "text.shout@1");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Registry {
     strategy: CollisionStrategy,
     tools: Vec<Arc<Tool>>,
@@ -188,6 +190,20 @@ impl Registry {
             }
         }
         Ok(key)
+    }
+
+    /// This registry with `other`'s tools added, except those whose key it already
+    /// has (as [`Runtime::tools`](crate::Runtime::tools) lists fixed and live tools).
+    pub(crate) fn with_tools_of(&self, other: &Registry) -> Registry {
+        let mut both = self.clone();
+        for tool in other.list() {
+            if !both.by_key.contains_key(tool.key()) {
+                both.by_key.insert(tool.key.clone(), both.tools.len());
+                both.tools.push(Arc::clone(tool));
+            }
+        }
+        both.reindex();
+        both
     }
 
     /// Sorts the tools and rebuilds the lookup tables.

@@ -48,6 +48,7 @@ pub mod prompts;
 pub mod resources;
 pub mod server;
 pub mod stdio;
+pub mod tasks;
 pub mod trace;
 
 pub use import::{
@@ -59,6 +60,7 @@ pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenV
 pub use oauth_client::{Authorizer, ClientIdentity, OAuthClient};
 pub use server::{Identity, McpServer};
 pub use stdio::{serve_io, StdioOptions, DEFAULT_MAX_LINE_BYTES};
+pub use tasks::TaskOptions;
 
 /// What can go wrong serving or importing.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +126,12 @@ pub enum McpError {
         second: String,
         /// The key both would get.
         key: String,
+    },
+    /// The server's task store failed.
+    #[error("the MCP server's tasks: {message}")]
+    Tasks {
+        /// What failed.
+        message: String,
     },
     /// An imported tool could not be registered; nothing of the import stays.
     #[error("an imported tool could not be registered: {0}")]

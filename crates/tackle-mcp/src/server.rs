@@ -34,9 +34,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    TASKS_EXTENSION_ID,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -53,7 +54,9 @@ use crate::logging::SessionLog;
 use crate::names::NameMap;
 use crate::prompts::{PromptArguments, Prompts};
 use crate::resources::Resources;
+use crate::tasks::{TaskOptions, Tasks};
 use crate::McpError;
+use tackle_runtime::durable::RunStore;
 
 /// Who the server says it is in `initialize`. Use [`identity!`](crate::identity) for
 /// your crate's name and version.
@@ -114,6 +117,8 @@ pub struct McpServer {
     log: Arc<SessionLog>,
     /// This session's id (subscriptions are kept by it).
     session: u64,
+    /// Where calls made as tasks are kept, when the server makes tasks.
+    tasks: Option<Arc<Tasks>>,
 }
 
 /// The grant a client needs to read the server's log (`logging/setLevel`).
@@ -265,6 +270,7 @@ impl McpServer {
             subscriptions: Arc::default(),
             log: Arc::default(),
             session: next_session(),
+            tasks: None,
         })
     }
 
@@ -295,6 +301,36 @@ impl McpServer {
     pub fn with_prompts(mut self, prompts: Prompts) -> McpServer {
         self.prompts = Arc::new(prompts);
         self
+    }
+
+    /// The same server making durable tasks of the calls of clients that declare the
+    /// Tasks extension, kept in `store` (see [`crate::tasks`]) with the default
+    /// [`TaskOptions`]. Call [`resume_tasks`](Self::resume_tasks) once it serves, to go
+    /// on with the tasks a stopped process left.
+    pub fn with_tasks(self, store: Arc<dyn RunStore>) -> McpServer {
+        self.with_task_options(store, TaskOptions::default())
+    }
+
+    /// [`with_tasks`](Self::with_tasks) with `options`.
+    pub fn with_task_options(
+        mut self,
+        store: Arc<dyn RunStore>,
+        options: TaskOptions,
+    ) -> McpServer {
+        self.tasks = Some(Arc::new(Tasks::new(store, options)));
+        self
+    }
+
+    /// Goes on with every task of the server's store that no process drives (its
+    /// process died; its lease has lapsed): how many it resumed. Tasks are also
+    /// resumed when a client polls them.
+    pub fn resume_tasks(&self) -> Result<usize, McpError> {
+        match &self.tasks {
+            Some(tasks) => tasks.resume_all(self).map_err(|e| McpError::Tasks {
+                message: e.message.to_string(),
+            }),
+            None => Ok(0),
+        }
     }
 
     /// The same server asking the human at the client to approve each call that needs
@@ -354,6 +390,24 @@ impl McpServer {
 }
 
 impl McpServer {
+    /// Whether this client may call the tool `key`: it exists and the grants allow it.
+    pub(crate) fn may_call(&self, key: &str) -> bool {
+        self.runtime
+            .registry()
+            .get(key)
+            .is_some_and(|tool| self.allows(&tool.spec().permissions))
+    }
+
+    /// The `tools/call` result of the tool `key`'s `output`.
+    pub(crate) fn result_for(&self, key: &str, output: Value, unwrapped: bool) -> CallToolResult {
+        match self.runtime.registry().get(key) {
+            Some(tool) => result_of(Ok(output), tool.spec(), unwrapped),
+            None => CallToolResult::error(vec![ContentBlock::text(format!(
+                "the tool `{key}` is no longer served"
+            ))]),
+        }
+    }
+
     /// Whether the server's (or this client's) grants allow every one of `needs`.
     fn allows(&self, needs: &[String]) -> bool {
         needs.iter().all(|p| self.ctx.capabilities().allows(p))
@@ -575,6 +629,15 @@ impl ServerHandler for McpServer {
         if !self.resources.is_empty() || !self.prompts.is_empty() {
             capabilities.completions = Some(wire(json!({})).unwrap_or_default());
         }
+        if self.tasks.is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    TASKS_EXTENSION_ID.to_owned(),
+                    rmcp::model::JsonObject::new(),
+                );
+        }
         let mut info = ServerConfig::new(capabilities);
         let mut implementation =
             Implementation::new(self.identity.name.clone(), self.identity.version.clone());
@@ -634,6 +697,15 @@ impl ServerHandler for McpServer {
             return Err(unknown());
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
+        if let Some(tasks) = &self.tasks {
+            let asks = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            // Secrets are never stored, and a task keeps its call's arguments.
+            if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
+                return tasks.start(self, key, input).map(CallToolResponse::Task);
+            }
+        }
         // Each request is a run of its own: the client's cancellation is the run's.
         let mut run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
         // Only a tool that sees its context can report progress.
@@ -680,6 +752,45 @@ impl ServerHandler for McpServer {
             tool.spec(),
             unwrapped_outputs(&context),
         )))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        match &self.tasks {
+            Some(tasks) => tasks.get(self, &request.task_id, unwrapped_outputs(&context)),
+            None => Err(ErrorData::invalid_request(
+                "this server makes no tasks",
+                None,
+            )),
+        }
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match &self.tasks {
+            Some(tasks) => tasks.cancel(self, &request.task_id),
+            None => Err(ErrorData::invalid_request(
+                "this server makes no tasks",
+                None,
+            )),
+        }
+    }
+
+    async fn update_task(
+        &self,
+        _request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(ErrorData::invalid_request(
+            "this server's tasks take no input from the client",
+            None,
+        ))
     }
 
     // MCP's logging is deprecated by the 2026-07-28 revision (SEP-2577); it is served

@@ -25,6 +25,8 @@ use serde_json::Value;
 
 use super::{Call, Flow, Runtime};
 use crate::audit::Execution;
+use crate::registry::tool::SecretArguments;
+use crate::registry::Tool;
 
 /// How many secret strings one call may carry (more are scrubbed as one would be:
 /// the rest are ignored, and their values may show).
@@ -48,18 +50,7 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
     let mut found = Vec::new();
     let mut fields = Vec::new();
     for (name, value) in input {
-        let named = match custom {
-            // Custom words: the schema's `writeOnly` properties, and names by them.
-            Some(words) => {
-                tackle_contract::is_secret_name(name, words)
-                    || secret.write_only.iter().any(|n| n == name)
-            }
-            None => {
-                secret.named.iter().any(|n| n == name)
-                    || (secret.open
-                        && tackle_contract::is_secret_name(name, tackle_contract::SECRET_WORDS))
-            }
-        };
+        let named = is_secret(custom, secret, name);
         if named {
             values(value, &mut found);
             fields.push(name.clone());
@@ -70,6 +61,42 @@ pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
     found.dedup();
     call.arg_secrets = found;
     call.arg_secret_fields = fields;
+}
+
+/// Whether the argument `name` of a tool whose secret arguments are `secret` is
+/// secret, given the runtime's `custom` words (see the module docs).
+#[inline]
+fn is_secret(custom: Option<&[String]>, secret: &SecretArguments, name: &str) -> bool {
+    match custom {
+        // Custom words: the schema's `writeOnly` properties, and names by them.
+        Some(words) => {
+            tackle_contract::is_secret_name(name, words)
+                || secret.write_only.iter().any(|n| n == name)
+        }
+        None => {
+            secret.named.iter().any(|n| n == name)
+                || (secret.open
+                    && tackle_contract::is_secret_name(name, tackle_contract::SECRET_WORDS))
+        }
+    }
+}
+
+impl Runtime {
+    /// The names of the arguments of `input` that are secret for a call of `tool`
+    /// (see [`crate::call`]'s secrets stage): what a program that keeps a call's
+    /// input (a durable task) must not store as it is.
+    pub fn secret_arguments(&self, tool: &Tool, input: &Value) -> Vec<String> {
+        let Value::Object(input) = input else {
+            return Vec::new();
+        };
+        let secret = tool.secret_arguments();
+        let custom = self.secret_words.as_deref();
+        input
+            .keys()
+            .filter(|name| is_secret(custom, secret, name))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Replaces the whole value of each secret argument in `fields` of `input` with

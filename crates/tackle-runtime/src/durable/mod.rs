@@ -1150,6 +1150,64 @@ impl DurableRun {
         result
     }
 
+    /// Runs `work` (calls of its own on [`run`](Self::run), for a run that is not an
+    /// agent loop) while renewing the run's lease, as [`drive`](Self::drive) does. When
+    /// the lease is lost to another process, the run's calls are cancelled and `work`
+    /// ends as they do. Then end the run with [`finish`](Self::finish).
+    pub async fn hold<F: std::future::Future>(&self, work: F) -> F::Output {
+        tokio::pin!(work);
+        let period = (self.attempt.options.lease / 3).max(Duration::from_millis(1));
+        loop {
+            tokio::select! {
+                outcome = &mut work => return outcome,
+                () = tokio::time::sleep(period) => {
+                    if let Err(DurableError::Held { .. }) = self.attempt.save(false, |_| {}) {
+                        self.attempt.lost.cancel();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends a run whose calls were made by code of its own (see [`hold`](Self::hold)),
+    /// and lets it go: [`RunStatus::Done`] when `outcome` is `Ok`,
+    /// [`RunStatus::Failed`] with the error otherwise. A run whose calls wait for
+    /// approval ([`pending_approvals`](Self::pending_approvals)) is not ended: it stops
+    /// with [`RunStatus::AwaitingApproval`], to be resumed once they are decided. A
+    /// journal that failed stops it as [`drive`](Self::drive) does
+    /// ([`DurableError::Journal`], status [`RunStatus::Interrupted`]), and an attempt
+    /// that lost the run saves nothing ([`DurableError::Held`]).
+    pub fn finish(&self, outcome: Result<(), String>) -> Result<RunStatus, DurableError> {
+        if let Some(message) = self.attempt.failure() {
+            self.interrupted(message)?;
+        }
+        if self.attempt.lost.is_cancelled() {
+            let record = load(&*self.attempt.store, &self.run_id())?;
+            return Err(
+                held_by_other(&record, &self.attempt.options.holder, now_ms()).unwrap_or(
+                    DurableError::Conflict {
+                        run_id: record.run_id,
+                    },
+                ),
+            );
+        }
+        let mut status = RunStatus::Running;
+        self.attempt.save(true, |record| {
+            record.status = if !record.pending.is_empty() {
+                RunStatus::AwaitingApproval
+            } else {
+                match &outcome {
+                    Ok(()) => RunStatus::Done,
+                    Err(error) => RunStatus::Failed {
+                        error: error.clone(),
+                    },
+                }
+            };
+            status = record.status.clone();
+        })?;
+        Ok(status)
+    }
+
     /// Ends an attempt whose journal failed: status `interrupted` when the store
     /// takes it, and the error.
     fn interrupted(&self, message: String) -> Result<ReactState, DurableError> {

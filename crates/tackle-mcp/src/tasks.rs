@@ -1,0 +1,445 @@
+//! Durable tasks: a served call that outlives the server process.
+//!
+//! MCP's Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663, as rmcp models it)
+//! lets a client that declares it get a *task* for a `tools/call` instead of waiting
+//! for the result: the server answers at once with the task's id (`resultType:
+//! "task"`), and the client polls `tasks/get` until the task is `completed` (its
+//! payload is the `CallToolResult`), `failed` or `cancelled`, and may send
+//! `tasks/cancel`. Servers that keep tasks in memory lose them when they stop.
+//!
+//! A server made with [`McpServer::with_tasks`](crate::McpServer::with_tasks) keeps
+//! each task as a durable run (`tackle::durable`) in a [`RunStore`] (SQLite by default,
+//! the `tackle-sqlite` crate): the run `mcp-task-<id>` whose task is the call (tool
+//! key, arguments, creation time), whose journal holds the door call (written ahead:
+//! started, then finished), and whose status is the task's. So:
+//!
+//! * a server killed mid-task and started again on the same store answers `tasks/get`
+//!   for the task, and goes on with it: a task whose process died is resumed when it
+//!   is polled (or by [`McpServer::resume_tasks`](crate::McpServer::resume_tasks) at
+//!   start), once its lease has lapsed ([`TaskOptions::lease`]). A call that finished
+//!   before the crash is served from the journal; a call that was in flight runs again
+//!   only when that is safe (it changes nothing, or its input carries its idempotency
+//!   key), so its effect is applied once. Otherwise the task waits for an operator to
+//!   say what became of it (`tackle runs resolve`), and says so in its status message;
+//! * a call that needs approval waits for a decision recorded in the store (by any
+//!   process: `tackle runs approve`); the task shows `working` with the status message
+//!   `awaiting approval of <key>`, and goes on when polled after the decision;
+//! * a tool error completes the task with an `isError` result, as a plain call
+//!   answers; `failed` is kept for a task the server cannot go on with.
+//!
+//! Only clients that declare the extension get tasks; other clients' calls are
+//! answered as before. A call with secret arguments (see `tackle::call`) is answered
+//! at once too: a task keeps its call's arguments in the store to run it again, and
+//! secrets are never stored. Task ids are random (128 bits), and a client sees a task
+//! only if its grants allow the task's tool. `tasks/update` is refused (tasks here
+//! take no input from the client). Tasks are kept until removed from the store
+//! (`ttlMs` is `null`), and `lastUpdatedAt` is the creation time (the store does not
+//! keep when a run last changed).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task,
+    TaskPayload, TaskStatus,
+};
+use rmcp::ErrorData;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_runtime::durable::{
+    DurableError, DurableOptions, DurableRun, JournalEntry, RunRecord, RunStatus, RunStore,
+    DEFAULT_LEASE,
+};
+use tackle_runtime::replay::Outcome;
+use tackle_runtime::ToolErrorKind;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::McpServer;
+
+/// The prefix of a task's run id in the store.
+pub const TASK_RUN_PREFIX: &str = "mcp-task-";
+
+/// The error a task cancelled by its client ends with.
+const CANCELLED: &str = "cancelled by the client (tasks/cancel)";
+
+/// The longest task id a client may name (ids made here have 32 characters).
+const MAX_TASK_ID: usize = 64;
+
+/// How a server keeps its tasks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskOptions {
+    /// The poll interval suggested to clients (`pollIntervalMs`; default 500 ms).
+    pub poll_interval: Duration,
+    /// How long a server process holds a task it drives before another process may
+    /// take it over (renewed while it runs; default `tackle::durable::DEFAULT_LEASE`,
+    /// 30 s): after a crash, the task goes on once this has lapsed.
+    pub lease: Duration,
+}
+
+impl Default for TaskOptions {
+    fn default() -> TaskOptions {
+        TaskOptions {
+            poll_interval: Duration::from_millis(500),
+            lease: DEFAULT_LEASE,
+        }
+    }
+}
+
+impl TaskOptions {
+    /// Sets the suggested poll interval.
+    pub fn with_poll_interval(mut self, interval: Duration) -> TaskOptions {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// Sets the lease.
+    pub fn with_lease(mut self, lease: Duration) -> TaskOptions {
+        self.lease = lease;
+        self
+    }
+}
+
+/// The call a task makes, as its run's task.
+#[derive(Debug, Serialize, Deserialize)]
+struct TaskCall {
+    /// The tool's key.
+    tool: String,
+    /// The call's arguments (never secret ones: see the module docs).
+    arguments: Value,
+    /// When the task was made (RFC 3339).
+    created_at: String,
+}
+
+/// A server's tasks: their store, and the tasks this process drives now.
+pub(crate) struct Tasks {
+    store: Arc<dyn RunStore>,
+    options: TaskOptions,
+    /// The tasks this process drives, each with its call's cancellation.
+    driving: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl Tasks {
+    pub(crate) fn new(store: Arc<dyn RunStore>, options: TaskOptions) -> Tasks {
+        Tasks {
+            store,
+            options,
+            driving: Mutex::default(),
+        }
+    }
+
+    fn driving(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.driving.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn durable_options(&self) -> DurableOptions {
+        DurableOptions::new().with_lease(self.options.lease)
+    }
+
+    /// The wire form of a task in `status`.
+    fn task(&self, id: &str, status: TaskStatus, created_at: &str) -> Task {
+        Task::new(id, status, created_at, created_at).with_poll_interval_ms(
+            u64::try_from(self.options.poll_interval.as_millis()).unwrap_or(u64::MAX),
+        )
+    }
+
+    /// Starts the call of `key` with `arguments` as a task of `server`.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        server: &McpServer,
+        key: &str,
+        arguments: Value,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let call = TaskCall {
+            tool: key.to_owned(),
+            arguments,
+            created_at,
+        };
+        let task = serde_json::to_string(&call)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let durable = DurableRun::start_with(
+            Arc::clone(&self.store),
+            &run_id(&id),
+            &task,
+            self.durable_options(),
+        )
+        .map_err(|e| ErrorData::internal_error(format!("the task could not be kept: {e}"), None))?;
+        self.drive(server, &id, durable, call.tool, call.arguments);
+        Ok(CreateTaskResult::new(self.task(
+            &id,
+            TaskStatus::Working,
+            &call.created_at,
+        )))
+    }
+
+    /// Makes the task's call on `durable` (started or resumed) in a task of its own,
+    /// then ends the run with its outcome.
+    fn drive(
+        self: &Arc<Self>,
+        server: &McpServer,
+        id: &str,
+        durable: DurableRun,
+        key: String,
+        arguments: Value,
+    ) {
+        let run = durable.run(server.runtime());
+        let cancel = run.cancellation_token();
+        self.driving().insert(id.to_owned(), cancel.clone());
+        let (tasks, server, id) = (Arc::clone(self), server.clone(), id.to_owned());
+        tokio::spawn(async move {
+            let report = durable
+                .hold(run.call_report(&key, arguments, server.context()))
+                .await;
+            let outcome = match report.result {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == ToolErrorKind::Cancelled && cancel.is_cancelled() => {
+                    Err(CANCELLED.to_owned())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(error) = durable.finish(outcome) {
+                tracing::warn!(task = %id, %error, "the task's end could not be saved; it goes on when polled");
+            }
+            tasks.driving().remove(&id);
+        });
+    }
+
+    /// The task `id` as the client `server` serves sees it (`unwrapped`: the client's
+    /// revision takes outputs as they are), resuming it first when its process died.
+    pub(crate) fn get(
+        self: &Arc<Self>,
+        server: &McpServer,
+        id: &str,
+        unwrapped: bool,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (record, call) = self.load(server, id)?;
+        let task = |status| self.task(id, status, &call.created_at);
+        let working = |message: String| {
+            DetailedTask::new(
+                task(TaskStatus::Working).with_status_message(message),
+                TaskPayload::Working,
+            )
+        };
+        let detailed = match &record.status {
+            RunStatus::Done => {
+                let output = self.output(&record.run_id, &call.tool)?;
+                completed(
+                    task(TaskStatus::Completed),
+                    server,
+                    &call.tool,
+                    Ok(output),
+                    unwrapped,
+                )
+            }
+            RunStatus::Failed { error } if error == CANCELLED => {
+                DetailedTask::new(task(TaskStatus::Cancelled), TaskPayload::Cancelled)
+            }
+            RunStatus::Failed { error } => completed(
+                task(TaskStatus::Completed),
+                server,
+                &call.tool,
+                Err(error.clone()),
+                unwrapped,
+            ),
+            _ if self.driving().contains_key(id) => working(format!("running `{}`", call.tool)),
+            RunStatus::AwaitingApproval => working(awaiting(&record, &call.tool)),
+            RunStatus::UnknownOutcome { .. } => working(unknown_outcome(&call.tool)),
+            RunStatus::Running | RunStatus::Paused | RunStatus::Interrupted { .. } => {
+                match DurableRun::resume_with(
+                    Arc::clone(&self.store),
+                    &record.run_id,
+                    self.durable_options(),
+                ) {
+                    Ok(durable) => {
+                        tracing::info!(task = %id, "resuming a task its process left");
+                        self.drive(server, id, durable, call.tool.clone(), call.arguments);
+                        working(format!("running `{}` (resumed)", call.tool))
+                    }
+                    Err(DurableError::Held { .. }) => {
+                        working(format!("running `{}` (in another process)", call.tool))
+                    }
+                    Err(DurableError::AwaitingApproval { .. }) => {
+                        working(awaiting(&record, &call.tool))
+                    }
+                    Err(DurableError::UnknownOutcome { .. }) => {
+                        working(unknown_outcome(&call.tool))
+                    }
+                    // Ended while this process looked: the next poll reads how.
+                    Err(DurableError::Ended { .. }) => working(format!("ending `{}`", call.tool)),
+                    Err(error) => DetailedTask::new(
+                        task(TaskStatus::Failed),
+                        TaskPayload::Failed {
+                            error: error_object(&ErrorData::internal_error(
+                                format!("the task cannot go on: {error}"),
+                                None,
+                            )),
+                        },
+                    ),
+                }
+            }
+        };
+        Ok(GetTaskResult::new(detailed))
+    }
+
+    /// Cancels the task `id`: the call of a task this process drives is cancelled
+    /// (the door stops a tool that ignores it after its grace window); a task no
+    /// process drives ends as cancelled. A task that ended stays as it ended.
+    pub(crate) fn cancel(&self, server: &McpServer, id: &str) -> Result<(), ErrorData> {
+        let (record, call) = self.load(server, id)?;
+        if let Some(cancel) = self.driving().get(id) {
+            cancel.cancel();
+            return Ok(());
+        }
+        if matches!(record.status, RunStatus::Done | RunStatus::Failed { .. }) {
+            return Ok(());
+        }
+        let refused = |why: String| ErrorData::invalid_request(why, None);
+        match DurableRun::resume_with(
+            Arc::clone(&self.store),
+            &record.run_id,
+            self.durable_options(),
+        ) {
+            Ok(durable) => durable
+                .finish(Err(CANCELLED.to_owned()))
+                .map(|_| ())
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None)),
+            Err(DurableError::Held { .. }) => Err(refused(
+                "the task runs in another server process; cancel it there".to_owned(),
+            )),
+            Err(DurableError::Ended { .. }) => Ok(()),
+            Err(error) => Err(refused(format!(
+                "the task `{id}` of `{}` cannot be cancelled now: {error}",
+                call.tool
+            ))),
+        }
+    }
+
+    /// Resumes every task no process drives (a server starting again on its store
+    /// calls it): how many were resumed.
+    pub(crate) fn resume_all(self: &Arc<Self>, server: &McpServer) -> Result<usize, ErrorData> {
+        let runs = self
+            .store
+            .runs()
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut resumed = 0;
+        for run in runs {
+            let Some(id) = run.strip_prefix(TASK_RUN_PREFIX) else {
+                continue;
+            };
+            let before = self.driving().contains_key(id);
+            // Reading a task resumes it when its process died.
+            if self.get(server, id, false).is_ok() && !before && self.driving().contains_key(id) {
+                resumed += 1;
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// The task's record and call, when the client may see it.
+    fn load(&self, server: &McpServer, id: &str) -> Result<(RunRecord, TaskCall), ErrorData> {
+        let unknown = || ErrorData::invalid_params(format!("unknown task `{}`", clip(id)), None);
+        if id.is_empty() || id.len() > MAX_TASK_ID {
+            return Err(unknown());
+        }
+        let record = self
+            .store
+            .load(&run_id(id))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .ok_or_else(unknown)?;
+        let call: TaskCall = serde_json::from_str(&record.task).map_err(|e| {
+            ErrorData::internal_error(format!("the task's record is damaged: {e}"), None)
+        })?;
+        // A client sees a task only if it may call the task's tool.
+        if !server.may_call(&call.tool) {
+            return Err(unknown());
+        }
+        Ok((record, call))
+    }
+
+    /// The output of the task's call, from the run's journal.
+    fn output(&self, run_id: &str, key: &str) -> Result<Value, ErrorData> {
+        let journal = self
+            .store
+            .journal(run_id)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        journal
+            .into_iter()
+            .rev()
+            .find_map(|entry| match entry {
+                JournalEntry::Finished { interaction, .. } if interaction.key == key => {
+                    match interaction.outcome {
+                        Outcome::Ok(output) => Some(output),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .ok_or_else(|| {
+                ErrorData::internal_error(
+                    format!("the output of the task's call of `{key}` is not in its journal"),
+                    None,
+                )
+            })
+    }
+}
+
+/// The run id of task `id`.
+fn run_id(id: &str) -> String {
+    format!("{TASK_RUN_PREFIX}{id}")
+}
+
+/// An id as an error repeats it.
+fn clip(id: &str) -> &str {
+    let mut end = id.len().min(MAX_TASK_ID);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
+/// A completed task: its call's result, as `tools/call` would have answered.
+fn completed(
+    task: Task,
+    server: &McpServer,
+    key: &str,
+    outcome: Result<Value, String>,
+    unwrapped: bool,
+) -> DetailedTask {
+    let result = match outcome {
+        Ok(output) => server.result_for(key, output, unwrapped),
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(error)]),
+    };
+    let result = match serde_json::to_value(result) {
+        Ok(Value::Object(result)) => result,
+        _ => JsonObject::new(),
+    };
+    DetailedTask::new(task, TaskPayload::Completed { result })
+}
+
+/// The status message of a task whose call waits for approval.
+fn awaiting(record: &RunRecord, key: &str) -> String {
+    match record.pending.first() {
+        Some(pending) => format!(
+            "awaiting approval of `{}` (request {}): decide it in the server's run store",
+            pending.key, pending.binding
+        ),
+        None => format!("awaiting approval of `{key}`"),
+    }
+}
+
+/// The status message of a task stopped by a call that may or may not have happened.
+fn unknown_outcome(key: &str) -> String {
+    format!(
+        "stopped: the server stopped while `{key}` was running, and it is not safe to run again; an operator says what became of it (tackle runs resolve)"
+    )
+}
+
+/// A JSON-RPC error as a task's `error` payload.
+fn error_object(error: &ErrorData) -> JsonObject {
+    match serde_json::to_value(error) {
+        Ok(Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    }
+}

@@ -1,0 +1,300 @@
+//! Durable MCP tasks across a killed server process.
+//!
+//! This binary is both sides. Started with `TACKLE_TASK_SERVE=<dir>`, it serves two
+//! bank tools over stdio with durable tasks kept in `<dir>/tasks.db` (SQLite); as the
+//! test, it starts that server, asks for a task, kills the server with SIGKILL while
+//! the tool runs, starts a new server on the same store, and polls the task to its
+//! result: the tool's effect lands once. A second task needs approval: it shows that
+//! it waits, and goes on once the decision is recorded in the store by another
+//! process (this one).
+
+#[path = "support/harness.rs"]
+mod harness;
+use harness::tokio;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams,
+    Implementation, ProtocolVersion, TaskStatus,
+};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{json, Value};
+use tackle::durable::{Decision, DurableRun, RunStore};
+use tackle::{tool, Runtime, ToolContext};
+use tackle_mcp::tasks::TASK_RUN_PREFIX;
+use tackle_mcp::{serve_stdio, McpServer, TaskOptions};
+use tackle_sqlite::SqliteStore;
+
+const SERVE: &str = "TACKLE_TASK_SERVE";
+
+/// The directory of the server's store and ledger.
+fn dir() -> PathBuf {
+    PathBuf::from(std::env::var_os(SERVE).unwrap_or_default())
+}
+
+fn append(file: &str, line: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir().join(file))
+        .expect("open");
+    writeln!(f, "{line}").expect("write");
+}
+
+fn lines(dir: &Path, file: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(file))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Deposits an amount, slowly; a repeated request id is ignored by the bank.
+#[tool(namespace = "bank", side_effects = write, idempotency_key = "request_id")]
+async fn deposit(request_id: String, amount: i64) -> String {
+    append("started.txt", &request_id);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let line = format!("deposit {request_id} {amount}");
+    if !lines(&dir(), "ledger.txt").contains(&line) {
+        append("ledger.txt", &line);
+    }
+    format!("deposited {amount}")
+}
+
+/// Withdraws an amount, once a person approves.
+#[tool(namespace = "bank", side_effects = write, idempotency_key = "request_id", needs_approval = true)]
+fn withdraw(request_id: String, amount: i64) -> String {
+    append("ledger.txt", &format!("withdraw {request_id} {amount}"));
+    format!("withdrew {amount}")
+}
+
+/// The server side: serves the bank over stdio with tasks in `<dir>/tasks.db`.
+fn serve() -> ExitCode {
+    tokio().block_on(async {
+        let store: Arc<dyn RunStore> =
+            Arc::new(SqliteStore::open(dir().join("tasks.db")).expect("store"));
+        let runtime = Arc::new(Runtime::from_inventory().expect("runtime"));
+        let ctx = ToolContext::new().with_grant("*");
+        let server = McpServer::new(runtime, tackle_mcp::identity!(), ctx)
+            .expect("server")
+            .with_task_options(
+                store,
+                TaskOptions::default()
+                    .with_lease(Duration::from_millis(800))
+                    .with_poll_interval(Duration::from_millis(50)),
+            );
+        server.resume_tasks().expect("resume");
+        match serve_stdio(server).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// A client that declares the Tasks extension (or not).
+#[derive(Clone)]
+struct TaskClient {
+    tasks: bool,
+}
+
+impl ClientHandler for TaskClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.tasks {
+            capabilities = ClientCapabilities::builder().enable_tasks().build();
+        }
+        ClientConfig::new(capabilities, Implementation::new("task-test", "1"))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// Starts a server on `dir`: its client, and its process id.
+async fn start(dir: &Path, tasks: bool) -> (RunningService<RoleClient, TaskClient>, u32) {
+    let mut command = tokio::process::Command::new(std::env::current_exe().expect("exe"));
+    command.env(SERVE, dir);
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let pid = transport.id().expect("pid");
+    let client = tokio::time::timeout(
+        Duration::from_secs(20),
+        TaskClient { tasks }.serve(transport),
+    )
+    .await
+    .expect("in time")
+    .expect("connect");
+    (client, pid)
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else {
+        unreachable!()
+    };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+/// Polls the task until `done` says so of its wire form, within 30 s.
+async fn poll(
+    client: &RunningService<RoleClient, TaskClient>,
+    id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = client
+            .get_task(GetTaskParams::new(id.to_owned()))
+            .await
+            .expect("tasks/get");
+        let wire = serde_json::to_value(&got).expect("wire");
+        if done(&wire) {
+            return wire;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the task never got there: {wire}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn a_killed_server_finishes_its_task_once() {
+    let dir = std::env::temp_dir().join(format!("tackle-mcp-tasks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    tokio().block_on(async {
+        let (first, pid) = start(&dir, true).await;
+        let tools = first.list_all_tools().await.expect("tools/list");
+        let name = |part: &str| {
+            tools
+                .iter()
+                .find(|t| t.name.contains(part))
+                .map(|t| t.name.to_string())
+                .expect("served")
+        };
+        let (deposit, withdraw) = (name("deposit"), name("withdraw"));
+        let answer = first
+            .call_tool_once(call(&deposit, json!({"request_id": "d1", "amount": 40})))
+            .await
+            .expect("tools/call");
+        let CallToolResponse::Task(created) = answer else {
+            panic!("a client that declares tasks gets a task: {answer:?}")
+        };
+        let id = created.task.task_id.clone();
+        assert_eq!(created.task.status, TaskStatus::Working);
+        // Killed while the tool runs (it started, and has not deposited yet).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while lines(&dir, "started.txt").is_empty() {
+            assert!(Instant::now() < deadline, "the task never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        drop(first);
+        assert!(
+            lines(&dir, "ledger.txt").is_empty(),
+            "killed before the deposit"
+        );
+
+        // A new server on the same store: the task goes on, and ends once.
+        let (second, _) = start(&dir, true).await;
+        let done = poll(&second, &id, |t| t["status"] == "completed").await;
+        assert_eq!(done["taskId"], json!(id));
+        assert_eq!(done["result"]["isError"], json!(false), "{done}");
+        assert_eq!(
+            done["result"]["structuredContent"]["result"],
+            json!("deposited 40"),
+            "{done}"
+        );
+        assert_eq!(lines(&dir, "ledger.txt"), ["deposit d1 40"]);
+        assert_eq!(
+            lines(&dir, "started.txt"),
+            ["d1", "d1"],
+            "run again once, after the kill"
+        );
+        // Polled again: the same result, from the store.
+        let again = poll(&second, &id, |_| true).await;
+        assert_eq!(again["result"], done["result"]);
+
+        // A task that needs approval says so, and goes on once decided elsewhere.
+        let answer = second
+            .call_tool_once(call(&withdraw, json!({"request_id": "w1", "amount": 5})))
+            .await
+            .expect("tools/call");
+        let CallToolResponse::Task(created) = answer else {
+            panic!("{answer:?}")
+        };
+        let wid = created.task.task_id.clone();
+        let waiting = poll(&second, &wid, |t| {
+            t["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("awaiting approval"))
+        })
+        .await;
+        assert_eq!(waiting["status"], "working");
+        assert!(
+            lines(&dir, "ledger.txt").len() == 1,
+            "nothing withdrawn before approval"
+        );
+        let store = SqliteStore::open(dir.join("tasks.db")).expect("store");
+        let run_id = format!("{TASK_RUN_PREFIX}{wid}");
+        let pending = DurableRun::pending_approvals(&store, &run_id).expect("pending");
+        assert_eq!(pending.len(), 1);
+        assert!(pending[0].key.starts_with("bank.withdraw@"));
+        DurableRun::decide(&store, &run_id, &pending[0], Decision::Approve).expect("decide");
+        let done = poll(&second, &wid, |t| t["status"] == "completed").await;
+        assert_eq!(
+            done["result"]["structuredContent"]["result"],
+            json!("withdrew 5"),
+            "{done}"
+        );
+        assert_eq!(
+            lines(&dir, "ledger.txt"),
+            ["deposit d1 40", "withdraw w1 5"]
+        );
+
+        // Unknown ids are unknown.
+        let unknown = second
+            .get_task(GetTaskParams::new("0123".to_owned()))
+            .await
+            .expect_err("unknown");
+        assert!(unknown.to_string().contains("unknown task"), "{unknown}");
+        second.cancel().await.ok();
+
+        // A client that does not declare tasks is answered at once.
+        let (plain, _) = start(&dir, false).await;
+        let answer = plain
+            .call_tool_once(call(&withdraw, json!({"request_id": "w2", "amount": 1})))
+            .await
+            .expect("tools/call");
+        assert!(
+            matches!(answer, CallToolResponse::Complete(_)),
+            "{answer:?}"
+        );
+        plain.cancel().await.ok();
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() -> ExitCode {
+    if std::env::var_os(SERVE).is_some() {
+        return serve();
+    }
+    harness::run(&[(
+        "a_killed_server_finishes_its_task_once_and_approvals_wait_in_the_store",
+        a_killed_server_finishes_its_task_once,
+    )])
+}

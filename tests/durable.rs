@@ -148,6 +148,7 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
             JournalEntry::Started { .. } => "started",
             JournalEntry::Finished { .. } => "finished",
             JournalEntry::Resolved { .. } => "resolved",
+            JournalEntry::Progress { .. } => "progress",
         })
         .collect();
     assert_eq!(kinds.len(), 8, "2 model calls and 2 tool calls: {kinds:?}");

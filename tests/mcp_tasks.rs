@@ -32,10 +32,18 @@ use tackle_mcp::{serve_stdio, McpServer, TaskOptions};
 use tackle_sqlite::SqliteStore;
 
 const SERVE: &str = "TACKLE_TASK_SERVE";
+/// Set (to `<dir> <url>`): this binary imports the bank from `url` and deposits in a
+/// durable run kept in `<dir>/importer.db`.
+const IMPORT: &str = "TACKLE_TASK_IMPORT";
+
+/// Where the bank keeps its files, when it serves in this process.
+static BANK: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// The directory of the server's store and ledger.
 fn dir() -> PathBuf {
-    PathBuf::from(std::env::var_os(SERVE).unwrap_or_default())
+    BANK.get()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os(SERVE).unwrap_or_default()))
 }
 
 fn append(file: &str, line: &str) {
@@ -289,12 +297,183 @@ fn a_killed_server_finishes_its_task_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The importer side: deposits through the imported bank in the durable run
+/// `deposit-run` of `<dir>/importer.db`, resuming it if a killed process left it, and
+/// writes the answer to `<dir>/answer.txt`.
+fn import_and_deposit(dir: &Path, url: &str) -> ExitCode {
+    use tackle::durable::{DurableError, DurableOptions};
+    tokio().block_on(async {
+        let mut registry = tackle::Registry::default();
+        let import = tackle_mcp::import_http(
+            &mut registry,
+            url,
+            tackle_mcp::ImportOptions::new("bank").with_requires(Vec::<String>::new()),
+        )
+        .await
+        .expect("import");
+        let key = import
+            .keys()
+            .into_iter()
+            .find(|k| k.contains("deposit"))
+            .expect("deposit imported");
+        let runtime = Arc::new(Runtime::new(registry));
+        let store: Arc<dyn RunStore> =
+            Arc::new(SqliteStore::open(dir.join("importer.db")).expect("store"));
+        let options = DurableOptions::new().with_lease(Duration::from_millis(800));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let durable = loop {
+            match DurableRun::open_with(
+                Arc::clone(&store),
+                "deposit-run",
+                "deposit",
+                options.clone(),
+            ) {
+                Ok(durable) => break durable,
+                // The killed process's lease has not lapsed yet.
+                Err(DurableError::Held { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("open: {e}"),
+            }
+        };
+        let run = durable.run(&runtime);
+        let out = durable
+            .hold(run.call(
+                &key,
+                json!({"request_id": "i1", "amount": 7}),
+                &ToolContext::new(),
+            ))
+            .await;
+        durable
+            .finish(out.as_ref().map(|_| ()).map_err(ToString::to_string))
+            .expect("finish");
+        let answer = match out {
+            Ok(value) => value.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        std::fs::write(dir.join("answer.txt"), answer).expect("answer");
+        ExitCode::SUCCESS
+    })
+}
+
+fn spawn_importer(dir: &Path, url: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env(IMPORT, format!("{} {url}", dir.display()))
+        .spawn()
+        .expect("spawn the importer")
+}
+
+/// The importer dies while the server works on its task; the importer started again
+/// goes on polling the same task: the remote work starts once.
+fn a_killed_importer_polls_the_same_task() {
+    let dir = std::env::temp_dir().join(format!("tackle-mcp-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    BANK.set(dir.clone()).expect("bank dir");
+    tokio().block_on(async {
+        let store: Arc<dyn RunStore> =
+            Arc::new(SqliteStore::open(dir.join("tasks.db")).expect("store"));
+        let runtime = Arc::new(Runtime::from_inventory().expect("runtime"));
+        let server = McpServer::new(
+            runtime,
+            tackle_mcp::identity!(),
+            ToolContext::new().with_grant("*"),
+        )
+        .expect("server")
+        .with_task_options(
+            store,
+            TaskOptions::default().with_poll_interval(Duration::from_millis(50)),
+        );
+        let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().expect("addr"))
+            .await
+            .expect("serve");
+        let url = http.url();
+
+        let mut first = spawn_importer(&dir, &url);
+        // Killed once its journal holds the remote task's id (the server works on it).
+        let journal = SqliteStore::open(dir.join("importer.db")).expect("journal");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let noted = |journal: &SqliteStore| {
+            journal.journal("deposit-run").is_ok_and(|entries| {
+                entries
+                    .iter()
+                    .any(|e| matches!(e, tackle::durable::JournalEntry::Progress { .. }))
+            })
+        };
+        while !noted(&journal) {
+            assert!(
+                Instant::now() < deadline,
+                "the importer never kept the task's id"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        first.kill().expect("SIGKILL");
+        first.wait().expect("reaped");
+        assert!(!dir.join("answer.txt").exists());
+        assert!(
+            lines(&dir, "ledger.txt").is_empty(),
+            "killed before the deposit"
+        );
+
+        let second = spawn_importer(&dir, &url);
+        let status = tokio::task::spawn_blocking(move || {
+            let mut second = second;
+            second.wait()
+        })
+        .await
+        .expect("join")
+        .expect("wait");
+        assert!(status.success());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("answer.txt")).expect("answer"),
+            json!({"result": "deposited 7"}).to_string()
+        );
+        assert_eq!(
+            lines(&dir, "started.txt"),
+            ["i1"],
+            "the remote work started once"
+        );
+        assert_eq!(lines(&dir, "ledger.txt"), ["deposit i1 7"]);
+        let tasks = SqliteStore::open(dir.join("tasks.db")).expect("tasks");
+        let made = tasks.runs().expect("runs");
+        assert_eq!(made.len(), 1, "one task on the server: {made:?}");
+        let kinds: Vec<&str> = journal
+            .journal("deposit-run")
+            .expect("journal")
+            .iter()
+            .map(|e| match e {
+                tackle::durable::JournalEntry::Started { .. } => "started",
+                tackle::durable::JournalEntry::Progress { .. } => "progress",
+                tackle::durable::JournalEntry::Finished { .. } => "finished",
+                tackle::durable::JournalEntry::Resolved { .. } => "resolved",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["started", "progress", "started", "progress", "finished"]
+        );
+        http.shutdown().await;
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() -> ExitCode {
     if std::env::var_os(SERVE).is_some() {
         return serve();
     }
-    harness::run(&[(
-        "a_killed_server_finishes_its_task_once_and_approvals_wait_in_the_store",
-        a_killed_server_finishes_its_task_once,
-    )])
+    if let Some(spec) = std::env::var_os(IMPORT) {
+        let spec = spec.to_string_lossy().into_owned();
+        let (dir, url) = spec.rsplit_once(' ').expect("<dir> <url>");
+        return import_and_deposit(Path::new(dir), url);
+    }
+    harness::run(&[
+        (
+            "a_killed_server_finishes_its_task_once_and_approvals_wait_in_the_store",
+            a_killed_server_finishes_its_task_once,
+        ),
+        (
+            "a_killed_importer_polls_the_same_task",
+            a_killed_importer_polls_the_same_task,
+        ),
+    ])
 }

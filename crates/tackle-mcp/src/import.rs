@@ -44,9 +44,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
-    Implementation, ProtocolVersion, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, GetTaskParams, Implementation, ProtocolVersion, TaskPayload, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -95,6 +95,10 @@ pub struct ImportOptions {
     /// The run, and the caller's context, that the server's requests are calls of
     /// ([`ImportOptions::with_door`]).
     pub door: Option<(Run, ToolContext)>,
+    /// Whether the client declares MCP's Tasks extension, so that a server may answer
+    /// a call with a task, which the call then polls (default: yes; see
+    /// [`ImportOptions::with_tasks`]).
+    pub tasks: bool,
 }
 
 impl std::fmt::Debug for ImportOptions {
@@ -108,6 +112,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("oauth", &self.oauth)
             .field("elicitation", &self.elicitation)
             .field("trace_context", &self.trace_context)
+            .field("tasks", &self.tasks)
             .field("door", &self.door.as_ref().map(|(run, _)| run))
             .field(
                 "sampling",
@@ -182,7 +187,19 @@ impl ImportOptions {
             trace_context: true,
             sampling: None,
             door: None,
+            tasks: true,
         }
+    }
+
+    /// Whether the client declares MCP's Tasks extension (default: yes). A server
+    /// that supports it may then answer a call with a task: the call polls it
+    /// (`tasks/get`, at the interval the server suggests) until it ends, within the
+    /// call's time limit. In a durable run, the call keeps the task's id in the run's
+    /// journal before the first poll ([`ToolContext::checkpoint`]), so a run resumed
+    /// after a crash goes on polling that task and never starts the work twice.
+    pub fn with_tasks(mut self, tasks: bool) -> ImportOptions {
+        self.tasks = tasks;
+        self
     }
 
     /// Makes the server's requests calls of `run`, made with `ctx`: each passes
@@ -281,6 +298,8 @@ struct ImportHandler {
     sampling: Option<Arc<dyn ChatModel>>,
     /// The run and context the server's requests are calls of.
     door: Option<(Run, ToolContext)>,
+    /// Whether the client declares the Tasks extension.
+    tasks: bool,
     /// The keys of this import's calls in flight: a server's question comes from one
     /// of them, and one asked with none in flight is declined.
     calls: Arc<std::sync::Mutex<Vec<String>>>,
@@ -333,6 +352,15 @@ impl ClientHandler for ImportHandler {
         }
         if self.sampling.is_some() {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
+        if self.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    rmcp::model::JsonObject::new(),
+                );
         }
         // The revision that begins with `initialize`: an import opens a session.
         ClientConfig::new(
@@ -1067,6 +1095,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
         elicitation: options.elicitation.clone(),
         sampling: options.sampling.clone(),
         door: options.door.clone(),
+        tasks: options.tasks,
         calls: Arc::default(),
         asking: Arc::default(),
         follow: Arc::default(),
@@ -1530,9 +1559,25 @@ fn with_attachments(blocks: &[rmcp::model::ContentBlock]) -> Option<Value> {
 /// the tool is safe to run again (`rerun_safe`), and fails with `Disconnected`
 /// otherwise.
 fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) -> ToolHandler {
-    ToolHandler::new(move |_ctx, input| {
+    ToolHandler::new(move |ctx, input| {
         let (link, remote, key) = (Arc::clone(&link), remote.clone(), key.clone());
         Box::pin(async move {
+            let server = link.server.clone();
+            let failed = |message: String| ToolError::Execution {
+                key: key.clone(),
+                message,
+            };
+            let _in_flight = InFlight::new(&link.handler, &key);
+            // Made again after a crash of a durable run while the server worked on it
+            // as a task: go on polling that task; never start the work twice.
+            if let Some(task) = ctx
+                .resumed_checkpoint()
+                .and_then(|note| note.get(TASK_NOTE))
+                .and_then(Value::as_str)
+            {
+                let result = poll_task(&link, &key, task, None).await?;
+                return value_of(result, &key);
+            }
             let arguments = match input {
                 Value::Object(map) => map,
                 _ => Map::new(),
@@ -1547,12 +1592,6 @@ fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) 
             if !meta.0.is_empty() {
                 request.meta = Some(rmcp::model::RequestMetaObject(meta));
             }
-            let server = link.server.clone();
-            let failed = |message: String| ToolError::Execution {
-                key: key.clone(),
-                message,
-            };
-            let _in_flight = InFlight::new(&link.handler, &key);
             let (peer, generation) = link.peer().await.map_err(&failed)?;
             // Kept for a second attempt only when one may be made.
             let again = rerun_safe.then(|| request.clone());
@@ -1580,30 +1619,124 @@ fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) 
             let result = match answer {
                 Err(e) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
                 Ok(CallToolResponse::Complete(result)) => result,
+                Ok(CallToolResponse::Task(created)) => {
+                    let task = created.task.task_id;
+                    // Kept before the first poll: a durable run that dies from here on
+                    // goes on with this task rather than starting another.
+                    ctx.checkpoint(json!({ TASK_NOTE: task }))?;
+                    poll_task(&link, &key, &task, created.task.poll_interval_ms).await?
+                }
                 Ok(_) => {
                     return Err(failed(format!(
-                        "the MCP server `{server}` asked for input or started a task; imported tools support plain results only"
+                        "the MCP server `{server}` asked for input (input_required), which imported tools do not answer"
                     )))
                 }
             };
-            let text: Vec<String> = result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect();
-            if result.is_error == Some(true) {
-                return Err(failed(text.join("\n")));
-            }
-            // Images and files win over structured content, which cannot hold them
-            // as such (a tackle server sends both: parts as content, and the same
-            // parts as JSON under `result`).
-            if let Some(parts) = with_attachments(&result.content) {
-                return Ok(parts);
-            }
-            Ok(match result.structured_content {
-                Some(structured) => structured,
-                None => unstructured(text.join("\n")),
-            })
+            value_of(result, &key)
         })
+    })
+}
+
+/// The note a call of a task-based remote tool keeps: the task's id, under this key.
+const TASK_NOTE: &str = "mcp_task";
+
+/// The waits between polls of a remote task: what the server suggests, within these.
+const TASK_POLL_MIN: Duration = Duration::from_millis(20);
+const TASK_POLL_MAX: Duration = Duration::from_secs(5);
+
+/// Polls the remote task `task` until it ends (the door's time limit bounds the
+/// wait): its result, or why there is none. A lost connection is made again and the
+/// polling goes on (asking about a task changes nothing).
+async fn poll_task(
+    link: &Link,
+    key: &str,
+    task: &str,
+    suggested: Option<u64>,
+) -> Result<CallToolResult, ToolError> {
+    let failed = |message: String| ToolError::Execution {
+        key: key.to_owned(),
+        message,
+    };
+    let server = &link.server;
+    let mut wait = suggested
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_millis(500))
+        .clamp(TASK_POLL_MIN, TASK_POLL_MAX);
+    loop {
+        let (peer, generation) = link.peer().await.map_err(&failed)?;
+        let asked = authorized(link.dial.auth(), || {
+            peer.get_task(GetTaskParams::new(task.to_owned()))
+        })
+        .await
+        .map_err(&failed)?;
+        let got = match asked {
+            Ok(got) => got,
+            Err(e) if connection_lost(&e) => {
+                link.redial(generation).await.map_err(&failed)?;
+                continue;
+            }
+            Err(e) => {
+                return Err(failed(format!(
+                    "the MCP server `{server}` could not say how its task `{task}` stands: {e}"
+                )))
+            }
+        };
+        if let Some(ms) = got.task.task.poll_interval_ms {
+            wait = Duration::from_millis(ms).clamp(TASK_POLL_MIN, TASK_POLL_MAX);
+        }
+        match got.task.payload {
+            TaskPayload::Completed { result } => {
+                return serde_json::from_value(Value::Object(result)).map_err(|e| {
+                    failed(format!(
+                        "the MCP server `{server}` ended its task `{task}` with a result that is not a tool's: {e}"
+                    ))
+                })
+            }
+            TaskPayload::Failed { error } => {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                return Err(failed(format!(
+                    "the MCP server `{server}`'s task `{task}` failed: {message}"
+                )));
+            }
+            TaskPayload::Cancelled => {
+                return Err(ToolError::Cancelled {
+                    key: key.to_owned(),
+                })
+            }
+            TaskPayload::InputRequired { .. } => {
+                return Err(failed(format!(
+                    "the MCP server `{server}`'s task `{task}` asks for input, which imported tools do not answer"
+                )))
+            }
+            _ => tokio::time::sleep(wait).await,
+        }
+    }
+}
+
+/// The value of a remote tool's result (see the module docs).
+fn value_of(result: CallToolResult, key: &str) -> Result<Value, ToolError> {
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    if result.is_error == Some(true) {
+        return Err(ToolError::Execution {
+            key: key.to_owned(),
+            message: text.join("\n"),
+        });
+    }
+    // Images and files win over structured content, which cannot hold them as such
+    // (a tackle server sends both: parts as content, and the same parts as JSON under
+    // `result`).
+    if let Some(parts) = with_attachments(&result.content) {
+        return Ok(parts);
+    }
+    Ok(match result.structured_content {
+        Some(structured) => structured,
+        None => unstructured(text.join("\n")),
     })
 }

@@ -30,7 +30,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use tokio_util::sync::CancellationToken;
 
+use serde_json::Value;
+
 use crate::capability::Capabilities;
+use crate::error::ToolError;
 use crate::events::{EventSink, ToolEventKind};
 
 /// What a call needs from its caller: capabilities, resources and secrets.
@@ -121,6 +124,8 @@ pub(crate) struct CallScope {
     pub(crate) arg_secrets: Option<Arc<[String]>>,
     /// The run the call belongs to (none for a plain call).
     pub(crate) run: Option<Arc<RunScope>>,
+    /// Where the call keeps how far it got, in a journaled run.
+    pub(crate) checkpoint: Option<crate::replay::router::Checkpoint>,
     /// Every chunk streamed so far, concatenated (never dropped).
     stream: Mutex<String>,
     streamed: AtomicBool,
@@ -139,6 +144,7 @@ impl CallScope {
             secrets,
             arg_secrets: None,
             run,
+            checkpoint: None,
             stream: Mutex::new(String::new()),
             streamed: AtomicBool::new(false),
         }
@@ -362,6 +368,38 @@ impl ToolContext {
                 sink.push(call.id, &call.key, kind);
             }
         }
+    }
+
+    /// Keeps how far the running call got, when its run has a journal (a durable
+    /// run): `note` is what the call needs to go on rather than start again, such as
+    /// the id of remote work it started. If the process dies while the call runs, the
+    /// resumed run makes the same call again (same key and input) and hands it the
+    /// last note ([`resumed_checkpoint`](Self::resumed_checkpoint)), and a call that
+    /// kept a note counts as safe to make again. Outside a journaled run, and outside
+    /// a call, nothing is kept. The note is stored as it is: keep no secret in it. An
+    /// error says the journal could not take it (the call should not go on as if it
+    /// had).
+    pub fn checkpoint(&self, note: Value) -> Result<(), ToolError> {
+        let Some(call) = self.call.as_deref() else {
+            return Ok(());
+        };
+        match &call.checkpoint {
+            Some(checkpoint) => checkpoint.keep(&note).map_err(|why| ToolError::Execution {
+                key: call.key.to_string(),
+                message: format!("the run's journal could not keep the call's progress: {why}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The note this call kept with [`checkpoint`](Self::checkpoint) in an earlier
+    /// attempt of its run, when the run was resumed while the call was in flight:
+    /// go on from it.
+    pub fn resumed_checkpoint(&self) -> Option<&Value> {
+        self.call
+            .as_deref()
+            .and_then(|call| call.checkpoint.as_ref())
+            .and_then(|checkpoint| checkpoint.resumed.as_ref())
     }
 
     /// This context for one call.

@@ -44,6 +44,7 @@ use crate::error::{panic_message, ToolError, ToolOrigin};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 use crate::replay::redact::Redactor;
+use crate::replay::router::Checkpoint;
 use crate::sandbox::{SandboxJob, SandboxPolicy};
 
 #[inline]
@@ -59,14 +60,18 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             key: tool.key().to_owned(),
         }));
     }
+    let mut checkpoint = None;
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
         let rerun_safe = tool.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
-        if let Err(why) = cassette.start(pending, rerun_safe) {
-            return ControlFlow::Break(Err(ToolError::Execution {
-                key: tool.key().to_owned(),
-                message: format!("the run's journal could not hold the call: {why}"),
-            }));
+        match cassette.start(pending, rerun_safe) {
+            Ok(kept) => checkpoint = kept,
+            Err(why) => {
+                return ControlFlow::Break(Err(ToolError::Execution {
+                    key: tool.key().to_owned(),
+                    message: format!("the run's journal could not hold the call: {why}"),
+                }))
+            }
         }
     }
     call.trail.execution = Execution::Live;
@@ -95,7 +100,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             )
         }
         // Boxed: it keeps the common call's future small.
-        _ => Box::pin(run_awaited(call, limit)).await,
+        _ => Box::pin(run_awaited(call, limit, checkpoint)).await,
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
@@ -125,7 +130,11 @@ impl Bounds<'_> {
 }
 
 /// Runs an operation's code, an async tool, or any tool under a limit.
-async fn run_awaited(call: &mut Call<'_>, limit: Option<Duration>) -> Result<Value, ToolError> {
+async fn run_awaited(
+    call: &mut Call<'_>,
+    limit: Option<Duration>,
+    checkpoint: Option<Checkpoint>,
+) -> Result<Value, ToolError> {
     let bounds = Bounds::of(call, limit);
     let tool = call.tool();
     let ctx = call.ctx;
@@ -143,7 +152,14 @@ async fn run_awaited(call: &mut Call<'_>, limit: Option<Duration>) -> Result<Val
         let run = call.run.map(|run| Arc::clone(&run.scope));
         let arg_secrets: Option<Arc<[String]>> =
             (!call.arg_secrets.is_empty()).then(|| call.arg_secrets.as_slice().into());
-        return scoped(tool, ctx, (call_id, run, arg_secrets), input, bounds).await;
+        return scoped(
+            tool,
+            ctx,
+            (call_id, run, arg_secrets, checkpoint),
+            input,
+            bounds,
+        )
+        .await;
     }
     // The tool never sees its context: no scope, no stream, no events.
     if bounds.any() {
@@ -240,13 +256,18 @@ fn off_thread(tool: &Tool, bounds: Bounds<'_>) -> bool {
 }
 
 /// Who a scoped call is: its number, its run, its secret arguments' values.
-type CallOf = (u64, Option<Arc<RunScope>>, Option<Arc<[String]>>);
+type CallOf = (
+    u64,
+    Option<Arc<RunScope>>,
+    Option<Arc<[String]>>,
+    Option<Checkpoint>,
+);
 
 /// Runs a tool that sees its context in a scope of its own for the call.
 async fn scoped(
     tool: &Tool,
     ctx: &ToolContext,
-    (call_id, run, arg_secrets): CallOf,
+    (call_id, run, arg_secrets, checkpoint): CallOf,
     input: Value,
     bounds: Bounds<'_>,
 ) -> Result<Value, ToolError> {
@@ -258,6 +279,7 @@ async fn scoped(
         run,
     );
     scope.arg_secrets = arg_secrets;
+    scope.checkpoint = checkpoint;
     let scoped = ctx.for_call(scope);
     scoped.emit(ToolEventKind::Started);
     let mut result = if bounds.any() {

@@ -199,7 +199,7 @@ fn number(entry: &JournalEntry) -> u64 {
     match entry {
         JournalEntry::Started { call, .. } => call.call,
         JournalEntry::Finished { interaction, .. } => interaction.call,
-        JournalEntry::Resolved { call, .. } => *call,
+        JournalEntry::Resolved { call, .. } | JournalEntry::Progress { call, .. } => *call,
     }
 }
 

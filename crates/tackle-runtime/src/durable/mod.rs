@@ -15,7 +15,9 @@
 //!
 //! A call that was in flight when the process died is run again only when that is
 //! safe ([`CallStarted::rerun_safe`]: it changes nothing, its input carries an
-//! idempotency key, or it is a model completion). Any other, a write without an
+//! idempotency key, or it is a model completion), or when it kept a note of how far
+//! it got ([`ToolContext::checkpoint`](crate::ToolContext::checkpoint): the id of remote work it started, say): made
+//! again, it is handed the note and goes on from it rather than starting again. Any other, a write without an
 //! idempotency key that may or may not have happened, stops the resume with
 //! [`DurableError::UnknownOutcome`] and the run's status
 //! [`RunStatus::UnknownOutcome`]: an operator looks at the world, then
@@ -85,6 +87,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::model::ChatModel;
@@ -235,6 +238,9 @@ struct Replayed {
     recorded: Vec<Interaction>,
     /// Calls in flight that may not run again.
     unknown: Vec<InFlight>,
+    /// Calls in flight that kept a note of how far they got (key, input, last note):
+    /// made again, they go on from it.
+    resumable: Vec<(String, Value, Value)>,
     /// The next call number free in any attempt.
     next_call: u64,
 }
@@ -244,6 +250,7 @@ struct Replayed {
 fn replay(journal: Vec<JournalEntry>) -> Replayed {
     let mut started: BTreeMap<(u32, u64), CallStarted> = BTreeMap::new();
     let mut settled: BTreeSet<(u32, u64)> = BTreeSet::new();
+    let mut notes: BTreeMap<(u32, u64), Value> = BTreeMap::new();
     let mut recorded = Vec::new();
     let mut next_call = 0;
     for entry in journal {
@@ -287,11 +294,33 @@ fn replay(journal: Vec<JournalEntry>) -> Replayed {
                     shaped: false,
                 });
             }
+            JournalEntry::Progress {
+                attempt,
+                call,
+                note,
+            } => {
+                notes.insert((attempt, call), note);
+            }
         }
     }
+    // A call in flight that kept a note goes on from it when made again (the call
+    // made again keeps the note it is handed at once, so a second crash finds it).
+    let mut resumable = Vec::new();
+    started.retain(|at, call| {
+        if settled.contains(at) {
+            return false;
+        }
+        match notes.remove(at) {
+            Some(note) => {
+                resumable.push((call.key.clone(), call.input.clone(), note));
+                false
+            }
+            None => true,
+        }
+    });
     let unknown = started
         .into_iter()
-        .filter(|(at, call)| !settled.contains(at) && !call.rerun_safe)
+        .filter(|(_, call)| !call.rerun_safe)
         .map(|((attempt, number), call)| InFlight {
             attempt,
             call: number,
@@ -302,6 +331,7 @@ fn replay(journal: Vec<JournalEntry>) -> Replayed {
     Replayed {
         recorded,
         unknown,
+        resumable,
         next_call,
     }
 }
@@ -598,6 +628,14 @@ impl Journal for StoreJournal {
             interaction: interaction.clone(),
         })
     }
+
+    fn progressed(&self, call: u64, note: &Value) -> Result<(), String> {
+        self.append(&JournalEntry::Progress {
+            attempt: self.number,
+            call,
+            note: note.clone(),
+        })
+    }
 }
 
 /// The approver of a durable run: decisions from the run's record, and every request
@@ -808,12 +846,9 @@ impl DurableRun {
             r.status = RunStatus::Running;
         })?;
         let number = attempt.record().attempts;
-        Ok(DurableRun::with_attempt(
-            attempt,
-            number,
-            replayed.recorded,
-            replayed.next_call,
-        ))
+        let run = DurableRun::with_attempt(attempt, number, replayed.recorded, replayed.next_call);
+        run.cassette.resume_progress(replayed.resumable);
+        Ok(run)
     }
 
     /// Resumes the run `run_id` when the store has it, else starts it with `task`:

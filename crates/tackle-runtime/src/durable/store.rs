@@ -286,6 +286,16 @@ pub enum JournalEntry {
         /// The call and its outcome.
         interaction: Interaction,
     },
+    /// A running call noted how far it got ([`ToolContext::checkpoint`](crate::ToolContext::checkpoint)):
+    /// made again after a crash, it is handed the last note and goes on from it.
+    Progress {
+        /// The attempt.
+        attempt: u32,
+        /// The call's number in that attempt.
+        call: u64,
+        /// The note.
+        note: Value,
+    },
     /// An operator said what became of a call in flight.
     Resolved {
         /// The attempt the call was made in.

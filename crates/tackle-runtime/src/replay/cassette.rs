@@ -108,6 +108,9 @@ pub(super) struct State {
     pub(super) fresh: Vec<Interaction>,
     pub(super) tools: BTreeMap<String, String>,
     pub(super) next_call: u64,
+    /// The notes of calls in flight when an earlier attempt stopped: key ->
+    /// canonical input -> notes, for the same calls made again.
+    pub(super) resumed: FnvMap<String, FnvMap<String, VecDeque<serde_json::Value>>>,
     pub(super) warnings: Vec<CassetteWarning>,
     /// Keys whose schemas were checked against the recording.
     pub(super) checked_schemas: FnvSet<String>,

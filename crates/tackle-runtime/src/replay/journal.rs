@@ -8,6 +8,8 @@
 //! * [`Journal::started`] right before a call runs (after every check, approval
 //!   included): if the process dies while the call runs, the journal shows a call in
 //!   flight, and whether running it again is safe ([`CallStarted::rerun_safe`]);
+//! * [`Journal::progressed`] while it runs, when the call notes how far it got (a
+//!   resumed run hands the note back to the call made again, which goes on from it);
 //! * [`Journal::finished`] once the call's outcome is final and before the caller sees
 //!   it: a journal that cannot take it fails the call (`Execution`), so no outcome is
 //!   used that the journal does not hold.
@@ -53,4 +55,13 @@ pub trait Journal: Send + Sync {
     /// A call finished with `interaction` (its outcome as the caller will get it). An
     /// error fails the call: its outcome is not used.
     fn finished(&self, interaction: &Interaction) -> Result<(), String>;
+
+    /// A running call noted how far it got ([`ToolContext::checkpoint`](crate::ToolContext::checkpoint)):
+    /// `note` is what it needs to go on rather than start again (a remote task's
+    /// id). A journal that keeps notes lets a resumed run hand the last one to the
+    /// same call, made again. The default keeps nothing.
+    fn progressed(&self, call: u64, note: &Value) -> Result<(), String> {
+        let _ = (call, note);
+        Ok(())
+    }
 }

@@ -190,10 +190,16 @@ impl Cassette {
         }))
     }
 
-    /// Hands a call about to run to the journal, if the cassette has one.
-    pub(crate) fn start(&self, pending: &Pending, rerun_safe: bool) -> Result<(), String> {
+    /// Hands a call about to run to the journal, if the cassette has one: the
+    /// checkpoint the call keeps its progress with then, with the note an earlier
+    /// attempt of the same call (same key and input) left, if any.
+    pub(crate) fn start(
+        &self,
+        pending: &Pending,
+        rerun_safe: bool,
+    ) -> Result<Option<Checkpoint>, String> {
         let Some(journaled) = &self.inner.journal else {
-            return Ok(());
+            return Ok(None);
         };
         journaled.journal.started(&CallStarted {
             call: pending.call,
@@ -202,7 +208,49 @@ impl Cassette {
             policy: pending.policy,
             input: pending.input.clone(),
             rerun_safe,
-        })
+        })?;
+        let resumed = {
+            let mut state = self.state();
+            if state.resumed.is_empty() {
+                None
+            } else {
+                let canon = canonical::canonical(&pending.input);
+                let by_input = state.resumed.get_mut(&pending.key);
+                let note = by_input
+                    .and_then(|m| m.get_mut(&canon))
+                    .and_then(|q| q.pop_front());
+                state.resumed.retain(|_, m| {
+                    m.retain(|_, q| !q.is_empty());
+                    !m.is_empty()
+                });
+                note
+            }
+        };
+        if let Some(note) = &resumed {
+            // The call made again holds the note from now on: a second crash finds it.
+            journaled.journal.progressed(pending.call, note)?;
+        }
+        Ok(Some(Checkpoint {
+            cassette: self.clone(),
+            call: pending.call,
+            resumed,
+        }))
+    }
+
+    /// Hands calls that were in flight when an earlier attempt stopped, each with the
+    /// last note it kept, to this cassette: the same call made again gets its note
+    /// (see [`Checkpoint::resumed`]). `input` is as the journal holds it (redacted).
+    pub(crate) fn resume_progress(&self, calls: Vec<(String, Value, Value)>) {
+        let mut state = self.state();
+        for (key, input, note) in calls {
+            state
+                .resumed
+                .entry(key)
+                .or_default()
+                .entry(canonical::canonical(&input))
+                .or_default()
+                .push_back(note);
+        }
     }
 
     /// Records a finished call; with a journal, it holds the outcome first (an error
@@ -236,6 +284,35 @@ impl Cassette {
         }
         self.state().fresh.push(interaction);
         Ok(())
+    }
+}
+
+/// Where a running call of a journaled run keeps how far it got: see
+/// [`ToolContext::checkpoint`](crate::ToolContext::checkpoint).
+#[derive(Clone)]
+pub(crate) struct Checkpoint {
+    cassette: Cassette,
+    call: u64,
+    /// The note the same call left in an earlier attempt of the run.
+    pub(crate) resumed: Option<Value>,
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("call", &self.call)
+            .field("resumed", &self.resumed)
+            .finish()
+    }
+}
+
+impl Checkpoint {
+    /// Hands `note` to the journal, for the call.
+    pub(crate) fn keep(&self, note: &Value) -> Result<(), String> {
+        match &self.cassette.inner.journal {
+            Some(journaled) => journaled.journal.progressed(self.call, note),
+            None => Ok(()),
+        }
     }
 }
 

@@ -26,6 +26,12 @@
 //! [`ImportTarget`]): those follow the server's `notifications/tools/list_changed`,
 //! each key added, removed or changed audited.
 //!
+//! An import declares MCP's Tasks extension ([`ImportOptions::with_tasks`]): a server
+//! that answers a call with a task is polled until the task ends, and the task's id is
+//! kept as the call's checkpoint first (`ToolContext::checkpoint`), so a durable run
+//! resumed after a crash goes on polling the same task instead of starting the work
+//! again.
+//!
 //! Calls then go through the door like any other: capabilities, validation, approval,
 //! replay (a cassette replays MCP calls offline), shaping, sanitization, audit.
 //!

@@ -7,10 +7,13 @@
 //!   [`Runtime`](tackle_runtime::Runtime), over stdio ([`serve_stdio`]) or streamable
 //!   HTTP ([`serve_http`], or [`serve_http_with`] and [`HttpOptions`]: loopback
 //!   `Host` and `Origin` values only unless told otherwise). Every call goes
-//!   through the door with the grants the server was configured with;
+//!   through the door with the grants the server was configured with; with
+//!   [`McpServer::with_tasks`], calls of clients that ask for MCP tasks become durable
+//!   tasks that survive the server process ([`tasks`]);
 //! * **importing**: [`import_stdio`] and [`import_http`] register an MCP server's
 //!   tools as dynamic tools under the `mcp` namespace, so they pass the same gates,
-//!   validation and replay as local ones.
+//!   validation and replay as local ones; into a runtime's live tools, they follow the
+//!   server's list changes ([`ImportTarget`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;

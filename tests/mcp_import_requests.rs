@@ -8,7 +8,9 @@
 //! * `sampling/createMessage`: a served tool asks the client's model through
 //!   `Client::model`; the import answers with the model it was given;
 //! * both through the door of the run given to `ImportOptions::with_door`: gated by
-//!   its context's grants, audited, recorded into its cassette and replayed from it.
+//!   its context's grants, audited, recorded into its cassette and replayed from it;
+//! * a remote task that waits for input (`input_required`, on rmcp's own task
+//!   manager): the import answers it with its handler and `tasks/update`.
 
 use std::sync::{Arc, Mutex};
 
@@ -316,4 +318,182 @@ async fn without_a_handler_the_runs_approver_answers_the_servers_question() {
         assert_eq!(shown[0].1["message"], json!("How many seats?"));
     }
     http.shutdown().await;
+}
+
+/// A server (rmcp's, with its in-memory task manager) whose only tool runs as a task
+/// that asks the client a question (`input_required`) and answers with the reply.
+#[derive(Clone, Default)]
+struct Asking {
+    tasks: rmcp::task_manager::TaskManager,
+}
+
+impl rmcp::ServerHandler for Asking {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = json!({"type": "object"});
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let tool = rmcp::model::Tool::new(
+            "reserve",
+            "Reserves seats, asking how many.",
+            Arc::new(schema),
+        );
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        if !context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+        {
+            return Ok(rmcp::model::CallToolResponse::Complete(
+                rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    "this tool runs only as a task",
+                )]),
+            ));
+        }
+        let question: rmcp::model::InputRequest = serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": "How many seats?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"seats": {"type": "integer", "default": 2}},
+                },
+            },
+        }))
+        .expect("an elicitation request");
+        let task = self.tasks.spawn(
+            rmcp::task_manager::TaskOptions::default().with_poll_interval_ms(20),
+            move |ctx| {
+                Box::pin(async move {
+                    let answer = ctx.request_input("seats", question).await?;
+                    Ok(rmcp::model::CallToolResult::success(vec![
+                        rmcp::model::ContentBlock::text(answer.to_string()),
+                    ]))
+                })
+            },
+        );
+        Ok(rmcp::model::CreateTaskResult::new(task).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, rmcp::ErrorData> {
+        Ok(rmcp::model::GetTaskResult::new(
+            self.tasks.get_task(&request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+}
+
+/// Serves `Asking` over streamable HTTP on loopback: its URL, and what stops it.
+async fn asking() -> (String, tokio_util::sync::CancellationToken) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = stop.clone();
+    let server = Asking::default();
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let stream = tokio::select! {
+                () = stopped.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(_) => continue,
+                },
+            };
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+        }
+    });
+    (url, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_tasks_question_is_answered_by_the_imports_handler() {
+    let (url, stop) = asking().await;
+    let asked: Arc<Mutex<Vec<Elicitation>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    let options = ImportOptions::new("asking")
+        .with_requires(Vec::<String>::new())
+        .with_elicitation(move |question| {
+            seen.lock().unwrap().push(question);
+            async { Elicited::Accept(json!({})) }
+        });
+    let mut registry = Registry::new();
+    let import = import_http(&mut registry, &url, options).await.unwrap();
+    let runtime = Runtime::new(registry);
+    let said = runtime
+        .call("mcp.asking.reserve", json!({}), &ToolContext::new())
+        .await
+        .unwrap();
+    // The task asked once, the handler accepted the form's defaults, and the task
+    // ended with the answer it was sent (JSON as text: the import reads it as JSON).
+    let answer = said;
+    assert_eq!(answer["action"], json!("accept"), "{answer}");
+    assert_eq!(answer["content"], json!({"seats": 2}), "{answer}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "asked once");
+    assert_eq!(asked[0].message, "How many seats?");
+
+    // An import that does not declare tasks is not given one.
+    let mut registry = Registry::new();
+    let plain = import_http(
+        &mut registry,
+        &url,
+        ImportOptions::new("asking")
+            .with_requires(Vec::<String>::new())
+            .with_tasks(false),
+    )
+    .await
+    .unwrap();
+    let refused = Runtime::new(registry)
+        .call("mcp.asking.reserve", json!({}), &ToolContext::new())
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("only as a task"), "{refused}");
+    plain.close().await;
+    import.close().await;
+    stop.cancel();
 }

@@ -409,24 +409,31 @@ impl ClientHandler for ImportHandler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.elicit(request).await)
+    }
+}
+
+impl ImportHandler {
+    /// Answers a server's question (`elicitation/create`, or one a task asks for).
+    async fn elicit(&self, request: ElicitRequestParams) -> ElicitResult {
         let declined = || ElicitResult::new(ElicitationAction::Decline);
         if self.elicitation.is_none() && self.door.is_none() {
-            return Ok(declined());
+            return declined();
         }
         let tools = self.calls().clone();
         if tools.is_empty() {
             // Asked out of the blue: no call of this import is waiting for it.
-            return Ok(declined());
+            return declined();
         }
         // Only forms are answered here; a URL elicitation is for a person's browser.
         let Ok(wire) = serde_json::to_value(&request) else {
-            return Ok(declined());
+            return declined();
         };
         let (Some(message), Some(schema)) = (
             wire.get("message").and_then(Value::as_str),
             wire.get("requestedSchema"),
         ) else {
-            return Ok(declined());
+            return declined();
         };
         let asked = Elicitation {
             server: self.server.clone(),
@@ -442,9 +449,9 @@ impl ClientHandler for ImportHandler {
             (None, Some(handler)) => {
                 tokio::time::timeout(crate::client::ELICITATION_TIMEOUT, (handler.0)(asked)).await
             }
-            (None, None) => return Ok(declined()),
+            (None, None) => return declined(),
         };
-        Ok(match answer {
+        match answer {
             Ok(Elicited::Accept(Value::Object(content))) => {
                 ElicitResult::new(ElicitationAction::Accept)
                     .with_content(Value::Object(with_defaults(content, schema)))
@@ -453,11 +460,43 @@ impl ClientHandler for ImportHandler {
             // chose, and is not sent as if it were.
             Ok(Elicited::Accept(_)) | Ok(Elicited::Decline) => declined(),
             Ok(Elicited::Cancel) | Err(_) => ElicitResult::new(ElicitationAction::Cancel),
-        })
+        }
     }
-}
 
-impl ImportHandler {
+    /// Answers the requests a remote task waits for (`input_required`): questions
+    /// as [`elicit`](Self::elicit) does, sampling with the import's model, roots with
+    /// none. A request that cannot be answered gets a JSON-RPC error object.
+    async fn answer_inputs(
+        &self,
+        requests: rmcp::model::InputRequests,
+    ) -> rmcp::model::InputResponses {
+        let mut responses = rmcp::model::InputResponses::new();
+        for (key, request) in requests {
+            let wire = serde_json::to_value(&request).unwrap_or(Value::Null);
+            let params = wire.get("params").cloned().unwrap_or(Value::Null);
+            let refused = |error: rmcp::ErrorData| json!({"error": serde_json::to_value(error).unwrap_or(Value::Null)});
+            let answer = match wire.get("method").and_then(Value::as_str) {
+                Some("elicitation/create") => match serde_json::from_value(params) {
+                    Ok(params) => {
+                        serde_json::to_value(self.elicit(params).await).unwrap_or(Value::Null)
+                    }
+                    Err(e) => refused(rmcp::ErrorData::invalid_params(e.to_string(), None)),
+                },
+                Some("sampling/createMessage") => match self.sample(params).await {
+                    Ok(answer) => answer,
+                    Err(error) => refused(error),
+                },
+                Some("roots/list") => json!({"roots": []}),
+                other => refused(rmcp::ErrorData::invalid_request(
+                    format!("this client does not answer `{}`", other.unwrap_or("?")),
+                    None,
+                )),
+            };
+            responses.insert(key, answer);
+        }
+        responses
+    }
+
     /// Answers a question as the operation `mcp.<server>.elicit@1` of `run`: gated by
     /// `ctx`, recorded and replayed, audited. With a `handler`, the handler answers;
     /// without one, the run's approver does (the operation needs approval: approved,
@@ -1646,13 +1685,18 @@ fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) 
 /// The note a call of a task-based remote tool keeps: the task's id, under this key.
 const TASK_NOTE: &str = "mcp_task";
 
+/// The most requests for input one remote task may make.
+const MAX_TASK_INPUTS: usize = 32;
+
 /// The waits between polls of a remote task: what the server suggests, within these.
 const TASK_POLL_MIN: Duration = Duration::from_millis(20);
 const TASK_POLL_MAX: Duration = Duration::from_secs(5);
 
 /// Polls the remote task `task` until it ends (the door's time limit bounds the
 /// wait): its result, or why there is none. A lost connection is made again and the
-/// polling goes on (asking about a task changes nothing).
+/// polling goes on (asking about a task changes nothing). Requests the task waits for
+/// (`input_required`) are answered as the server's own requests are (the import's
+/// elicitation handler or door, its model) and sent with `tasks/update`.
 async fn poll_task(
     link: &Link,
     key: &str,
@@ -1664,6 +1708,7 @@ async fn poll_task(
         message,
     };
     let server = &link.server;
+    let mut answered: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut wait = suggested
         .map(Duration::from_millis)
         .unwrap_or(Duration::from_millis(500))
@@ -1712,10 +1757,33 @@ async fn poll_task(
                     key: key.to_owned(),
                 })
             }
-            TaskPayload::InputRequired { .. } => {
-                return Err(failed(format!(
-                    "the MCP server `{server}`'s task `{task}` asks for input, which imported tools do not answer"
-                )))
+            TaskPayload::InputRequired { input_requests } => {
+                // Each request is answered once, even if a poll shows it again before
+                // the server took the answer.
+                let fresh: rmcp::model::InputRequests = input_requests
+                    .into_iter()
+                    .filter(|(key, _)| !answered.contains(key))
+                    .collect();
+                if fresh.is_empty() {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                if answered.len() + fresh.len() > MAX_TASK_INPUTS {
+                    return Err(failed(format!(
+                        "the MCP server `{server}`'s task `{task}` asked for input more than {MAX_TASK_INPUTS} times"
+                    )));
+                }
+                answered.extend(fresh.keys().cloned());
+                let responses = link.handler.answer_inputs(fresh).await;
+                let update = rmcp::model::UpdateTaskParams::new(task.to_owned(), responses);
+                let sent = authorized(link.dial.auth(), || peer.update_task(update.clone()))
+                    .await
+                    .map_err(&failed)?;
+                if let Err(e) = sent {
+                    return Err(failed(format!(
+                        "the MCP server `{server}` did not take the answers for its task `{task}`: {e}"
+                    )));
+                }
             }
             _ => tokio::time::sleep(wait).await,
         }

@@ -149,6 +149,7 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
             JournalEntry::Finished { .. } => "finished",
             JournalEntry::Resolved { .. } => "resolved",
             JournalEntry::Progress { .. } => "progress",
+            _ => "other",
         })
         .collect();
     assert_eq!(kinds.len(), 8, "2 model calls and 2 tool calls: {kinds:?}");
@@ -754,4 +755,95 @@ async fn a_run_journaled_with_whole_requests_resumes_without_asking_again() {
         latest.get("digest").is_none() && latest["messages"].is_array(),
         "{latest}"
     );
+}
+
+/// A remote job: started once, then waited for; after a crash, the call made again is
+/// handed the job's id and waits for that job. `STARTS` counts jobs started.
+fn remote_job(
+    starts: Arc<AtomicUsize>,
+    hang: Arc<std::sync::atomic::AtomicBool>,
+) -> tackle::DynamicTool {
+    let spec = tackle::ToolSpec::new(
+        "remote",
+        "job",
+        "1",
+        tackle::SideEffects::External,
+        "Runs a job somewhere else.",
+    );
+    tackle::DynamicTool::new(spec, move |ctx: ToolContext, _input| {
+        let (starts, hang) = (Arc::clone(&starts), Arc::clone(&hang));
+        async move {
+            let job = match ctx.resumed_checkpoint().and_then(|n| n["job"].as_str()) {
+                Some(job) => job.to_owned(),
+                None => {
+                    let n = starts.fetch_add(1, Ordering::SeqCst) + 1;
+                    let job = format!("job-{n}");
+                    ctx.checkpoint(json!({ "job": job }))
+                        .map_err(|e| e.to_string())?;
+                    job
+                }
+            };
+            if hang.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, String>(json!(format!("done {job}")))
+        }
+    })
+}
+
+/// Runs one attempt of `run-job` until the job's call has kept a note in this attempt,
+/// then drops it, as a crash would (its journal: the call started, with a note).
+async fn crash_after_note(store: &Arc<dyn RunStore>, runtime: &Arc<Runtime>) {
+    let durable = DurableRun::open(Arc::clone(store), "run-job", "job").unwrap();
+    let attempt = durable.attempt();
+    let run = durable.run(runtime);
+    let call = tokio::spawn(async move {
+        let _ = run.call("remote.job", json!({}), &ToolContext::new()).await;
+    });
+    let noted = |store: &Arc<dyn RunStore>| {
+        store
+            .journal("run-job")
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, JournalEntry::Progress { attempt: a, .. } if *a == attempt))
+    };
+    while !noted(store) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    call.abort();
+    let _ = call.await;
+    drop(durable);
+}
+
+#[tokio::test]
+async fn a_checkpointed_call_goes_on_from_its_newest_note_across_two_crashes() {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let hang = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut registry = tackle::Registry::new();
+    registry
+        .register(remote_job(Arc::clone(&starts), Arc::clone(&hang)))
+        .unwrap();
+    let runtime = Arc::new(Runtime::new(registry));
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+
+    crash_after_note(&store, &runtime).await; // attempt 1 starts job-1
+    crash_after_note(&store, &runtime).await; // attempt 2 goes on with job-1
+    assert_eq!(starts.load(Ordering::SeqCst), 1, "the job started once");
+
+    hang.store(false, Ordering::SeqCst);
+    let durable = DurableRun::open(Arc::clone(&store), "run-job", "job").unwrap();
+    assert_eq!(durable.attempt(), 3);
+    let run = durable.run(&runtime);
+    let ctx = ToolContext::new();
+    assert_eq!(
+        run.call("remote.job", json!({}), &ctx).await.unwrap(),
+        json!("done job-1")
+    );
+    // The same call made again later in the run is a new job: no stale note.
+    assert_eq!(
+        run.call("remote.job", json!({}), &ctx).await.unwrap(),
+        json!("done job-2")
+    );
+    assert_eq!(durable.finish(Ok(())).unwrap(), RunStatus::Done);
+    assert_eq!(starts.load(Ordering::SeqCst), 2);
 }

@@ -1064,6 +1064,19 @@ fn live_imports_follow_the_servers_list_changes() {
             ]
         );
         kept.close().await;
+        // Closed, a live import takes its tools out, audited.
         import.close().await;
+        assert!(rt.live_tools().keys().is_empty());
+        let removed = audit
+            .changes()
+            .into_iter()
+            .filter(|c| c.change == ToolChangeKind::Removed)
+            .count();
+        assert_eq!(removed, 1 + 3, "old_tool, then the three left at close");
+        let gone = rt
+            .call("mcp.changing.fresh", json!({"x": 1}), &ctx)
+            .await
+            .unwrap_err();
+        assert_eq!(gone.kind(), ToolErrorKind::NotFound);
     });
 }

@@ -446,6 +446,7 @@ fn a_killed_importer_polls_the_same_task() {
                 tackle::durable::JournalEntry::Progress { .. } => "progress",
                 tackle::durable::JournalEntry::Finished { .. } => "finished",
                 tackle::durable::JournalEntry::Resolved { .. } => "resolved",
+                _ => "other",
             })
             .collect();
         assert_eq!(
@@ -455,6 +456,87 @@ fn a_killed_importer_polls_the_same_task() {
         http.shutdown().await;
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client of `url` with `token` that declares tasks.
+async fn token_client(url: &str, token: &str) -> RunningService<RoleClient, TaskClient> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned()),
+    );
+    TaskClient { tasks: true }
+        .serve(transport)
+        .await
+        .expect("connect")
+}
+
+/// A task is its maker's: another client, with the same grants, neither sees nor
+/// cancels it; its maker cancels it while it waits for approval.
+fn a_task_is_its_makers_and_cancels_while_waiting() {
+    tokio().block_on(async {
+        let store: Arc<dyn RunStore> = Arc::new(tackle::durable::MemoryStore::default());
+        let runtime = Arc::new(Runtime::from_inventory().expect("runtime"));
+        let server = McpServer::new(runtime, tackle_mcp::identity!(), ToolContext::new())
+            .expect("server")
+            .with_task_options(
+                Arc::clone(&store),
+                TaskOptions::default().with_poll_interval(Duration::from_millis(20)),
+            );
+        let options = tackle_mcp::HttpOptions::default()
+            .with_token("token-a", &["*"])
+            .with_token("token-b", &["*"]);
+        let http =
+            tackle_mcp::serve_http_with(server, "127.0.0.1:0".parse().expect("addr"), options)
+                .await
+                .expect("serve");
+        let (a, b) = (
+            token_client(&http.url(), "token-a").await,
+            token_client(&http.url(), "token-b").await,
+        );
+        let tools = a.list_all_tools().await.expect("tools/list");
+        let withdraw = tools
+            .iter()
+            .find(|t| t.name.contains("withdraw"))
+            .map(|t| t.name.to_string())
+            .expect("served");
+        let answer = a
+            .call_tool_once(call(&withdraw, json!({"request_id": "w9", "amount": 3})))
+            .await
+            .expect("tools/call");
+        let CallToolResponse::Task(created) = answer else {
+            panic!("{answer:?}")
+        };
+        let id = created.task.task_id;
+        poll(&a, &id, |t| {
+            t["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("awaiting approval"))
+        })
+        .await;
+        let unseen = b
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .expect_err("another client's task");
+        assert!(unseen.to_string().contains("unknown task"), "{unseen}");
+        let refused = b
+            .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+            .await
+            .expect_err("another client's task");
+        assert!(refused.to_string().contains("unknown task"), "{refused}");
+        a.cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+            .await
+            .expect("its maker cancels it");
+        let cancelled = poll(&a, &id, |t| t["status"] == "cancelled").await;
+        assert_eq!(cancelled["taskId"], json!(id));
+        // Nothing left waits for a decision.
+        let run_id = format!("{TASK_RUN_PREFIX}{id}");
+        assert!(DurableRun::pending_approvals(&*store, &run_id)
+            .expect("record")
+            .is_empty());
+        a.cancel().await.ok();
+        b.cancel().await.ok();
+        http.shutdown().await;
+    });
 }
 
 fn main() -> ExitCode {
@@ -474,6 +556,10 @@ fn main() -> ExitCode {
         (
             "a_killed_importer_polls_the_same_task",
             a_killed_importer_polls_the_same_task,
+        ),
+        (
+            "a_task_is_its_makers_and_cancels_while_waiting",
+            a_task_is_its_makers_and_cancels_while_waiting,
         ),
     ])
 }

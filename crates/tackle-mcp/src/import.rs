@@ -314,6 +314,9 @@ struct ImportHandler {
     /// How the import follows the server's list changes (set once imported, into
     /// live tools only).
     follow: Arc<std::sync::OnceLock<Follow>>,
+    /// Whether the server said its tools changed before the import could follow
+    /// (while it registered the first listing).
+    missed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ImportHandler {
@@ -378,17 +381,13 @@ impl ClientHandler for ImportHandler {
 
     async fn on_tool_list_changed(&self, context: rmcp::service::NotificationContext<RoleClient>) {
         if self.follow.get().is_none() {
-            tracing::debug!(server = %self.server, "the imported MCP server's tools changed; this import keeps the tools it listed (import into live tools to follow changes)");
+            // Before the import follows (it is registering the first listing), or an
+            // import into a registry, which keeps what it listed.
+            self.missed.store(true, std::sync::atomic::Ordering::SeqCst);
+            tracing::debug!(server = %self.server, "the imported MCP server's tools changed");
             return;
         }
-        // Listed in a task of its own: the answer comes through the connection this
-        // notification came through.
-        let follow = Arc::clone(&self.follow);
-        tokio::spawn(async move {
-            if let Some(follow) = follow.get() {
-                follow.refresh(&context.peer).await;
-            }
-        });
+        refresh_soon(&self.follow, context.peer);
     }
 
     #[allow(deprecated)] // sampling is deprecated by 2026-07-28; served for 2025-11-25
@@ -716,19 +715,43 @@ impl McpImport {
     }
 
     /// Closes the connection and waits until it is closed (a child process is asked
-    /// to stop, then killed). Calls of its tools fail from then on. Dropping an import
-    /// closes it too, without waiting.
+    /// to stop, then killed). Calls of its tools fail from then on; an import into
+    /// live tools takes its tools out of them (audited as removed). Dropping an
+    /// import closes it too, without waiting.
     pub async fn close(self) {
-        if let Some(client) = self.link.close() {
+        // Closed first: a listing under way then puts nothing back.
+        let client = self.link.close();
+        self.withdraw();
+        if let Some(client) = client {
             let _ = client.cancel().await;
         }
+    }
+
+    /// Takes an import's live tools out of the runtime's live tools (audited as
+    /// removed); an import into a registry leaves its registry as it is.
+    fn withdraw(&self) {
+        let Some(follow) = self.link.handler.follow.get() else {
+            return;
+        };
+        let keys = std::mem::take(&mut self.now().keys);
+        let server = self.server.clone();
+        let _ = follow.live.change(&format!("mcp:{server}"), |registry| {
+            for key in &keys {
+                if is_ours(registry, key, &server) {
+                    let _ = registry.unregister(key);
+                }
+            }
+            Ok::<_, std::convert::Infallible>(())
+        });
     }
 }
 
 impl Drop for McpImport {
     fn drop(&mut self) {
         // Dropping the running client closes it, without waiting.
-        drop(self.link.close());
+        let client = self.link.close();
+        self.withdraw();
+        drop(client);
     }
 }
 
@@ -1025,12 +1048,7 @@ impl Link {
                     tracing::info!(server = %self.server, "reconnected to the imported MCP server");
                     if self.handler.follow.get().is_some() {
                         // A server started again may list other tools.
-                        let (follow, listing) = (Arc::clone(&self.handler.follow), peer.clone());
-                        tokio::spawn(async move {
-                            if let Some(follow) = follow.get() {
-                                follow.refresh(&listing).await;
-                            }
-                        });
+                        refresh_soon(&self.handler.follow, peer.clone());
                     }
                     return Ok((peer, generation + 1));
                 }
@@ -1144,6 +1162,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
         calls: Arc::default(),
         asking: Arc::default(),
         follow: Arc::default(),
+        missed: Arc::default(),
     }
 }
 
@@ -1254,7 +1273,18 @@ async fn register(
             options: options.clone(),
             now: Arc::clone(&now),
             refreshing: tokio::sync::Mutex::new(()),
+            dirty: std::sync::atomic::AtomicBool::new(false),
         });
+        if link
+            .handler
+            .missed
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            // The tools changed while the first listing was being registered.
+            if let Ok((peer, _)) = link.peer().await {
+                refresh_soon(&follow, peer);
+            }
+        }
     }
     Ok(McpImport {
         link,
@@ -1392,6 +1422,26 @@ struct Follow {
     now: Arc<std::sync::Mutex<Listed>>,
     /// Held while the tools are listed again: one listing at a time, in order.
     refreshing: tokio::sync::Mutex<()>,
+    /// Whether a listing is asked for and not begun: notifications that come
+    /// meanwhile ask for nothing more (one listing answers them all).
+    dirty: std::sync::atomic::AtomicBool,
+}
+
+/// Lists an import's tools again soon, on `peer`, unless a listing is asked for
+/// already and has not begun.
+fn refresh_soon(follow: &Arc<std::sync::OnceLock<Follow>>, peer: Peer<RoleClient>) {
+    let Some(asked) = follow.get() else {
+        return;
+    };
+    if asked.dirty.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let follow = Arc::clone(follow);
+    tokio::spawn(async move {
+        if let Some(follow) = follow.get() {
+            follow.refresh(&peer).await;
+        }
+    });
 }
 
 impl Follow {
@@ -1406,6 +1456,8 @@ impl Follow {
     /// the tools as they were, and is logged.
     async fn refresh(&self, peer: &Peer<RoleClient>) {
         let _one_at_a_time = self.refreshing.lock().await;
+        // Begun: a change notified from now on asks for another listing.
+        self.dirty.store(false, std::sync::atomic::Ordering::SeqCst);
         let Some(link) = self.link.upgrade() else {
             return;
         };
@@ -1420,10 +1472,15 @@ impl Follow {
         let old = self.now().keys.clone();
         let source = format!("mcp:{server}");
         let put = self.live.change(&source, |registry| {
-            put_tools(registry, &link, &listed, &server, &old)
+            if link.state().0.is_none() {
+                // Closed meanwhile: its tools were taken out, and stay out.
+                return Ok(None);
+            }
+            put_tools(registry, &link, &listed, &server, &old).map(Some)
         });
         match put {
-            Ok(keys) => {
+            Ok(None) => {}
+            Ok(Some(keys)) => {
                 let mut specs: Vec<ToolSpec> = listed.into_iter().map(|(_, spec)| spec).collect();
                 specs.sort_by_key(ToolSpec::key);
                 *self.now() = Listed { keys, specs };
@@ -1620,7 +1677,7 @@ fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) 
                 .and_then(|note| note.get(TASK_NOTE))
                 .and_then(Value::as_str)
             {
-                let result = poll_task(&link, &key, task, None).await?;
+                let result = poll_task(&link, &key, task, None, None).await?;
                 return value_of(result, &key);
             }
             let arguments = match input {
@@ -1669,7 +1726,10 @@ fn tool_handler(link: Arc<Link>, remote: String, key: String, rerun_safe: bool) 
                     // Kept before the first poll: a durable run that dies from here on
                     // goes on with this task rather than starting another.
                     ctx.checkpoint(json!({ TASK_NOTE: task }))?;
-                    poll_task(&link, &key, &task, created.task.poll_interval_ms).await?
+                    // A task no resume can find again is cancelled if the call gives
+                    // up on it (its time limit, its run's cancellation).
+                    let orphan = (!ctx.keeps_checkpoints()).then(|| peer.clone());
+                    poll_task(&link, &key, &task, created.task.poll_interval_ms, orphan).await?
                 }
                 Ok(_) => {
                     return Err(failed(format!(
@@ -1698,6 +1758,42 @@ const TASK_POLL_MAX: Duration = Duration::from_secs(5);
 /// (`input_required`) are answered as the server's own requests are (the import's
 /// elicitation handler or door, its model) and sent with `tasks/update`.
 async fn poll_task(
+    link: &Link,
+    key: &str,
+    task: &str,
+    suggested: Option<u64>,
+    orphan: Option<Peer<RoleClient>>,
+) -> Result<CallToolResult, ToolError> {
+    let mut abandon = Abandon {
+        peer: orphan,
+        task: task.to_owned(),
+    };
+    let polled = poll(link, key, task, suggested).await;
+    abandon.peer = None;
+    polled
+}
+
+/// Cancels a remote task when dropped with a peer (its poll was given up).
+struct Abandon {
+    peer: Option<Peer<RoleClient>>,
+    task: String,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        let (Some(peer), Ok(runtime)) = (self.peer.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let params = rmcp::model::CancelTaskParams::new(std::mem::take(&mut self.task));
+        runtime.spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), peer.cancel_task(params)).await;
+        });
+    }
+}
+
+/// [`poll_task`]'s loop.
+async fn poll(
     link: &Link,
     key: &str,
     task: &str,

@@ -423,7 +423,9 @@ pub async fn serve_http_with(
                 .tokens
                 .into_iter()
                 .map(|(token, grants)| {
-                    let served = Served::new(&config, granted(&server, &grants), idle);
+                    let owner = format!("token {:016x}", fingerprint(&token));
+                    let served =
+                        Served::new(&config, granted(&server, &grants).owned_by(owner), idle);
                     (Some(token), served)
                 })
                 .collect()
@@ -586,6 +588,14 @@ struct ClientService {
     used: std::time::Instant,
 }
 
+/// A token's fingerprint: what names its client without keeping the token.
+fn fingerprint(token: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    token.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// `server` with `grants` in place of its context's grants.
 fn granted(server: &McpServer, grants: &[String]) -> McpServer {
     let ctx = grants.iter().fold(
@@ -703,12 +713,7 @@ impl Gate {
         // Sessions are the subject's own: another subject with the same scopes has
         // other sessions. A token without a subject is its own client.
         let owner = grant.subject.map_or_else(
-            || {
-                use std::hash::{Hash, Hasher};
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                presented.hash(&mut hasher);
-                format!("token {:016x}", hasher.finish())
-            },
+            || format!("token {:016x}", fingerprint(presented)),
             |subject| format!("sub {subject}"),
         );
         let served = {
@@ -742,10 +747,10 @@ impl Gate {
             }
             let client = by_client
                 .entry(key)
-                .or_insert_with_key(|(_, scopes)| ClientService {
+                .or_insert_with_key(|(owner, scopes)| ClientService {
                     served: Served::new(
                         &self.config,
-                        granted(&self.server, scopes),
+                        granted(&self.server, scopes).owned_by(owner.clone()),
                         self.session_idle,
                     ),
                     used: std::time::Instant::now(),

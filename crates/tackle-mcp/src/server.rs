@@ -119,6 +119,9 @@ pub struct McpServer {
     session: u64,
     /// Where calls made as tasks are kept, when the server makes tasks.
     tasks: Option<Arc<Tasks>>,
+    /// Who this server's client is, when the HTTP front tells clients apart (an
+    /// OAuth subject, a static token's fingerprint): a task is its maker's only.
+    owner: Option<Arc<str>>,
 }
 
 /// The grant a client needs to read the server's log (`logging/setLevel`).
@@ -271,6 +274,7 @@ impl McpServer {
             log: Arc::default(),
             session: next_session(),
             tasks: None,
+            owner: None,
         })
     }
 
@@ -390,6 +394,19 @@ impl McpServer {
 }
 
 impl McpServer {
+    /// The same server for the client `owner` (see `owner`).
+    pub(crate) fn owned_by(&self, owner: String) -> McpServer {
+        McpServer {
+            owner: Some(owner.into()),
+            ..self.clone()
+        }
+    }
+
+    /// Who this server's client is, when known.
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
     /// Whether this client may call the tool `key`: it exists and the grants allow it.
     pub(crate) fn may_call(&self, key: &str) -> bool {
         self.runtime
@@ -703,7 +720,9 @@ impl ServerHandler for McpServer {
                 .is_some_and(|c| c.supports_tasks());
             // Secrets are never stored, and a task keeps its call's arguments.
             if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
-                return tasks.start(self, key, input).map(CallToolResponse::Task);
+                if let Some(created) = tasks.start(self, key, input.clone()) {
+                    return created.map(CallToolResponse::Task);
+                }
             }
         }
         // Each request is a run of its own: the client's cancellation is the run's.

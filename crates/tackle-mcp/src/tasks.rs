@@ -37,6 +37,7 @@
 //! keep when a run last changed).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -48,11 +49,11 @@ use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_runtime::durable::{
-    DurableError, DurableOptions, DurableRun, JournalEntry, RunRecord, RunStatus, RunStore,
-    DEFAULT_LEASE,
+    DurableError, DurableOptions, DurableRun, JournalEntry, Resolution, RunRecord, RunStatus,
+    RunStore, DEFAULT_LEASE,
 };
 use tackle_runtime::replay::Outcome;
-use tackle_runtime::ToolErrorKind;
+use tackle_runtime::{Capabilities, ToolErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::server::McpServer;
@@ -75,6 +76,9 @@ pub struct TaskOptions {
     /// take it over (renewed while it runs; default `tackle::durable::DEFAULT_LEASE`,
     /// 30 s): after a crash, the task goes on once this has lapsed.
     pub lease: Duration,
+    /// The most tasks one server process drives at once (default 256): past it, calls
+    /// are answered at once, as for a client that does not ask for tasks.
+    pub max_running: usize,
 }
 
 impl Default for TaskOptions {
@@ -82,6 +86,7 @@ impl Default for TaskOptions {
         TaskOptions {
             poll_interval: Duration::from_millis(500),
             lease: DEFAULT_LEASE,
+            max_running: 256,
         }
     }
 }
@@ -98,6 +103,12 @@ impl TaskOptions {
         self.lease = lease;
         self
     }
+
+    /// Sets the most tasks one server process drives at once.
+    pub fn with_max_running(mut self, max: usize) -> TaskOptions {
+        self.max_running = max;
+        self
+    }
 }
 
 /// The call a task makes, as its run's task.
@@ -109,14 +120,29 @@ struct TaskCall {
     arguments: Value,
     /// When the task was made (RFC 3339).
     created_at: String,
+    /// Who made it, when the server tells its clients apart (an OAuth subject, or a
+    /// static token's fingerprint): only they see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    /// The grants its call is made with (the client's), also when resumed.
+    #[serde(default)]
+    grants: Capabilities,
+}
+
+/// A task this process drives: the claim's number, and what cancels its call.
+struct Driven {
+    claim: u64,
+    cancel: CancellationToken,
 }
 
 /// A server's tasks: their store, and the tasks this process drives now.
 pub(crate) struct Tasks {
     store: Arc<dyn RunStore>,
     options: TaskOptions,
-    /// The tasks this process drives, each with its call's cancellation.
-    driving: Mutex<HashMap<String, CancellationToken>>,
+    /// The tasks this process drives (or is about to).
+    driving: Mutex<HashMap<String, Driven>>,
+    /// Numbers the claims, so that a claim ends only its own entry.
+    claims: AtomicU64,
 }
 
 impl Tasks {
@@ -125,11 +151,40 @@ impl Tasks {
             store,
             options,
             driving: Mutex::default(),
+            claims: AtomicU64::new(0),
         }
     }
 
-    fn driving(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+    fn driving(&self) -> std::sync::MutexGuard<'_, HashMap<String, Driven>> {
         self.driving.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims the task `id` for this process: `None` when it drives it already, or
+    /// drives as many tasks as it may. The claim is taken before the task's run is
+    /// opened, so a cancel that comes meanwhile finds it.
+    fn claim(&self, id: &str) -> Option<(u64, CancellationToken)> {
+        let mut driving = self.driving();
+        if driving.contains_key(id) || driving.len() >= self.options.max_running {
+            return None;
+        }
+        let claim = self.claims.fetch_add(1, Ordering::Relaxed);
+        let cancel = CancellationToken::new();
+        driving.insert(
+            id.to_owned(),
+            Driven {
+                claim,
+                cancel: cancel.clone(),
+            },
+        );
+        Some((claim, cancel))
+    }
+
+    /// Ends claim `claim` of the task `id` (and no later one).
+    fn release(&self, id: &str, claim: u64) {
+        let mut driving = self.driving();
+        if driving.get(id).is_some_and(|d| d.claim == claim) {
+            driving.remove(id);
+        }
     }
 
     fn durable_options(&self) -> DurableOptions {
@@ -143,55 +198,79 @@ impl Tasks {
         )
     }
 
-    /// Starts the call of `key` with `arguments` as a task of `server`.
+    /// Starts the call of `key` with `arguments` as a task of `server`; `None` when
+    /// this process drives as many tasks as it may (the call is then answered at
+    /// once).
     pub(crate) fn start(
         self: &Arc<Self>,
         server: &McpServer,
         key: &str,
         arguments: Value,
-    ) -> Result<CreateTaskResult, ErrorData> {
+    ) -> Option<Result<CreateTaskResult, ErrorData>> {
         let id = uuid::Uuid::new_v4().simple().to_string();
+        let (claim, cancel) = self.claim(&id)?;
         let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let call = TaskCall {
             tool: key.to_owned(),
             arguments,
             created_at,
+            owner: server.owner().map(str::to_owned),
+            grants: server.context().capabilities().clone(),
         };
-        let task = serde_json::to_string(&call)
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let durable = DurableRun::start_with(
-            Arc::clone(&self.store),
-            &run_id(&id),
-            &task,
-            self.durable_options(),
-        )
-        .map_err(|e| ErrorData::internal_error(format!("the task could not be kept: {e}"), None))?;
-        self.drive(server, &id, durable, call.tool, call.arguments);
-        Ok(CreateTaskResult::new(self.task(
-            &id,
-            TaskStatus::Working,
-            &call.created_at,
-        )))
+        let started = serde_json::to_string(&call)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+            .and_then(|task| {
+                DurableRun::start_with(
+                    Arc::clone(&self.store),
+                    &run_id(&id),
+                    &task,
+                    self.durable_options(),
+                )
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("the task could not be kept: {e}"), None)
+                })
+            });
+        let durable = match started {
+            Ok(durable) => durable,
+            Err(error) => {
+                self.release(&id, claim);
+                return Some(Err(error));
+            }
+        };
+        let created = CreateTaskResult::new(self.task(&id, TaskStatus::Working, &call.created_at));
+        self.drive(server, &id, (claim, cancel), durable, call);
+        Some(Ok(created))
     }
 
     /// Makes the task's call on `durable` (started or resumed) in a task of its own,
-    /// then ends the run with its outcome.
+    /// with the grants it was made with, then ends the run with its outcome and the
+    /// claim.
     fn drive(
         self: &Arc<Self>,
         server: &McpServer,
         id: &str,
+        (claim, cancel): (u64, CancellationToken),
         durable: DurableRun,
-        key: String,
-        arguments: Value,
+        call: TaskCall,
     ) {
         let run = durable.run(server.runtime());
-        let cancel = run.cancellation_token();
-        self.driving().insert(id.to_owned(), cancel.clone());
-        let (tasks, server, id) = (Arc::clone(self), server.clone(), id.to_owned());
+        let stop = run.cancellation_token();
+        let ctx = server
+            .context()
+            .clone()
+            .with_capabilities(call.grants.clone());
+        let (tasks, id) = (Arc::clone(self), id.to_owned());
         tokio::spawn(async move {
-            let report = durable
-                .hold(run.call_report(&key, arguments, server.context()))
-                .await;
+            let work = durable.hold(run.call_report(&call.tool, call.arguments, &ctx));
+            tokio::pin!(work);
+            let report = tokio::select! {
+                report = &mut work => report,
+                () = cancel.cancelled() => {
+                    // The client's cancel stops the call (after its grace window).
+                    stop.cancel();
+                    work.await
+                }
+            };
             let outcome = match report.result {
                 Ok(_) => Ok(()),
                 Err(e) if e.kind() == ToolErrorKind::Cancelled && cancel.is_cancelled() => {
@@ -200,9 +279,9 @@ impl Tasks {
                 Err(e) => Err(e.to_string()),
             };
             if let Err(error) = durable.finish(outcome) {
-                tracing::warn!(task = %id, %error, "the task's end could not be saved; it goes on when polled");
+                tracing::warn!(%error, "a task's end could not be saved; it goes on when polled");
             }
-            tasks.driving().remove(&id);
+            tasks.release(&id, claim);
         });
     }
 
@@ -214,25 +293,48 @@ impl Tasks {
         id: &str,
         unwrapped: bool,
     ) -> Result<GetTaskResult, ErrorData> {
-        let (record, call) = self.load(server, id)?;
-        let task = |status| self.task(id, status, &call.created_at);
+        let (record, call) = self.load(server, id, true)?;
+        Ok(GetTaskResult::new(
+            self.status(server, id, record, call, unwrapped),
+        ))
+    }
+
+    /// The task's status, from its record; a task whose process died is resumed.
+    fn status(
+        self: &Arc<Self>,
+        server: &McpServer,
+        id: &str,
+        record: RunRecord,
+        call: TaskCall,
+        unwrapped: bool,
+    ) -> DetailedTask {
+        let created_at = call.created_at.clone();
+        let task = |status| self.task(id, status, &created_at);
         let working = |message: String| {
             DetailedTask::new(
                 task(TaskStatus::Working).with_status_message(message),
                 TaskPayload::Working,
             )
         };
-        let detailed = match &record.status {
-            RunStatus::Done => {
-                let output = self.output(&record.run_id, &call.tool)?;
-                completed(
+        let failed = |message: String| {
+            DetailedTask::new(
+                task(TaskStatus::Failed),
+                TaskPayload::Failed {
+                    error: error_object(&ErrorData::internal_error(message, None)),
+                },
+            )
+        };
+        match &record.status {
+            RunStatus::Done => match self.output(&record.run_id, &call.tool) {
+                Ok(output) => completed(
                     task(TaskStatus::Completed),
                     server,
                     &call.tool,
                     Ok(output),
                     unwrapped,
-                )
-            }
+                ),
+                Err(error) => failed(error.message.to_string()),
+            },
             RunStatus::Failed { error } if error == CANCELLED => {
                 DetailedTask::new(task(TaskStatus::Cancelled), TaskPayload::Cancelled)
             }
@@ -243,76 +345,67 @@ impl Tasks {
                 Err(error.clone()),
                 unwrapped,
             ),
-            _ if self.driving().contains_key(id) => working(format!("running `{}`", call.tool)),
             RunStatus::AwaitingApproval => working(awaiting(&record, &call.tool)),
             RunStatus::UnknownOutcome { .. } => working(unknown_outcome(&call.tool)),
             RunStatus::Running | RunStatus::Paused | RunStatus::Interrupted { .. } => {
+                let Some(claim) = self.claim(id) else {
+                    return working(format!("running `{}`", call.tool));
+                };
                 match DurableRun::resume_with(
                     Arc::clone(&self.store),
                     &record.run_id,
                     self.durable_options(),
                 ) {
                     Ok(durable) => {
-                        tracing::info!(task = %id, "resuming a task its process left");
-                        self.drive(server, id, durable, call.tool.clone(), call.arguments);
-                        working(format!("running `{}` (resumed)", call.tool))
+                        tracing::info!(tool = %call.tool, "resuming a task its process left");
+                        let message = format!("running `{}` (resumed)", call.tool);
+                        self.drive(server, id, claim, durable, call);
+                        working(message)
                     }
-                    Err(DurableError::Held { .. }) => {
-                        working(format!("running `{}` (in another process)", call.tool))
+                    Err(error) => {
+                        self.release(id, claim.0);
+                        match error {
+                            DurableError::Held { .. } => {
+                                working(format!("running `{}` (in another process)", call.tool))
+                            }
+                            DurableError::AwaitingApproval { .. } => {
+                                working(awaiting(&record, &call.tool))
+                            }
+                            DurableError::UnknownOutcome { .. } => {
+                                working(unknown_outcome(&call.tool))
+                            }
+                            // Ended while this process looked: the next poll reads how.
+                            DurableError::Ended { .. } => {
+                                working(format!("ending `{}`", call.tool))
+                            }
+                            error => failed(format!("the task cannot go on: {error}")),
+                        }
                     }
-                    Err(DurableError::AwaitingApproval { .. }) => {
-                        working(awaiting(&record, &call.tool))
-                    }
-                    Err(DurableError::UnknownOutcome { .. }) => {
-                        working(unknown_outcome(&call.tool))
-                    }
-                    // Ended while this process looked: the next poll reads how.
-                    Err(DurableError::Ended { .. }) => working(format!("ending `{}`", call.tool)),
-                    Err(error) => DetailedTask::new(
-                        task(TaskStatus::Failed),
-                        TaskPayload::Failed {
-                            error: error_object(&ErrorData::internal_error(
-                                format!("the task cannot go on: {error}"),
-                                None,
-                            )),
-                        },
-                    ),
                 }
             }
-        };
-        Ok(GetTaskResult::new(detailed))
+        }
     }
 
     /// Cancels the task `id`: the call of a task this process drives is cancelled
     /// (the door stops a tool that ignores it after its grace window); a task no
-    /// process drives ends as cancelled. A task that ended stays as it ended.
+    /// process drives (its process died, or it waits for an approval or an operator)
+    /// ends as cancelled. A task that ended stays as it ended.
     pub(crate) fn cancel(&self, server: &McpServer, id: &str) -> Result<(), ErrorData> {
-        let (record, call) = self.load(server, id)?;
-        if let Some(cancel) = self.driving().get(id) {
-            cancel.cancel();
+        let (record, call) = self.load(server, id, true)?;
+        if let Some(driven) = self.driving().get(id) {
+            driven.cancel.cancel();
             return Ok(());
         }
-        if matches!(record.status, RunStatus::Done | RunStatus::Failed { .. }) {
-            return Ok(());
-        }
-        let refused = |why: String| ErrorData::invalid_request(why, None);
-        match DurableRun::resume_with(
-            Arc::clone(&self.store),
-            &record.run_id,
-            self.durable_options(),
-        ) {
-            Ok(durable) => durable
-                .finish(Err(CANCELLED.to_owned()))
-                .map(|_| ())
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None)),
-            Err(DurableError::Held { .. }) => Err(refused(
-                "the task runs in another server process; cancel it there".to_owned(),
+        match DurableRun::abandon(&*self.store, &record.run_id, CANCELLED) {
+            Ok(()) | Err(DurableError::Ended { .. }) => Ok(()),
+            Err(DurableError::Held { .. }) => Err(ErrorData::invalid_request(
+                "the task runs in another server process (or its process stopped less than a lease ago); cancel it again later",
+                None,
             )),
-            Err(DurableError::Ended { .. }) => Ok(()),
-            Err(error) => Err(refused(format!(
-                "the task `{id}` of `{}` cannot be cancelled now: {error}",
-                call.tool
-            ))),
+            Err(error) => Err(ErrorData::internal_error(
+                format!("the task of `{}` could not be cancelled: {error}", call.tool),
+                None,
+            )),
         }
     }
 
@@ -328,17 +421,33 @@ impl Tasks {
             let Some(id) = run.strip_prefix(TASK_RUN_PREFIX) else {
                 continue;
             };
-            let before = self.driving().contains_key(id);
+            let Ok((record, call)) = self.load(server, id, false) else {
+                continue;
+            };
+            let open = matches!(
+                record.status,
+                RunStatus::Running | RunStatus::Paused | RunStatus::Interrupted { .. }
+            );
+            if !open || self.driving().contains_key(id) {
+                continue;
+            }
             // Reading a task resumes it when its process died.
-            if self.get(server, id, false).is_ok() && !before && self.driving().contains_key(id) {
+            self.status(server, id, record, call, false);
+            if self.driving().contains_key(id) {
                 resumed += 1;
             }
         }
         Ok(resumed)
     }
 
-    /// The task's record and call, when the client may see it.
-    fn load(&self, server: &McpServer, id: &str) -> Result<(RunRecord, TaskCall), ErrorData> {
+    /// The task's record and call, when the client may see it (`as_client`: the
+    /// client made it, and may call its tool; else the server reads it for itself).
+    fn load(
+        &self,
+        server: &McpServer,
+        id: &str,
+        as_client: bool,
+    ) -> Result<(RunRecord, TaskCall), ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("unknown task `{}`", clip(id)), None);
         if id.is_empty() || id.len() > MAX_TASK_ID {
             return Err(unknown());
@@ -351,37 +460,48 @@ impl Tasks {
         let call: TaskCall = serde_json::from_str(&record.task).map_err(|e| {
             ErrorData::internal_error(format!("the task's record is damaged: {e}"), None)
         })?;
-        // A client sees a task only if it may call the task's tool.
-        if !server.may_call(&call.tool) {
+        // A client sees only its own tasks, of tools it may call.
+        if as_client && (call.owner.as_deref() != server.owner() || !server.may_call(&call.tool)) {
             return Err(unknown());
         }
         Ok((record, call))
     }
 
-    /// The output of the task's call, from the run's journal.
+    /// The output of the task's call, from the run's journal: the last call of `key`
+    /// that finished well, or that an operator said succeeded.
     fn output(&self, run_id: &str, key: &str) -> Result<Value, ErrorData> {
         let journal = self
             .store
             .journal(run_id)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        journal
-            .into_iter()
-            .rev()
-            .find_map(|entry| match entry {
+        let mut started: HashMap<(u32, u64), String> = HashMap::new();
+        let mut output = None;
+        for entry in journal {
+            match entry {
+                JournalEntry::Started { attempt, call } => {
+                    started.insert((attempt, call.call), call.key);
+                }
                 JournalEntry::Finished { interaction, .. } if interaction.key == key => {
-                    match interaction.outcome {
-                        Outcome::Ok(output) => Some(output),
-                        _ => None,
+                    if let Outcome::Ok(value) = interaction.outcome {
+                        output = Some(value);
                     }
                 }
-                _ => None,
-            })
-            .ok_or_else(|| {
-                ErrorData::internal_error(
-                    format!("the output of the task's call of `{key}` is not in its journal"),
-                    None,
-                )
-            })
+                JournalEntry::Resolved {
+                    attempt,
+                    call,
+                    resolution: Resolution::Succeeded { output: value },
+                } if started.get(&(attempt, call)).is_some_and(|k| k == key) => {
+                    output = Some(value);
+                }
+                _ => {}
+            }
+        }
+        output.ok_or_else(|| {
+            ErrorData::internal_error(
+                format!("the output of the task's call of `{key}` is not in its journal"),
+                None,
+            )
+        })
     }
 }
 

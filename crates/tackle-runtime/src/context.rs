@@ -376,20 +376,38 @@ impl ToolContext {
     /// resumed run makes the same call again (same key and input) and hands it the
     /// last note ([`resumed_checkpoint`](Self::resumed_checkpoint)), and a call that
     /// kept a note counts as safe to make again. Outside a journaled run, and outside
-    /// a call, nothing is kept. The note is stored as it is: keep no secret in it. An
-    /// error says the journal could not take it (the call should not go on as if it
-    /// had).
+    /// a call, nothing is kept. The note is stored redacted, as a cassette keeps
+    /// inputs (the caller's secrets and token-shaped strings replaced): keep in it only
+    /// what the call needs to find its work again. An error says the journal could
+    /// not take it (the call should not go on as if it had).
     pub fn checkpoint(&self, note: Value) -> Result<(), ToolError> {
         let Some(call) = self.call.as_deref() else {
             return Ok(());
         };
-        match &call.checkpoint {
-            Some(checkpoint) => checkpoint.keep(&note).map_err(|why| ToolError::Execution {
-                key: call.key.to_string(),
-                message: format!("the run's journal could not keep the call's progress: {why}"),
-            }),
-            None => Ok(()),
-        }
+        let Some(checkpoint) = &call.checkpoint else {
+            return Ok(());
+        };
+        // The caller's secrets never reach the journal.
+        let mut text = note.to_string();
+        let note = if self.redact_secrets(&mut text) {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        } else {
+            note
+        };
+        checkpoint.keep(&note).map_err(|why| ToolError::Execution {
+            key: call.key.to_string(),
+            message: format!("the run's journal could not keep the call's progress: {why}"),
+        })
+    }
+
+    /// Whether [`checkpoint`](Self::checkpoint) keeps notes here: the call belongs to
+    /// a run with a journal, which a resume goes on from. Work the call started that
+    /// no resume can find again (this is `false`) is the call's to stop if it gives
+    /// up on it.
+    pub fn keeps_checkpoints(&self) -> bool {
+        self.call
+            .as_deref()
+            .is_some_and(|call| call.checkpoint.is_some())
     }
 
     /// The note this call kept with [`checkpoint`](Self::checkpoint) in an earlier

@@ -542,8 +542,10 @@ impl Runtime {
 
     #[cold]
     fn early_live<'a>(&'a self, key: &str, held: &'a mut Option<Arc<Tool>>) -> Option<&'a Tool> {
-        if let Some(tool) = self.registry.get(key) {
-            return Some(tool);
+        if !self.registry.names_nothing(key) {
+            // The fixed registry names it (or names several: the resolve stage says
+            // so), and wins.
+            return None;
         }
         *held = self.live.find(key);
         held.as_deref()

@@ -303,20 +303,35 @@ fn replay(journal: Vec<JournalEntry>) -> Replayed {
             }
         }
     }
-    // A call in flight that kept a note goes on from it when made again (the call
-    // made again keeps the note it is handed at once, so a second crash finds it).
+    // A call in flight that kept a note goes on from it when made again. The call
+    // made again (the first of a later attempt with the same key and input) took the
+    // note over and keeps it at once: from then on the earlier call is settled by it,
+    // so a note is handed on once, and only the newest.
+    let latest: BTreeMap<(String, String), u32> =
+        started
+            .iter()
+            .fold(BTreeMap::new(), |mut latest, ((attempt, _), call)| {
+                let at = latest
+                    .entry((call.key.clone(), crate::canonical::canonical(&call.input)))
+                    .or_insert(*attempt);
+                *at = (*at).max(*attempt);
+                latest
+            });
     let mut resumable = Vec::new();
     started.retain(|at, call| {
         if settled.contains(at) {
             return false;
         }
-        match notes.remove(at) {
-            Some(note) => {
-                resumable.push((call.key.clone(), call.input.clone(), note));
-                false
-            }
-            None => true,
+        let Some(note) = notes.remove(at) else {
+            return true;
+        };
+        let taken_over = latest
+            .get(&(call.key.clone(), crate::canonical::canonical(&call.input)))
+            .is_some_and(|attempt| *attempt > at.0);
+        if !taken_over {
+            resumable.push((call.key.clone(), call.input.clone(), note));
         }
+        false
     });
     let unknown = started
         .into_iter()
@@ -935,6 +950,38 @@ impl DurableRun {
         )
     }
 
+    /// Ends the run `run_id`, which no process drives, as [`RunStatus::Failed`] with
+    /// `error` (a cancel by whoever asked for the run), in one transaction: its
+    /// pending approvals are dropped, and it cannot be resumed. [`DurableError::Held`]
+    /// while a process holds it; [`DurableError::Ended`] when it has ended.
+    pub fn abandon(store: &dyn RunStore, run_id: &str, error: &str) -> Result<(), DurableError> {
+        update(
+            store,
+            run_id,
+            |record, _| {
+                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds_at(now_ms())) {
+                    return Err(DurableError::Held {
+                        run_id: run_id.to_owned(),
+                        holder: lease.holder.clone(),
+                        remaining_ms: lease.until_ms.saturating_sub(now_ms()),
+                    });
+                }
+                if matches!(record.status, RunStatus::Done | RunStatus::Failed { .. }) {
+                    return Err(DurableError::Ended {
+                        run_id: run_id.to_owned(),
+                        status: record.status.clone(),
+                    });
+                }
+                record.pending.clear();
+                record.status = RunStatus::Failed {
+                    error: error.to_owned(),
+                };
+                Ok((Vec::new(), ()))
+            },
+            false,
+        )
+    }
+
     fn with_attempt(
         attempt: Arc<Attempt>,
         number: u32,
@@ -1196,8 +1243,14 @@ impl DurableRun {
             tokio::select! {
                 outcome = &mut work => return outcome,
                 () = tokio::time::sleep(period) => {
-                    if let Err(DurableError::Held { .. }) = self.attempt.save(false, |_| {}) {
-                        self.attempt.lost.cancel();
+                    match self.attempt.save(false, |_| {}) {
+                        Ok(()) => {}
+                        Err(DurableError::Held { .. }) => self.attempt.lost.cancel(),
+                        Err(error) => tracing::warn!(
+                            run = %self.run_id(),
+                            %error,
+                            "the run's lease could not be renewed; it is tried again"
+                        ),
                     }
                 }
             }

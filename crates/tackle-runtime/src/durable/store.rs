@@ -271,6 +271,7 @@ pub struct InFlight {
 /// hold whole conversations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum JournalEntry {
     /// A call was about to run.
     Started {

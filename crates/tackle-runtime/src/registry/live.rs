@@ -150,22 +150,26 @@ impl LiveTools {
         source: &str,
         edit: impl FnOnce(&mut Registry) -> Result<R, E>,
     ) -> Result<R, E> {
-        let _one_at_a_time = self
-            .shared
-            .writing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = self.shared.snapshot();
-        let mut after = Registry::clone(&before);
-        let answer = edit(&mut after)?;
-        let changes = differences(&before, &after, source);
-        let any = !after.is_empty();
-        *self
-            .shared
-            .now
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::new(after);
-        self.shared.any.store(any, Ordering::Relaxed);
+        let (answer, changes) = {
+            let _one_at_a_time = self
+                .shared
+                .writing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let before = self.shared.snapshot();
+            let mut after = Registry::clone(&before);
+            let answer = edit(&mut after)?;
+            let changes = differences(&before, &after, source);
+            let any = !after.is_empty();
+            *self
+                .shared
+                .now
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = Arc::new(after);
+            self.shared.any.store(any, Ordering::Relaxed);
+            (answer, changes)
+        };
+        // Audited once the change is made and let go: a sink may look at the tools.
         for change in &changes {
             tracing::info!(
                 key = %change.key,

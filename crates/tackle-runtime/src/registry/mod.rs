@@ -192,12 +192,13 @@ impl Registry {
         Ok(key)
     }
 
-    /// This registry with `other`'s tools added, except those whose key it already
-    /// has (as [`Runtime::tools`](crate::Runtime::tools) lists fixed and live tools).
+    /// This registry with `other`'s tools added, except those whose key or
+    /// `namespace.name` it already has (as [`Runtime::tools`](crate::Runtime::tools)
+    /// lists fixed and live tools: a fixed tool wins what the door would give it).
     pub(crate) fn with_tools_of(&self, other: &Registry) -> Registry {
         let mut both = self.clone();
         for tool in other.list() {
-            if !both.by_key.contains_key(tool.key()) {
+            if !self.by_key.contains_key(tool.key()) && !self.by_path.contains_key(&tool.path) {
                 both.by_key.insert(tool.key.clone(), both.tools.len());
                 both.tools.push(Arc::clone(tool));
             }
@@ -248,6 +249,11 @@ impl Registry {
                 registry_empty: self.tools.is_empty(),
             }),
         }
+    }
+
+    /// Whether `query` names nothing here (not even ambiguously).
+    pub(crate) fn names_nothing(&self, query: &str) -> bool {
+        matches!(self.find(query), Found::Missing)
     }
 
     /// Like [`Registry::resolve`], without the error (and without looking for

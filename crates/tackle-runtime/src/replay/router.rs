@@ -307,10 +307,13 @@ impl std::fmt::Debug for Checkpoint {
 }
 
 impl Checkpoint {
-    /// Hands `note` to the journal, for the call.
+    /// Hands `note` to the journal, for the call, redacted as the cassette redacts
+    /// what it records.
     pub(crate) fn keep(&self, note: &Value) -> Result<(), String> {
         match &self.cassette.inner.journal {
-            Some(journaled) => journaled.journal.progressed(self.call, note),
+            Some(journaled) => journaled
+                .journal
+                .progressed(self.call, &self.cassette.inner.redactor.redact(note)),
             None => Ok(()),
         }
     }

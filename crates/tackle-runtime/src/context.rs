@@ -125,7 +125,7 @@ pub(crate) struct CallScope {
     /// The run the call belongs to (none for a plain call).
     pub(crate) run: Option<Arc<RunScope>>,
     /// Where the call keeps how far it got, in a journaled run.
-    pub(crate) checkpoint: Option<crate::replay::router::Checkpoint>,
+    pub(crate) checkpoint: Option<Box<crate::replay::router::Checkpoint>>,
     /// Every chunk streamed so far, concatenated (never dropped).
     stream: Mutex<String>,
     streamed: AtomicBool,

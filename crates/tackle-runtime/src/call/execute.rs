@@ -133,7 +133,7 @@ impl Bounds<'_> {
 async fn run_awaited(
     call: &mut Call<'_>,
     limit: Option<Duration>,
-    checkpoint: Option<Checkpoint>,
+    checkpoint: Option<Box<Checkpoint>>,
 ) -> Result<Value, ToolError> {
     let bounds = Bounds::of(call, limit);
     let tool = call.tool();
@@ -260,7 +260,7 @@ type CallOf = (
     u64,
     Option<Arc<RunScope>>,
     Option<Arc<[String]>>,
-    Option<Checkpoint>,
+    Option<Box<Checkpoint>>,
 );
 
 /// Runs a tool that sees its context in a scope of its own for the call.

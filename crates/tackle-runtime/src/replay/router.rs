@@ -197,7 +197,7 @@ impl Cassette {
         &self,
         pending: &Pending,
         rerun_safe: bool,
-    ) -> Result<Option<Checkpoint>, String> {
+    ) -> Result<Option<Box<Checkpoint>>, String> {
         let Some(journaled) = &self.inner.journal else {
             return Ok(None);
         };
@@ -230,11 +230,11 @@ impl Cassette {
             // The call made again holds the note from now on: a second crash finds it.
             journaled.journal.progressed(pending.call, note)?;
         }
-        Ok(Some(Checkpoint {
+        Ok(Some(Box::new(Checkpoint {
             cassette: self.clone(),
             call: pending.call,
             resumed,
-        }))
+        })))
     }
 
     /// Hands calls that were in flight when an earlier attempt stopped, each with the

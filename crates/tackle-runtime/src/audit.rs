@@ -30,7 +30,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{ToolError, ToolErrorKind};
-use crate::registry::ToolChange;
 use crate::sanitize::Finding;
 use crate::shape::ShapeReport;
 use crate::spec::SideEffects;
@@ -131,6 +130,29 @@ impl AuditError {
             message: error.to_string(),
         }
     }
+}
+
+/// What happened to a live tool's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolChangeKind {
+    /// The key appeared.
+    Added,
+    /// The key is gone: its next call gets `NotFound`.
+    Removed,
+    /// The key stays, with another spec (schemas, description, side effects...).
+    Changed,
+}
+
+/// One change of the live tools, as audited.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolChange {
+    /// The tool's key.
+    pub key: String,
+    /// What happened to it.
+    pub change: ToolChangeKind,
+    /// Who changed it (an MCP import names itself `mcp:<server>`).
+    pub source: String,
 }
 
 /// Where audit events go. Called once per call, after the call finished; keep it fast

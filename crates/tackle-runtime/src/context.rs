@@ -111,6 +111,15 @@ fn generated_id() -> Arc<str> {
     Arc::from(format!("run-{}-{nanos:x}-{n}", std::process::id()))
 }
 
+/// Where a running call of a journaled run keeps how far it got (the replay layer's
+/// journal: see [`ToolContext::checkpoint`]).
+pub(crate) trait Checkpoints: Send + Sync + fmt::Debug {
+    /// Keeps `note` for the call.
+    fn keep(&self, note: &Value) -> Result<(), String>;
+    /// The note the same call left in an earlier attempt of the run.
+    fn resumed(&self) -> Option<&Value>;
+}
+
 /// What the door adds to the context for one call.
 #[derive(Debug)]
 pub(crate) struct CallScope {
@@ -125,7 +134,7 @@ pub(crate) struct CallScope {
     /// The run the call belongs to (none for a plain call).
     pub(crate) run: Option<Arc<RunScope>>,
     /// Where the call keeps how far it got, in a journaled run.
-    pub(crate) checkpoint: Option<Box<crate::replay::router::Checkpoint>>,
+    pub(crate) checkpoint: Option<Box<dyn Checkpoints>>,
     /// Every chunk streamed so far, concatenated (never dropped).
     stream: Mutex<String>,
     streamed: AtomicBool,
@@ -416,8 +425,8 @@ impl ToolContext {
     pub fn resumed_checkpoint(&self) -> Option<&Value> {
         self.call
             .as_deref()
-            .and_then(|call| call.checkpoint.as_ref())
-            .and_then(|checkpoint| checkpoint.resumed.as_ref())
+            .and_then(|call| call.checkpoint.as_deref())
+            .and_then(|checkpoint| checkpoint.resumed())
     }
 
     /// This context for one call.

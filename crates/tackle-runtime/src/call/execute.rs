@@ -39,12 +39,13 @@ use serde_json::Value;
 
 use super::{panics, Call, Flow, RunState, Runtime};
 use crate::audit::Execution;
-use crate::context::{CallScope, CancellationToken, RunScope, ToolContext, DEFAULT_GRACE};
+use crate::context::{
+    CallScope, CancellationToken, Checkpoints, RunScope, ToolContext, DEFAULT_GRACE,
+};
 use crate::error::{panic_message, ToolError, ToolOrigin};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 use crate::replay::redact::Redactor;
-use crate::replay::router::Checkpoint;
 use crate::sandbox::{SandboxJob, SandboxPolicy};
 
 #[inline]
@@ -133,7 +134,7 @@ impl Bounds<'_> {
 async fn run_awaited(
     call: &mut Call<'_>,
     limit: Option<Duration>,
-    checkpoint: Option<Box<Checkpoint>>,
+    checkpoint: Option<Box<dyn Checkpoints>>,
 ) -> Result<Value, ToolError> {
     let bounds = Bounds::of(call, limit);
     let tool = call.tool();
@@ -260,7 +261,7 @@ type CallOf = (
     u64,
     Option<Arc<RunScope>>,
     Option<Arc<[String]>>,
-    Option<Box<Checkpoint>>,
+    Option<Box<dyn Checkpoints>>,
 );
 
 /// Runs a tool that sees its context in a scope of its own for the call.

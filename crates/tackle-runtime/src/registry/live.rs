@@ -50,33 +50,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use serde::Serialize;
-
 use super::{Registry, Tool};
-use crate::audit::AuditSink;
-
-/// What happened to a live tool's key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ToolChangeKind {
-    /// The key appeared.
-    Added,
-    /// The key is gone: its next call gets `NotFound`.
-    Removed,
-    /// The key stays, with another spec (schemas, description, side effects...).
-    Changed,
-}
-
-/// One change of the live tools, as audited.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ToolChange {
-    /// The tool's key.
-    pub key: String,
-    /// What happened to it.
-    pub change: ToolChangeKind,
-    /// Who changed it (an MCP import names itself `mcp:<server>`).
-    pub source: String,
-}
+use crate::audit::{AuditSink, ToolChange, ToolChangeKind};
 
 /// The state shared by a runtime and the handles to its live tools.
 #[derive(Default)]

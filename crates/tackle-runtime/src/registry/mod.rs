@@ -38,8 +38,9 @@ pub mod warn;
 use std::sync::Arc;
 
 pub use crate::abi::{registrations, ToolFuture, ToolRegistration};
+pub use crate::audit::{ToolChange, ToolChangeKind};
 pub use collision::{CollisionNote, CollisionStrategy};
-pub use live::{LiveTools, ToolChange, ToolChangeKind};
+pub use live::LiveTools;
 pub use query::ToolQuery;
 pub(crate) use tool::HandlerKind;
 pub use tool::{ApprovalPredicate, DynamicTool, IdempotencyKeyFn, Tool, ToolHandler};

@@ -12,6 +12,7 @@ use super::diagnose::{describe, CassetteWarning};
 use super::file::{Interaction, InteractionKind, Outcome};
 use super::journal::CallStarted;
 use crate::canonical;
+use crate::context::Checkpoints;
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
 
@@ -197,7 +198,7 @@ impl Cassette {
         &self,
         pending: &Pending,
         rerun_safe: bool,
-    ) -> Result<Option<Box<Checkpoint>>, String> {
+    ) -> Result<Option<Box<dyn Checkpoints>>, String> {
         let Some(journaled) = &self.inner.journal else {
             return Ok(None);
         };
@@ -289,12 +290,11 @@ impl Cassette {
 
 /// Where a running call of a journaled run keeps how far it got: see
 /// [`ToolContext::checkpoint`](crate::ToolContext::checkpoint).
-#[derive(Clone)]
 pub(crate) struct Checkpoint {
     cassette: Cassette,
     call: u64,
     /// The note the same call left in an earlier attempt of the run.
-    pub(crate) resumed: Option<Value>,
+    resumed: Option<Value>,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -306,16 +306,20 @@ impl std::fmt::Debug for Checkpoint {
     }
 }
 
-impl Checkpoint {
+impl Checkpoints for Checkpoint {
     /// Hands `note` to the journal, for the call, redacted as the cassette redacts
     /// what it records.
-    pub(crate) fn keep(&self, note: &Value) -> Result<(), String> {
+    fn keep(&self, note: &Value) -> Result<(), String> {
         match &self.cassette.inner.journal {
             Some(journaled) => journaled
                 .journal
                 .progressed(self.call, &self.cassette.inner.redactor.redact(note)),
             None => Ok(()),
         }
+    }
+
+    fn resumed(&self) -> Option<&Value> {
+        self.resumed.as_ref()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Every entry point reaches the one door: for each way in (a user's call, a run's
 //! batch, a chain, a ReAct run, a skill, a pipeline's tool and broker nodes, a model
-//! call, the MCP server, an imported MCP tool), a caller without the grant is refused,
+//! call, the MCP server, an imported MCP tool, a skill's and a pipeline node's
+//! `requires`), a caller without the grant is refused,
 //! and every call, refused or not, leaves an audit event. Then the paths that used to
 //! lead around the gates: a deduplicated call, a model naming a tool it was not
 //! offered, a run-time tool taking over a gated name.
@@ -254,6 +255,76 @@ async fn a_skill() {
         .unwrap();
     assert_eq!(done.state.found, "nothing");
     assert_refused(&audit, "vault.open@1");
+}
+
+/// A skill's `requires` is a gate of the door: the operation `skill.<name>@<version>`,
+/// refused and audited before any model call; let in and audited once granted.
+#[tokio::test]
+async fn a_skills_requires() {
+    let (rt, audit) = audited();
+    let skill = Skill::builder::<Opened>("vault-keeper", "2.0.0", SkillKind::Agent)
+        .with_description("Keeps the vault.")
+        .with_requires(&["vault:keep"])
+        .build()
+        .unwrap();
+    let err = skill
+        .run::<Opened>(
+            Arc::new(vault_model_then("{\"found\": \"gold\"}")),
+            &Run::new(&rt),
+            "keep it",
+            &ToolContext::new().with_grant("llm:*"),
+        )
+        .await
+        .unwrap_err();
+    match &err {
+        SkillError::Denied { missing, .. } => assert_eq!(missing, &["vault:keep"]),
+        other => panic!("{other}"),
+    }
+    assert_refused(&audit, "skill.vault-keeper@2.0.0");
+    assert!(events_of(&audit, MODEL_KEY).is_empty(), "no model call");
+    skill
+        .run::<Opened>(
+            Arc::new(ScriptedModel::new([ChatResponse::text(
+                "{\"found\": \"gold\"}",
+            )])),
+            &Run::new(&rt),
+            "keep it",
+            &ToolContext::new()
+                .with_grant("llm:*")
+                .with_grant("vault:keep"),
+        )
+        .await
+        .unwrap();
+    let entered = events_of(&audit, "skill.vault-keeper@2.0.0");
+    assert_eq!(entered.len(), 2, "refused, then let in");
+    assert_eq!(entered[1].gates.capability, GateDecision::Passed);
+}
+
+/// A pipeline node's `requires` is a gate of the door too:
+/// `pipeline.<pipeline>.<node>@1`.
+#[tokio::test]
+async fn a_pipeline_nodes_requires() {
+    let (rt, audit) = audited();
+    let doc = Pipeline::from_yaml(
+        "name: vaults\nnodes:\n  - id: look\n    kind: tool\n    tool: vault.open\n    requires: [vault:look]\n    out: seen\n",
+    )
+    .unwrap();
+    let err = doc
+        .run(&Run::new(&rt), json!({}), &ToolContext::new())
+        .await
+        .unwrap_err();
+    match err {
+        PipelineError::Denied { node, missing, .. } => {
+            assert_eq!(node, "look");
+            assert_eq!(missing, ["vault:look"]);
+        }
+        other => panic!("{other}"),
+    }
+    assert_refused(&audit, "pipeline.vaults.look@1");
+    assert!(
+        events_of(&audit, "vault.open@1").is_empty(),
+        "the node did not run"
+    );
 }
 
 /// A model that asks for `vault_open`, then answers `answer`.

@@ -338,7 +338,7 @@ impl ToolChain {
         let mut step_results = Vec::with_capacity(self.steps.len());
         let mut errors = Vec::new();
         if options.validate_tools {
-            errors = self.validate(run.runtime().registry()).errors;
+            errors = self.validate(&run.runtime().tools()).errors;
             if !errors.is_empty() {
                 return ChainResult {
                     success: false,

@@ -47,3 +47,39 @@ impl Operation {
         &self.tool
     }
 }
+
+/// A gate as a door operation: entering what `requires` guards (a skill, a pipeline
+/// node) is the operation `namespace.name@version`, with no effect, performed as a plain
+/// call through the door. So the capability check is the door's (deny by default),
+/// and every entry, let in or refused, leaves an audit event, counters and a span;
+/// nothing is recorded to a cassette (a gate is not an effect to replay). Nothing is
+/// asked of the door when nothing is required.
+pub(crate) async fn enter(
+    runtime: &super::Runtime,
+    (namespace, name, version): (&str, &str, &str),
+    requires: &[String],
+    what: &str,
+    ctx: &crate::context::ToolContext,
+) -> Result<(), crate::error::ToolError> {
+    if requires.is_empty() {
+        return Ok(());
+    }
+    let mut spec = ToolSpec::new(
+        namespace,
+        name,
+        version,
+        crate::spec::SideEffects::None,
+        format!("Entering {what}."),
+    );
+    spec.permissions = requires.to_vec();
+    let gate = Operation::new(spec);
+    runtime
+        .perform(
+            &gate,
+            || serde_json::Value::Object(serde_json::Map::new()),
+            ctx,
+            || async { Ok(serde_json::Value::Null) },
+        )
+        .await
+        .map(|_| ())
+}

@@ -1324,7 +1324,8 @@ impl DurableRun {
                 site_id: skill.site_id(),
             });
         }
-        let react = skill.react(model, runtime.registry(), ctx)?;
+        skill.enter(runtime, ctx).await?;
+        let react = skill.react(model, &runtime.tools())?;
         let state = self.drive(runtime, &react, ctx, None).await?;
         Ok(skill.answer(state)?)
     }

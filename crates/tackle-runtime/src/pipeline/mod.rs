@@ -42,7 +42,9 @@
 //!   [`broker`] for the details, and [`broker_request_tool`] for the same
 //!   request as a tool.
 //!
-//! Every node may list `requires`; the caller must hold each before the node runs.
+//! Every node may list `requires`; the caller must hold each before the node runs:
+//! the door checks them as the operation `pipeline.<pipeline>.<node>@1` (names brought
+//! to key form), which leaves an audit event, let in or refused.
 //! `state_schema` and `tools` are kept as written ([`Pipeline::state_schema`],
 //! [`Pipeline::tools`]); the nodes check what they read when they run.
 //! Parsing is strict: an unknown field, a wrong type or bad YAML is an error with its
@@ -407,7 +409,7 @@ impl Pipeline {
         state: Value,
         ctx: &ToolContext,
     ) -> Result<Value, PipelineError> {
-        self.check(run.runtime().registry())?;
+        self.check(&run.runtime().tools())?;
         // The state is cloned into errors and walked by templates: measure it first.
         if let Err(exceeded) = run.runtime().limits().check(&state) {
             crate::bounds::dispose(state);
@@ -418,13 +420,27 @@ impl Pipeline {
         };
         for node in &self.nodes {
             let snapshot = |s: &Map<String, Value>| Box::new(Value::Object(s.clone()));
-            let missing: Vec<String> = node
-                .requires
-                .iter()
-                .filter(|c| !ctx.capabilities().allows(c))
-                .cloned()
-                .collect();
-            if !missing.is_empty() {
+            // The node's gate is the door's: `pipeline.<pipeline>.<node>@1`, audited.
+            let what = format!("the node `{}` of the pipeline `{}`", node.id, self.name);
+            let namespace = format!("pipeline.{}", gate_name(&self.name));
+            let name = gate_name(&node.id);
+            let gate = (namespace.as_str(), &*name, "1");
+            if let Err(error) =
+                crate::call::enter(run.runtime(), gate, &node.requires, &what, ctx).await
+            {
+                if error.kind() != crate::error::ToolErrorKind::CapabilityDenied {
+                    return Err(PipelineError::Tool {
+                        node: node.id.clone(),
+                        error,
+                        state: snapshot(&state),
+                    });
+                }
+                let missing: Vec<String> = node
+                    .requires
+                    .iter()
+                    .filter(|c| !ctx.capabilities().allows(c))
+                    .cloned()
+                    .collect();
                 return Err(PipelineError::Denied {
                     node: node.id.clone(),
                     missing,
@@ -463,6 +479,33 @@ impl Pipeline {
         let tool = node.tool.as_deref().unwrap_or_default();
         run.call(tool, input, ctx).await.map_err(Failure::Tool)
     }
+}
+
+/// A name as a gate's key takes it: letters, digits, `_` and `-` kept, anything
+/// else `_` (empty: `_`).
+fn gate_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    std::borrow::Cow::Owned(if safe.is_empty() {
+        "_".to_owned()
+    } else {
+        safe
+    })
 }
 
 /// A state field as a node names it, `state.` optional: `state.a.b` and `a.b` ->

@@ -3,7 +3,8 @@
 //! A [`Skill`] packages what an agent needs to do one kind of job: the tools it may
 //! use (registry keys, checked when the skill is registered), a system prompt, the
 //! capabilities the caller must hold ([`with_requires`](SkillBuilder::with_requires), checked
-//! before the skill runs, so a denied caller costs no model call), examples, and a
+//! by the door as the operation `skill.<name>@<version>` before the skill runs, so a
+//! denied caller costs no model call and leaves an audit event), examples, and a
 //! **state type** whose fields are the skill's declared output keys.
 //!
 //! The state type derives `tackle::SkillState` (which implements [`SkillState`]),
@@ -54,7 +55,9 @@ use serde_json::Value;
 
 use crate::agent::model::ChatModel;
 use crate::agent::react::{AgentError, ReactSkill, ReactState};
+use crate::call::Runtime;
 use crate::context::ToolContext;
+use crate::error::{ToolError, ToolErrorKind};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
 use crate::run::Run;
@@ -209,6 +212,15 @@ pub enum SkillError {
         site_id: String,
         /// The capabilities missing.
         missing: Vec<String>,
+    },
+    /// The door refused to let the caller into the skill for another reason than its
+    /// grants (its limits, its audit).
+    #[error("skill `{site_id}` could not be entered: {error}")]
+    Entry {
+        /// The skill.
+        site_id: String,
+        /// Why.
+        error: ToolError,
     },
     /// The skill was run with another state type than it declares.
     #[error("skill `{site_id}` declares state `{declared}`, not `{asked}`")]
@@ -497,10 +509,7 @@ impl Skill {
         let Some(graph) = &self.graph else {
             return Err(SkillError::NoSubgraph(site_id));
         };
-        let missing = self.missing_capabilities(ctx);
-        if !missing.is_empty() {
-            return Err(SkillError::Denied { site_id, missing });
-        }
+        self.enter(run.runtime(), ctx).await?;
         let run = &self.events_scope(run);
         let input_keys: Vec<String> = inputs
             .as_object()
@@ -589,7 +598,8 @@ impl Skill {
             let inputs = serde_json::json!({ "task": task });
             return self.run_workflow(run, inputs, ctx).await;
         }
-        let react = self.react(model, run.runtime().registry(), ctx)?;
+        self.enter(run.runtime(), ctx).await?;
+        let react = self.react(model, &run.runtime().tools())?;
         let run = &self.events_scope(run);
         let run = react
             .run(run, task, ctx)
@@ -606,19 +616,37 @@ impl Skill {
         self.graph.is_none() || self.kind == SkillKind::Agent
     }
 
+    /// Enters the skill: the door checks that `ctx` holds what the skill requires,
+    /// as the operation `skill.<name>@<version>` (audited, let in or refused; see
+    /// `crate::call`), before anything of the skill runs.
+    pub(crate) async fn enter(
+        &self,
+        runtime: &Runtime,
+        ctx: &ToolContext,
+    ) -> Result<(), SkillError> {
+        let site_id = self.site_id();
+        let what = format!("the skill `{site_id}`");
+        let gate = ("skill", self.name.as_str(), self.version.as_str());
+        match crate::call::enter(runtime, gate, &self.requires, &what, ctx).await {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == ToolErrorKind::CapabilityDenied => {
+                Err(SkillError::Denied {
+                    missing: self.missing_capabilities(ctx),
+                    site_id,
+                })
+            }
+            Err(error) => Err(SkillError::Entry { site_id, error }),
+        }
+    }
+
     /// The ReAct loop this skill runs for an agent: its tools and prompt, with
-    /// `model` over tools of `registry`, once `ctx` holds what the skill requires.
+    /// `model` over tools of `registry` (call [`enter`](Self::enter) first).
     pub(crate) fn react(
         &self,
         model: Arc<dyn ChatModel>,
         registry: &Registry,
-        ctx: &ToolContext,
     ) -> Result<ReactSkill, SkillError> {
         let site_id = self.site_id();
-        let missing = self.missing_capabilities(ctx);
-        if !missing.is_empty() {
-            return Err(SkillError::Denied { site_id, missing });
-        }
         let keys: Vec<&str> = self.tools.iter().map(String::as_str).collect();
         // The state's schema is the answer's: sent natively to models that enforce
         // it, and a reply that does not fit is a repair turn, not the run's end.

@@ -720,7 +720,13 @@ impl ServerHandler for McpServer {
                 .is_some_and(|c| c.supports_tasks());
             // Secrets are never stored, and a task keeps its call's arguments.
             if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
-                if let Some(created) = tasks.start(self, key, input.clone()) {
+                let (tasks, server, key) = (Arc::clone(tasks), self.clone(), key.to_owned());
+                let arguments = input.clone();
+                let started =
+                    tokio::task::spawn_blocking(move || tasks.start(&server, &key, arguments))
+                        .await
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                if let Some(created) = started {
                     return created.map(CallToolResponse::Task);
                 }
             }
@@ -779,7 +785,15 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         match &self.tasks {
-            Some(tasks) => tasks.get(self, &request.task_id, unwrapped_outputs(&context)),
+            Some(tasks) => {
+                // The store's reads and writes (a resume takes a lease) block: off the
+                // async workers.
+                let (tasks, server) = (Arc::clone(tasks), self.clone());
+                let unwrapped = unwrapped_outputs(&context);
+                tokio::task::spawn_blocking(move || tasks.get(&server, &request.task_id, unwrapped))
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            }
             None => Err(ErrorData::invalid_request(
                 "this server makes no tasks",
                 None,
@@ -793,7 +807,12 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         match &self.tasks {
-            Some(tasks) => tasks.cancel(self, &request.task_id),
+            Some(tasks) => {
+                let (tasks, server) = (Arc::clone(tasks), self.clone());
+                tokio::task::spawn_blocking(move || tasks.cancel(&server, &request.task_id))
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            }
             None => Err(ErrorData::invalid_request(
                 "this server makes no tasks",
                 None,

@@ -16,6 +16,10 @@
 //! [`ToolChain::validate_fields`] checks more: also that every mapped field is a
 //! property of its tool's input schema.
 //!
+//! A chain's steps are run by the same executor as a pipeline's tool nodes
+//! (`crate::pipeline`): one step makes the input from the context, calls the tool
+//! through the door and puts the output back.
+//!
 //! This is codomyrmex's `ToolChain` (seed 001): `ChainStep {tool_name, input_mapping,
 //! output_key}`, `add_step`, `clear`, `validate`, `execute(initial_input,
 //! stop_on_failure, validate_tools)`, and a `ChainResult {success, context,
@@ -30,6 +34,8 @@ use serde_json::{Map, Value};
 
 use crate::call::InvokeResult;
 use crate::context::ToolContext;
+pub use crate::pipeline::steps::lookup;
+use crate::pipeline::steps::{run_step, StepError, StepInput, StepOutput};
 use crate::registry::Registry;
 use crate::run::Run;
 use crate::validate::ValidationResult;
@@ -213,21 +219,6 @@ pub struct ToolChain {
     pub steps: Vec<ChainStep>,
 }
 
-/// The value at `path` (dot notation, `[n]` or `.n` indices) in `context`.
-pub fn lookup<'a>(context: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
-    let normalized = path.replace('[', ".").replace(']', "");
-    let mut parts = normalized.split('.').filter(|p| !p.is_empty());
-    let mut current = context.get(parts.next()?)?;
-    for part in parts {
-        current = match current {
-            Value::Object(map) => map.get(part)?,
-            Value::Array(items) => items.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(current)
-}
-
 impl ToolChain {
     /// A chain of these steps.
     pub fn new(steps: impl IntoIterator<Item = ChainStep>) -> ToolChain {
@@ -352,62 +343,50 @@ impl ToolChain {
         for (step, s) in self.steps.iter().enumerate() {
             let stops = options.stop_on_failure && s.stop_on_failure;
             // No mapping: the step gets the context so far.
-            let mut arguments = if s.input_mapping.is_empty() {
-                context.clone()
+            let input = if s.input_mapping.is_empty() {
+                StepInput::State
             } else {
-                Map::new()
+                StepInput::Fields(&s.input_mapping)
             };
-            let mut missing = None;
-            for (field, path) in &s.input_mapping {
-                match lookup(&context, path) {
-                    Some(value) => {
-                        arguments.insert(field.clone(), value.clone());
-                    }
-                    None => {
-                        missing = Some(ChainError::MissingPath {
-                            step,
-                            path: path.clone(),
-                        });
+            let output = if s.output_key.is_empty() {
+                StepOutput::Merge
+            } else {
+                StepOutput::Key(&s.output_key)
+            };
+            let (called, placed) =
+                run_step(run, &s.tool_name, input, output, &mut context, ctx).await;
+            let failed = match placed {
+                Ok(()) => false,
+                Err(StepError::Missing(path)) => {
+                    errors.push(ChainError::MissingPath { step, path }.to_string());
+                    if stops {
                         break;
                     }
+                    continue;
                 }
-            }
-            if let Some(problem) = missing {
-                errors.push(problem.to_string());
-                if stops {
-                    break;
+                Err(StepError::NotAnObject) => {
+                    errors.push(ChainError::NotAnObject { step }.to_string());
+                    true
                 }
-                continue;
-            }
-            let begun = Instant::now();
-            let result = run.call(&s.tool_name, Value::Object(arguments), ctx).await;
-            let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
-            let failed = match &result {
-                Ok(output) if s.output_key.is_empty() => match output {
-                    Value::Object(map) => {
-                        context.extend(map.clone());
-                        false
+                Err(StepError::Call) => {
+                    if let Some(Err(e)) = called.as_ref().map(|c| &c.result) {
+                        errors.push(format!("step {step}: {e}"));
                     }
-                    _ => {
-                        errors.push(ChainError::NotAnObject { step }.to_string());
-                        true
-                    }
-                },
-                Ok(output) => {
-                    context.insert(s.output_key.clone(), output.clone());
-                    false
-                }
-                Err(e) => {
-                    errors.push(format!("step {step}: {e}"));
                     true
                 }
             };
-            let key = run
-                .runtime()
-                .registry()
-                .get(&s.tool_name)
-                .map_or(s.tool_name.as_str(), |t| t.key());
-            step_results.push(InvokeResult::from_outcome(key, result, duration_ms));
+            if let Some(called) = called {
+                let key = run
+                    .runtime()
+                    .registry()
+                    .get(&s.tool_name)
+                    .map_or(s.tool_name.as_str(), |t| t.key());
+                step_results.push(InvokeResult::from_outcome(
+                    key,
+                    called.result,
+                    called.duration_ms,
+                ));
+            }
             if failed && stops {
                 break;
             }

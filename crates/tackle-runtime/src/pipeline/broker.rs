@@ -28,9 +28,9 @@ use std::sync::{Arc, LazyLock};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::steps::lookup;
 use super::{field_path, kind_of, PipelineError};
 use crate::call::Operation;
-use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::DynamicTool;

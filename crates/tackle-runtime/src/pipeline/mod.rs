@@ -56,13 +56,13 @@
 
 pub mod broker;
 pub mod nesting;
+pub(crate) mod steps;
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::chain::lookup;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::Registry;
@@ -73,6 +73,8 @@ pub use broker::{
     broker_request, broker_request_spec, broker_request_tool, Broker, BrokerFuture, BrokerHandle,
     BrokerNode, BrokerNodeConfig, BrokerResponse, BROKER_CAPABILITY, PROVENANCE_KEY,
 };
+pub use steps::lookup;
+use steps::{run_step, StepError, StepInput, StepOutput};
 
 /// What kind of node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -448,36 +450,42 @@ impl Pipeline {
                 });
             }
             let result = match node.broker() {
-                None => self
-                    .run_tool(node, run, &state, ctx)
-                    .await
-                    .map(|value| (node.output_key().to_owned(), value)),
-                Some(broker) => broker
-                    .patch(run, &state, ctx)
-                    .await
-                    .map(|patch| patch.into_iter().next().unwrap_or_default()),
-            };
-            match result {
-                Ok((key, value)) => {
+                None => self.run_tool(node, run, &mut state, ctx).await,
+                Some(broker) => broker.patch(run, &state, ctx).await.map(|patch| {
+                    let (key, value) = patch.into_iter().next().unwrap_or_default();
                     state.insert(key, value);
-                }
-                Err(failure) => return Err(failure.into_error(&node.id, snapshot(&state))),
+                }),
+            };
+            if let Err(failure) = result {
+                return Err(failure.into_error(&node.id, snapshot(&state)));
             }
         }
         Ok(Value::Object(state))
     }
 
+    /// Runs a tool node: the one step of [`steps`], with the node's templates and
+    /// output key.
     async fn run_tool(
         &self,
         node: &Node,
         run: &Run,
-        state: &Map<String, Value>,
+        state: &mut Map<String, Value>,
         ctx: &ToolContext,
-    ) -> Result<Value, Failure> {
-        let inputs = Value::Object(node.inputs.clone().unwrap_or_default());
-        let input = render(&inputs, state)?;
+    ) -> Result<(), Failure> {
+        let empty = Map::new();
+        let inputs = node.inputs.as_ref().unwrap_or(&empty);
         let tool = node.tool.as_deref().unwrap_or_default();
-        run.call(tool, input, ctx).await.map_err(Failure::Tool)
+        let output = StepOutput::Key(node.output_key());
+        match run_step(run, tool, StepInput::Template(inputs), output, state, ctx).await {
+            (_, Ok(())) => Ok(()),
+            (_, Err(StepError::Missing(path))) => Err(Failure::Missing(path)),
+            (Some(called), Err(_)) => match called.result {
+                Err(error) => Err(Failure::Tool(error)),
+                // A key takes any output.
+                Ok(_) => Ok(()),
+            },
+            (None, Err(_)) => Ok(()),
+        }
     }
 }
 
@@ -562,6 +570,24 @@ fn check_templates(value: &Value) -> Result<(), String> {
 }
 
 /// Renders `{{state.path}}` templates in `value` from `state`.
+/// An object of templates, rendered over `state`; the path that was missing, if any.
+pub(crate) fn render_object(
+    template: &Map<String, Value>,
+    state: &Map<String, Value>,
+) -> Result<Value, String> {
+    let mut out = Map::with_capacity(template.len());
+    for (key, value) in template {
+        match render(value, state) {
+            Ok(value) => {
+                out.insert(key.clone(), value);
+            }
+            Err(Failure::Missing(path)) => return Err(path),
+            Err(_) => return Err(key.clone()),
+        }
+    }
+    Ok(Value::Object(out))
+}
+
 fn render(value: &Value, state: &Map<String, Value>) -> Result<Value, Failure> {
     match value {
         Value::String(text) => {

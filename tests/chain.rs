@@ -166,3 +166,38 @@ async fn a_step_without_a_mapping_gets_the_context_so_far() {
     assert!(result.success, "{:?}", result.errors);
     assert_eq!(result.context["line"]["priced"], "2 x B7 for ada: 1980");
 }
+
+#[tokio::test]
+async fn a_chain_builds_a_pipeline_that_ends_in_the_same_state() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let run = Run::new(&rt);
+    let chain = ToolChain::new([
+        ChainStep::new("shop.latest_order", "order").with_mapping("customer", "customer"),
+        ChainStep::new("shop.price", "")
+            .with_mapping("sku", "order.items[1].sku")
+            .with_mapping("qty", "order.items[1].qty"),
+    ]);
+    let ctx = ToolContext::new();
+    let chained = chain.run(&run, start("bob"), &ctx).await;
+    assert!(chained.success, "{:?}", chained.errors);
+    let pipeline = chain.to_pipeline("shop").unwrap();
+    assert_eq!(pipeline.nodes.len(), 2);
+    assert_eq!(
+        pipeline.nodes[1].inputs.as_ref().unwrap()["sku"],
+        json!("{{state.order.items[1].sku}}")
+    );
+    assert!(pipeline.nodes[1].merge);
+    let piped = pipeline
+        .run(&run, Value::Object(start("bob")), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(piped, Value::Object(chained.context));
+    assert_eq!(piped["total_cents"], 990);
+
+    // A step that keeps going after a failure is not a pipeline's.
+    let lenient = ToolChain::new([ChainStep::new("shop.price", "p").with_stop_on_failure(false)]);
+    assert!(matches!(
+        lenient.to_pipeline("x"),
+        Err(ChainError::NotAPipelineStep { step: 0, .. })
+    ));
+}

@@ -376,3 +376,25 @@ async fn a_recorded_run_replays_without_calling_the_broker() {
         "the broker was not called"
     );
 }
+
+#[test]
+fn input_state_and_merge_belong_to_tool_nodes_and_exclude_their_pairs() {
+    let bad = |node: &str| match Pipeline::from_yaml(&format!("name: p\nnodes:\n{node}")) {
+        Err(PipelineError::BadNode { message, .. }) => message,
+        other => panic!("{other:?}"),
+    };
+    assert!(bad(
+        "  - id: a\n    kind: tool\n    tool: t\n    input_state: true\n    inputs: {x: 1}\n"
+    )
+    .contains("exclude"));
+    assert!(
+        bad("  - id: a\n    kind: tool\n    tool: t\n    merge: true\n    out: y\n")
+            .contains("exclude")
+    );
+    assert!(bad("  - id: a\n    kind: broker\n    merge: true\n").contains("tool nodes"));
+    let fine = Pipeline::from_yaml(
+        "name: p\nnodes:\n  - id: a\n    kind: tool\n    tool: t\n    input_state: true\n    merge: true\n",
+    )
+    .unwrap();
+    assert!(fine.nodes[0].input_state && fine.nodes[0].merge);
+}

@@ -36,6 +36,7 @@ use crate::call::InvokeResult;
 use crate::context::ToolContext;
 pub use crate::pipeline::steps::lookup;
 use crate::pipeline::steps::{run_step, StepError, StepInput, StepOutput};
+use crate::pipeline::{Node, Pipeline};
 use crate::registry::Registry;
 use crate::run::Run;
 use crate::validate::ValidationResult;
@@ -117,6 +118,14 @@ pub enum ChainError {
         step: usize,
         /// The path.
         path: String,
+    },
+    /// A step a pipeline cannot express ([`ToolChain::to_pipeline`]).
+    #[error("step {step} cannot be a pipeline node: {reason}")]
+    NotAPipelineStep {
+        /// The step, from 0.
+        step: usize,
+        /// Why.
+        reason: String,
     },
     /// An empty `output_key` needs an object output to merge.
     #[error(
@@ -303,6 +312,57 @@ impl ToolChain {
         problems
     }
 
+    /// The chain as a pipeline named `name`: step `i` is the tool node `step-<i>`,
+    /// whose `inputs` are the step's mapping as `{{state.<path>}}` templates (no
+    /// mapping: `input_state`) and whose output goes under the step's `output_key`
+    /// (empty: `merge`). The pipeline runs the same steps with the same executor, and
+    /// stops at the first failure: a step that keeps going after a failure
+    /// (`stop_on_failure: false`), or a path a template cannot hold, cannot be a node.
+    pub fn to_pipeline(&self, name: &str) -> Result<Pipeline, ChainError> {
+        let mut nodes = Vec::with_capacity(self.steps.len());
+        for (step, s) in self.steps.iter().enumerate() {
+            let refuse = |reason: &str| ChainError::NotAPipelineStep {
+                step,
+                reason: reason.to_owned(),
+            };
+            if !s.stop_on_failure {
+                return Err(refuse(
+                    "it keeps going after a failure, and a pipeline stops",
+                ));
+            }
+            let mut inputs = Map::new();
+            for (field, path) in &s.input_mapping {
+                if path.contains("{{") || path.contains("}}") || path.trim().is_empty() {
+                    return Err(refuse(&format!("the path `{path}` cannot be a template")));
+                }
+                inputs.insert(
+                    field.clone(),
+                    Value::String(format!("{{{{state.{path}}}}}")),
+                );
+            }
+            let yaml = serde_json::json!({
+                "id": format!("step-{step}"),
+                "kind": "tool",
+                "tool": s.tool_name,
+                "inputs": (!inputs.is_empty()).then_some(Value::Object(inputs)),
+                "input_state": s.input_mapping.is_empty(),
+                "merge": s.output_key.is_empty(),
+                "out": (!s.output_key.is_empty()).then(|| s.output_key.clone()),
+            });
+            let node: Node =
+                serde_json::from_value(strip_nulls(yaml)).map_err(|e| refuse(&e.to_string()))?;
+            nodes.push(node);
+        }
+        let pipeline = Pipeline {
+            name: name.to_owned(),
+            description: String::new(),
+            state_schema: Map::new(),
+            tools: Vec::new(),
+            nodes,
+        };
+        Ok(pipeline)
+    }
+
     /// Runs the chain over `input` (the starting context), every call through the door,
     /// with the default options (stop on failure, validate the tools first).
     pub async fn run(
@@ -398,5 +458,15 @@ impl ToolChain {
             errors,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
+    }
+}
+
+/// `value` without the object fields that are `null` (left out, as a document would).
+fn strip_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
     }
 }

@@ -311,6 +311,7 @@ fn string_field<'s>(state: &'s Map<String, Value>, field: &str) -> Result<&'s st
 pub(super) enum Failure {
     Denied(Vec<String>),
     Missing(String),
+    NotAnObject,
     NotAString { field: String, found: &'static str },
     NoBroker,
     Tool(ToolError),
@@ -327,6 +328,7 @@ impl Failure {
                 state,
             },
             Failure::Missing(path) => PipelineError::MissingState { node, path, state },
+            Failure::NotAnObject => PipelineError::NotAnObject { node, state },
             Failure::NotAString { field, found } => PipelineError::NotAString {
                 node,
                 field,

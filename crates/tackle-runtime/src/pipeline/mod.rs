@@ -108,6 +108,14 @@ pub struct Node {
     /// `intent`.
     #[serde(default, alias = "intent", skip_serializing_if = "Option::is_none")]
     pub intent_field: Option<String>,
+    /// (tool) The whole state so far is the tool's input, in place of `inputs` (as
+    /// a tool chain's step without a mapping).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub input_state: bool,
+    /// (tool) The output, which must be an object, is merged into the state, in place
+    /// of going under `out` (as a tool chain's step with an empty `output_key`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub merge: bool,
     /// Capabilities the caller must hold for this node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
@@ -139,6 +147,10 @@ impl Node {
             .with_id(self.id.clone())
         })
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A tool a graph declares it uses.
@@ -205,6 +217,14 @@ pub enum PipelineError {
         node: String,
         /// The key given.
         tool: String,
+    },
+    /// A node that merges its output got one that is not an object.
+    #[error("node `{node}`: the output is not an object, so it cannot be merged")]
+    NotAnObject {
+        /// The node's id.
+        node: String,
+        /// The state when it happened.
+        state: Box<Value>,
     },
     /// The state lacks a field a node reads.
     #[error("node `{node}`: the state has no `{path}`")]
@@ -282,6 +302,7 @@ impl PipelineError {
     pub fn state(&self) -> Option<&Value> {
         match self {
             PipelineError::MissingState { state, .. }
+            | PipelineError::NotAnObject { state, .. }
             | PipelineError::NotAString { state, .. }
             | PipelineError::MissingBroker { state, .. }
             | PipelineError::Denied { state, .. }
@@ -367,10 +388,23 @@ impl Pipeline {
                     if let Some(inputs) = &node.inputs {
                         check_templates(&Value::Object(inputs.clone())).map_err(bad)?;
                     }
+                    if node.input_state && node.inputs.is_some() {
+                        return Err(bad("`input_state` and `inputs` exclude each other".into()));
+                    }
+                    if node.merge && node.out.is_some() {
+                        return Err(bad("`merge` and `out` exclude each other".into()));
+                    }
                 }
                 NodeKind::Broker => {
-                    if node.tool.is_some() || node.inputs.is_some() {
-                        return Err(bad("`tool` and `inputs` belong to tool nodes".into()));
+                    if node.tool.is_some()
+                        || node.inputs.is_some()
+                        || node.input_state
+                        || node.merge
+                    {
+                        return Err(bad(
+                            "`tool`, `inputs`, `input_state` and `merge` belong to tool nodes"
+                                .into(),
+                        ));
                     }
                     for path in [&node.agent_id_field, &node.intent_field]
                         .into_iter()
@@ -473,18 +507,25 @@ impl Pipeline {
         ctx: &ToolContext,
     ) -> Result<(), Failure> {
         let empty = Map::new();
-        let inputs = node.inputs.as_ref().unwrap_or(&empty);
+        let input = if node.input_state {
+            StepInput::State
+        } else {
+            StepInput::Template(node.inputs.as_ref().unwrap_or(&empty))
+        };
+        let output = if node.merge {
+            StepOutput::Merge
+        } else {
+            StepOutput::Key(node.output_key())
+        };
         let tool = node.tool.as_deref().unwrap_or_default();
-        let output = StepOutput::Key(node.output_key());
-        match run_step(run, tool, StepInput::Template(inputs), output, state, ctx).await {
+        match run_step(run, tool, input, output, state, ctx).await {
             (_, Ok(())) => Ok(()),
             (_, Err(StepError::Missing(path))) => Err(Failure::Missing(path)),
-            (Some(called), Err(_)) => match called.result {
-                Err(error) => Err(Failure::Tool(error)),
-                // A key takes any output.
-                Ok(_) => Ok(()),
+            (_, Err(StepError::NotAnObject)) => Err(Failure::NotAnObject),
+            (called, Err(StepError::Call)) => match called.map(|c| c.result) {
+                Some(Err(error)) => Err(Failure::Tool(error)),
+                _ => Ok(()),
             },
-            (None, Err(_)) => Ok(()),
         }
     }
 }

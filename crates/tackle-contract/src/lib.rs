@@ -732,6 +732,21 @@ fn name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
 
+/// `text` as a tool name or namespace segment: each character outside
+/// [`NAME_CHARACTERS`] becomes `_` (an empty text, `_`). A valid name comes back as
+/// it is.
+pub fn name_from(text: &str) -> String {
+    let name: String = text
+        .chars()
+        .map(|c| if name_char(c) { c } else { '_' })
+        .collect();
+    if name.is_empty() {
+        "_".to_owned()
+    } else {
+        name
+    }
+}
+
 fn version_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')
 }

@@ -1181,21 +1181,7 @@ async fn within<T>(
 
 /// Letters, digits, `_` and `-`; anything else becomes `_`.
 fn slug(text: &str) -> String {
-    let s: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() {
-        "_".to_owned()
-    } else {
-        s
-    }
+    tackle_runtime::spec::name_from(text)
 }
 
 fn version_of(text: &str) -> String {

@@ -415,6 +415,24 @@ impl McpServer {
             .is_some_and(|tool| self.allows(&tool.spec().permissions))
     }
 
+    /// Runs `work` on the server's tasks off the async workers (the store's reads and
+    /// writes block: a resume takes a lease, an SQLite commit).
+    async fn with_tasks_off_workers<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Arc<Tasks>, &McpServer) -> Result<T, ErrorData> + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let Some(tasks) = self.tasks.clone() else {
+            return Err(ErrorData::invalid_request(
+                "this server makes no tasks",
+                None,
+            ));
+        };
+        let server = self.clone();
+        tokio::task::spawn_blocking(move || work(&tasks, &server))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+    }
+
     /// The `tools/call` result of the tool `key`'s `output`.
     pub(crate) fn result_for(&self, key: &str, output: Value, unwrapped: bool) -> CallToolResult {
         match self.runtime.registry().get(key) {
@@ -714,18 +732,18 @@ impl ServerHandler for McpServer {
             return Err(unknown());
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
-        if let Some(tasks) = &self.tasks {
+        if self.tasks.is_some() {
             let asks = context
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
             // Secrets are never stored, and a task keeps its call's arguments.
             if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
-                let (tasks, server, key) = (Arc::clone(tasks), self.clone(), key.to_owned());
-                let arguments = input.clone();
-                let started =
-                    tokio::task::spawn_blocking(move || tasks.start(&server, &key, arguments))
-                        .await
-                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let (key, arguments) = (key.to_owned(), input.clone());
+                let started = self
+                    .with_tasks_off_workers(move |tasks, server| {
+                        Ok(tasks.start(server, &key, arguments))
+                    })
+                    .await?;
                 if let Some(created) = started {
                     return created.map(CallToolResponse::Task);
                 }
@@ -784,21 +802,11 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        match &self.tasks {
-            Some(tasks) => {
-                // The store's reads and writes (a resume takes a lease) block: off the
-                // async workers.
-                let (tasks, server) = (Arc::clone(tasks), self.clone());
-                let unwrapped = unwrapped_outputs(&context);
-                tokio::task::spawn_blocking(move || tasks.get(&server, &request.task_id, unwrapped))
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            }
-            None => Err(ErrorData::invalid_request(
-                "this server makes no tasks",
-                None,
-            )),
-        }
+        let unwrapped = unwrapped_outputs(&context);
+        self.with_tasks_off_workers(move |tasks, server| {
+            tasks.get(server, &request.task_id, unwrapped)
+        })
+        .await
     }
 
     async fn cancel_task(
@@ -806,18 +814,8 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        match &self.tasks {
-            Some(tasks) => {
-                let (tasks, server) = (Arc::clone(tasks), self.clone());
-                tokio::task::spawn_blocking(move || tasks.cancel(&server, &request.task_id))
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            }
-            None => Err(ErrorData::invalid_request(
-                "this server makes no tasks",
-                None,
-            )),
-        }
+        self.with_tasks_off_workers(move |tasks, server| tasks.cancel(server, &request.task_id))
+            .await
     }
 
     async fn update_task(

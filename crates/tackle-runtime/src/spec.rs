@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use tackle_contract::{
-    check_name, check_version, ExecutionMode, ModelHint, ReplayPolicy, ResultShaping, SandboxKind,
-    Sensitivity, SideEffects, Trust, UnknownWord, DEFAULT_MAX_RESULT_TOKENS,
+    check_name, check_version, name_from, ExecutionMode, ModelHint, ReplayPolicy, ResultShaping,
+    SandboxKind, Sensitivity, SideEffects, Trust, UnknownWord, DEFAULT_MAX_RESULT_TOKENS,
 };
 
 /// The model a tool prefers for the step that calls it: a cost tier (`fast`,

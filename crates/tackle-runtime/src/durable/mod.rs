@@ -372,6 +372,18 @@ fn holder_name() -> String {
     format!("pid{}-{nanos:x}-{n}", std::process::id())
 }
 
+/// [`DurableError::Held`] while any process holds `record` (its lease has not lapsed).
+fn not_held(record: &RunRecord, run_id: &str) -> Result<(), DurableError> {
+    match record.lease.as_ref().filter(|l| l.holds_at(now_ms())) {
+        Some(lease) => Err(DurableError::Held {
+            run_id: run_id.to_owned(),
+            holder: lease.holder.clone(),
+            remaining_ms: lease.until_ms.saturating_sub(now_ms()),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Whether `record` is held by someone other than `holder` at `now`: the error, if so.
 fn held_by_other(record: &RunRecord, holder: &str, now: u64) -> Option<DurableError> {
     match &record.lease {
@@ -908,14 +920,8 @@ impl DurableRun {
             store,
             run_id,
             |record, journal| {
-                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds_at(now_ms())) {
-                    // A process drives the run: its calls in flight are its own.
-                    return Err(DurableError::Held {
-                        run_id: run_id.to_owned(),
-                        holder: lease.holder.clone(),
-                        remaining_ms: lease.until_ms.saturating_sub(now_ms()),
-                    });
-                }
+                // A process drives the run: its calls in flight are its own.
+                not_held(record, run_id)?;
                 let in_flight = replay(journal.to_vec())
                     .unknown
                     .iter()
@@ -959,13 +965,7 @@ impl DurableRun {
             store,
             run_id,
             |record, _| {
-                if let Some(lease) = record.lease.as_ref().filter(|l| l.holds_at(now_ms())) {
-                    return Err(DurableError::Held {
-                        run_id: run_id.to_owned(),
-                        holder: lease.holder.clone(),
-                        remaining_ms: lease.until_ms.saturating_sub(now_ms()),
-                    });
-                }
+                not_held(record, run_id)?;
                 if matches!(record.status, RunStatus::Done | RunStatus::Failed { .. }) {
                     return Err(DurableError::Ended {
                         run_id: run_id.to_owned(),
@@ -1167,23 +1167,9 @@ impl DurableRun {
                 _ => StepControl::Continue,
             }
         };
-        let outcome = {
-            let work = skill.run_observed(&run, &task, ctx, &mut observe);
-            tokio::pin!(work);
-            let period = (self.attempt.options.lease / 3).max(Duration::from_millis(1));
-            loop {
-                tokio::select! {
-                    outcome = &mut work => break outcome,
-                    () = tokio::time::sleep(period) => {
-                        if let Err(e) = self.attempt.save(false, |_| {}) {
-                            if matches!(e, DurableError::Held { .. }) {
-                                self.attempt.lost.cancel();
-                            }
-                        }
-                    }
-                }
-            }
-        };
+        let outcome = self
+            .hold(skill.run_observed(&run, &task, ctx, &mut observe))
+            .await;
         if let Some(e) = failed_checkpoint {
             if !matches!(e, DurableError::Held { .. }) {
                 let _ = self.attempt.save(true, |_| {});

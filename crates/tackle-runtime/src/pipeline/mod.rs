@@ -458,9 +458,9 @@ impl Pipeline {
             let snapshot = |s: &Map<String, Value>| Box::new(Value::Object(s.clone()));
             // The node's gate is the door's: `pipeline.<pipeline>.<node>@1`, audited.
             let what = format!("the node `{}` of the pipeline `{}`", node.id, self.name);
-            let namespace = format!("pipeline.{}", gate_name(&self.name));
-            let name = gate_name(&node.id);
-            let gate = (namespace.as_str(), &*name, "1");
+            let namespace = format!("pipeline.{}", tackle_contract::name_from(&self.name));
+            let name = tackle_contract::name_from(&node.id);
+            let gate = (namespace.as_str(), name.as_str(), "1");
             if let Err(error) =
                 crate::call::enter(run.runtime(), gate, &node.requires, &what, ctx).await
             {
@@ -528,33 +528,6 @@ impl Pipeline {
             },
         }
     }
-}
-
-/// A name as a gate's key takes it: letters, digits, `_` and `-` kept, anything
-/// else `_` (empty: `_`).
-fn gate_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        return std::borrow::Cow::Borrowed(name);
-    }
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    std::borrow::Cow::Owned(if safe.is_empty() {
-        "_".to_owned()
-    } else {
-        safe
-    })
 }
 
 /// A state field as a node names it, `state.` optional: `state.a.b` and `a.b` ->

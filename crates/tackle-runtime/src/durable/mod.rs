@@ -1181,14 +1181,7 @@ impl DurableRun {
         }
         if self.attempt.lost.is_cancelled() {
             // Someone else holds the run now: nothing of ours is saved.
-            let record = load(&*self.attempt.store, &self.run_id())?;
-            return Err(
-                held_by_other(&record, &self.attempt.options.holder, now_ms()).unwrap_or(
-                    DurableError::Conflict {
-                        run_id: record.run_id,
-                    },
-                ),
-            );
+            return Err(self.lost()?);
         }
         let mut result = match outcome {
             Ok(state) => Ok(state),
@@ -1256,14 +1249,7 @@ impl DurableRun {
             self.interrupted(message)?;
         }
         if self.attempt.lost.is_cancelled() {
-            let record = load(&*self.attempt.store, &self.run_id())?;
-            return Err(
-                held_by_other(&record, &self.attempt.options.holder, now_ms()).unwrap_or(
-                    DurableError::Conflict {
-                        run_id: record.run_id,
-                    },
-                ),
-            );
+            return Err(self.lost()?);
         }
         let mut status = RunStatus::Running;
         self.attempt.save(true, |record| {
@@ -1280,6 +1266,18 @@ impl DurableRun {
             status = record.status.clone();
         })?;
         Ok(status)
+    }
+
+    /// Why this attempt lost the run: who holds it now (or a conflict, once let go).
+    fn lost(&self) -> Result<DurableError, DurableError> {
+        let record = load(&*self.attempt.store, &self.run_id())?;
+        Ok(
+            held_by_other(&record, &self.attempt.options.holder, now_ms()).unwrap_or(
+                DurableError::Conflict {
+                    run_id: record.run_id,
+                },
+            ),
+        )
     }
 
     /// Ends an attempt whose journal failed: status `interrupted` when the store

@@ -349,7 +349,13 @@ impl Tasks {
             RunStatus::UnknownOutcome { .. } => working(unknown_outcome(&call.tool)),
             RunStatus::Running | RunStatus::Paused | RunStatus::Interrupted { .. } => {
                 let Some(claim) = self.claim(id) else {
-                    return working(format!("running `{}`", call.tool));
+                    if self.driving().contains_key(id) {
+                        return working(format!("running `{}`", call.tool));
+                    }
+                    return working(format!(
+                        "waiting to run `{}`: this server runs as many tasks as it may",
+                        call.tool
+                    ));
                 };
                 match DurableRun::resume_with(
                     Arc::clone(&self.store),

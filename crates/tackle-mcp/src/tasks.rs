@@ -30,7 +30,7 @@
 //! Only clients that declare the extension get tasks; other clients' calls are
 //! answered as before. A call with secret arguments (see `tackle::call`) is answered
 //! at once too: a task keeps its call's arguments in the store to run it again, and
-//! secrets are never stored. Task ids are random (128 bits), and a client sees a task
+//! secrets are never stored. Task ids are random UUIDs (v4), and a client sees a task
 //! only if its grants allow the task's tool. `tasks/update` is refused (tasks here
 //! take no input from the client). Tasks are kept until removed from the store
 //! (`ttlMs` is `null`), and `lastUpdatedAt` is the creation time (the store does not

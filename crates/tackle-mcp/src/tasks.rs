@@ -30,8 +30,11 @@
 //! Only clients that declare the extension get tasks; other clients' calls are
 //! answered as before. A call with secret arguments (see `tackle::call`) is answered
 //! at once too: a task keeps its call's arguments in the store to run it again, and
-//! secrets are never stored. Task ids are random UUIDs (v4), and a client sees a task
-//! only if its grants allow the task's tool. `tasks/update` is refused (tasks here
+//! secrets are never stored. Task ids are random UUIDs (v4). A task is its maker's:
+//! the client that made it (over HTTP with tokens or OAuth, its subject or its token's
+//! fingerprint) and its grants are kept with it, another client neither sees nor
+//! cancels it, and a resumed task runs with its maker's grants; a client also sees a
+//! task only if its grants allow the task's tool. `tasks/update` is refused (tasks here
 //! take no input from the client). Tasks are kept until removed from the store
 //! (`ttlMs` is `null`), and `lastUpdatedAt` is the creation time (the store does not
 //! keep when a run last changed).

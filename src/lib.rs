@@ -60,21 +60,22 @@
 extern crate self as tackle;
 
 // The central types, at the root; everything else stays in its module.
-pub use tackle_macros::tool;
-pub use tackle_macros::SkillState;
-pub use tackle_runtime::agent::skill::SkillState;
-pub use tackle_runtime::replay::{Cassette, CassetteConfig};
-pub use tackle_runtime::{cassette, register_skill};
-pub use tackle_runtime::{
+pub use tackle_agent::agent::skill::SkillState;
+pub use tackle_agent::register_skill;
+pub use tackle_core::cassette;
+pub use tackle_core::replay::{Cassette, CassetteConfig};
+pub use tackle_core::{
     Args, DynamicTool, Registry, RegistryError, ReplayPolicy, Resource, Run, Runtime, SideEffects,
     ToolCall, ToolContext, ToolError, ToolErrorKind, ToolSpec,
 };
+pub use tackle_macros::tool;
+pub use tackle_macros::SkillState;
 
 // The modules, each a concept (see `docs/architecture.md`).
-pub use tackle_runtime::{
-    agent, approval, audit, bounds, call, canonical, capability, chain, content, context, durable,
-    error, events, executor, pipeline, registry, replay, run, sandbox, sanitize, schema, shape,
-    spec, validate, version,
+pub use tackle_agent::{agent, chain, durable, pipeline};
+pub use tackle_core::{
+    approval, audit, bounds, call, canonical, capability, content, context, error, events,
+    executor, registry, replay, run, sandbox, sanitize, schema, shape, spec, validate, version,
 };
 
 /// The decimal type of `cost_estimate`.
@@ -100,7 +101,7 @@ pub use tackle_cli::tools as cli;
 /// (the facade pins it exactly) fails to find it instead of misusing it.
 #[doc(hidden)]
 pub mod __private_0_1 {
-    pub use tackle_runtime::abi::*;
+    pub use tackle_core::abi::*;
 }
 
 /// The README and the guides in `docs/`, compiled and run as doctests: every `rust`

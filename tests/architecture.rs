@@ -1,8 +1,11 @@
-//! The runtime's modules import one way, as `docs/architecture.md` draws them: each
-//! module uses only modules of its own layer or a lower one, and there is no cycle.
+//! The modules of the core and agent crates import one way, as `docs/architecture.md`
+//! draws them: each module uses only modules of its own layer or a lower one, and
+//! there is no cycle, between modules or between the files of one folder. (Cargo
+//! itself keeps the core from using the agent crate: it does not depend on it.)
 //!
 //! Read from the sources: every `crate::<module>` path outside comments and unit
-//! tests is an edge from the file's top-level module to `<module>`.
+//! tests is an edge from the file's top-level module to `<module>` (the agent crate
+//! names the core's modules by the same paths).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -35,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["executor"],
     // Runs: what one task owns, over the shared runtime.
     &["run"],
-    // What is built on calls.
+    // What is built on calls (the agent crate from here up).
     &["chain", "pipeline", "agent"],
     // Runs that outlive their process.
     &["durable"],
@@ -90,14 +93,33 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// The crates whose modules are layered: the core, then the agent crate on it.
+const CRATES: &[&str] = &["crates/tackle-core/src", "crates/tackle-agent/src"];
+
+/// The agent crate's modules: none of them may be in the core.
+const AGENT_MODULES: &[&str] = &["chain", "pipeline", "agent", "durable"];
+
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/tackle-runtime/src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut problems = Vec::new();
+    for krate in CRATES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate);
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        scan(&src, files, &mut edges, &mut problems);
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    edges
+}
+
+fn scan(
+    src: &Path,
+    files: Vec<std::path::PathBuf>,
+    edges: &mut BTreeMap<String, BTreeSet<String>>,
+    problems: &mut Vec<String>,
+) {
     for file in files {
-        let relative = file.strip_prefix(&src).unwrap();
+        let relative = file.strip_prefix(src).unwrap();
         let first = relative.components().next().unwrap();
         let module = first
             .as_os_str()
@@ -122,8 +144,6 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         }
         edges.entry(module).or_default();
     }
-    assert!(problems.is_empty(), "{problems:#?}");
-    edges
 }
 
 #[test]
@@ -163,10 +183,9 @@ fn imports_go_down_the_layers() {
     );
 }
 
-#[test]
-fn there_is_no_import_cycle() {
-    let graph = graph();
-    // Depth-first search with colours, iterative.
+/// A cycle in `graph`, as `a -> b -> ... -> a`, if there is one (depth-first search
+/// with colours, iterative).
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
     #[derive(Clone, Copy, PartialEq)]
     enum Colour {
         White,
@@ -189,7 +208,7 @@ fn there_is_no_import_cycle() {
                 Some(next) => match colour.get(next).copied() {
                     Some(Colour::Grey) => {
                         let path: Vec<&str> = stack.iter().map(|(n, _)| *n).collect();
-                        panic!("import cycle: {} -> {next}", path.join(" -> "));
+                        return Some(format!("{} -> {next}", path.join(" -> ")));
                     }
                     Some(Colour::White) => {
                         colour.insert(next, Colour::Grey);
@@ -204,6 +223,121 @@ fn there_is_no_import_cycle() {
                 }
             }
         }
+    }
+    None
+}
+
+#[test]
+fn there_is_no_import_cycle() {
+    if let Some(cycle) = cycle(&graph()) {
+        panic!("import cycle: {cycle}");
+    }
+}
+
+/// The names after each `prefix` in `code` (the first path segment after it).
+fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
+    code.match_indices(prefix)
+        .filter(|(at, _)| {
+            // A whole path start, not the end of a longer one.
+            !code[..*at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        })
+        .map(|(at, _)| {
+            code[at + prefix.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|name| name.starts_with(|c: char| c.is_ascii_lowercase()))
+        .collect()
+}
+
+/// For each folder of a crate (a module with files of its own), its files' imports of
+/// one another: `agent/react.rs` using `super::skill` or `crate::agent::skill` is the
+/// edge `react -> skill` of `agent`.
+fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let mut folders: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for krate in CRATES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate);
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        for file in files {
+            let relative = file.strip_prefix(&src).unwrap();
+            let parts: Vec<String> = relative
+                .components()
+                .map(|c| {
+                    c.as_os_str()
+                        .to_string_lossy()
+                        .trim_end_matches(".rs")
+                        .to_owned()
+                })
+                .collect();
+            let [folder, unit, rest @ ..] = parts.as_slice() else {
+                continue;
+            };
+            if unit == "mod" || unit == "tests" {
+                continue;
+            }
+            let code = code(&std::fs::read_to_string(&file).unwrap());
+            // How deep the file's module is below the folder (`agent/react.rs` and
+            // `agent/skill/mod.rs`: 1; `agent/skill/parse.rs`: 2), so how many
+            // `super::` reach the folder.
+            let depth = 1 + rest.len() - usize::from(rest.last().is_some_and(|l| l == "mod"));
+            let mut targets = names_after(&code, &format!("crate::{folder}::"));
+            targets.extend(names_after(&code, &"super::".repeat(depth)));
+            let graph = folders.entry(folder.clone()).or_default();
+            let units = graph.entry(unit.clone()).or_default();
+            units.extend(targets.into_iter().filter(|t| t != unit));
+        }
+    }
+    // Only edges to files of the folder.
+    for graph in folders.values_mut() {
+        let units: BTreeSet<String> = graph.keys().cloned().collect();
+        for targets in graph.values_mut() {
+            targets.retain(|t| units.contains(t));
+        }
+    }
+    folders
+}
+
+#[test]
+fn the_folder_scanner_sees_imports() {
+    let folders = folder_graphs();
+    // `agent/skill/mod.rs` runs ReAct skills; `replay/diagnose.rs` reads a cassette.
+    assert!(
+        folders["agent"]["skill"].contains("react"),
+        "{:?}",
+        folders["agent"]
+    );
+    assert!(
+        folders["replay"]["diagnose"].contains("cassette"),
+        "{:?}",
+        folders["replay"]
+    );
+    assert!(names_after("use super::super::x;", "super::super::").contains("x"));
+    assert!(!names_after("a::super::x", "super::").contains("x"));
+}
+
+#[test]
+fn no_folder_has_an_import_cycle() {
+    let cycles: Vec<String> = folder_graphs()
+        .iter()
+        .filter_map(|(folder, graph)| cycle(graph).map(|c| format!("{folder}: {c}")))
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "import cycles inside folders: {cycles:#?}"
+    );
+}
+
+#[test]
+fn the_agent_crate_holds_the_agent_modules() {
+    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join(CRATES[0]);
+    for module in AGENT_MODULES {
+        assert!(
+            !core.join(module).exists() && !core.join(format!("{module}.rs")).exists(),
+            "{module} is in the core crate"
+        );
+        assert!(layer_of(module).is_some_and(|layer| layer >= layer_of("run").unwrap()));
     }
 }
 

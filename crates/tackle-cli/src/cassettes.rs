@@ -44,11 +44,11 @@ use std::path::{Component, Path, PathBuf};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
-use tackle_runtime::replay::file::{
+use tackle_core::replay::file::{
     self, committed_path, digest, load_usage, pending_path, remove, save, usage_path, FORMAT,
     VERSION,
 };
-use tackle_runtime::replay::{
+use tackle_core::replay::{
     CassetteError, CassetteFile, Interaction, InteractionKind, Outcome, Redactor,
 };
 
@@ -271,7 +271,7 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 }
 
 /// Reads `bytes` (the file at `path`) as a cassette, with the checks of
-/// [`tackle_runtime::replay::load`]: the format, the version, a file written to the
+/// [`tackle_core::replay::load`]: the format, the version, a file written to the
 /// end. Exit 5 when it is not one.
 fn parse_cassette(path: &Path, bytes: &[u8]) -> Result<CassetteFile, CliError> {
     let bad = |e: CassetteError| CliError::new(Exit::BadData, e);

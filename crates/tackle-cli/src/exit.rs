@@ -3,7 +3,7 @@
 use std::fmt;
 use std::process::ExitCode;
 
-use tackle_runtime::{ToolError, ToolErrorKind};
+use tackle_core::{ToolError, ToolErrorKind};
 
 /// How a command ended, as its exit code. Scripts can rely on these numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

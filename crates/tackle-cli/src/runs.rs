@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use serde_json::{json, Value};
-use tackle_runtime::durable::{
+use tackle_agent::durable::{
     Decision, DurableError, DurableRun, InFlight, Resolution, RunRecord, RunStatus, RunStore,
     StoreError,
 };

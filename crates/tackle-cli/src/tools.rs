@@ -36,14 +36,14 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
+use tackle_agent::agent::providers::{definition, Provider};
+use tackle_agent::agent::search::ToolIndex;
+use tackle_agent::pipeline::{Pipeline, PipelineError};
+use tackle_core::approval::ApprovalFuture;
+use tackle_core::canonical::canonical;
+use tackle_core::replay::{Cassette, CassetteConfig, Mode};
+use tackle_core::{ApprovalRequest, Approver, Run, Runtime, ToolContext};
 use tackle_mcp::{Identity, McpServer};
-use tackle_runtime::agent::providers::{definition, Provider};
-use tackle_runtime::agent::search::ToolIndex;
-use tackle_runtime::approval::ApprovalFuture;
-use tackle_runtime::canonical::canonical;
-use tackle_runtime::pipeline::{Pipeline, PipelineError};
-use tackle_runtime::replay::{Cassette, CassetteConfig, Mode};
-use tackle_runtime::{ApprovalRequest, Approver, Run, Runtime, ToolContext};
 
 use crate::exit::{CliError, Exit};
 use crate::term::{self, paint, Style};

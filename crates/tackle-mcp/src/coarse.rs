@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use tackle_runtime::CancellationToken;
+use tackle_core::CancellationToken;
 
 /// How often the list is checked: a timeout fires up to this late.
 const TICK: Duration = Duration::from_millis(250);

@@ -22,7 +22,7 @@
 //!
 //! The tools go into a registry (before the runtime is built from it: they stay as
 //! listed) or into a runtime's live tools
-//! ([`Runtime::live_tools`](tackle_runtime::Runtime::live_tools), see
+//! ([`Runtime::live_tools`](tackle_core::Runtime::live_tools), see
 //! [`ImportTarget`]): those follow the server's `notifications/tools/list_changed`,
 //! each key added, removed or changed audited.
 //!
@@ -60,10 +60,10 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::json;
 use serde_json::{Map, Value};
-use tackle_runtime::agent::model::{ChatModel, ChatRequest, Message};
-use tackle_runtime::content::ContentPart;
-use tackle_runtime::registry::LiveTools;
-use tackle_runtime::{
+use tackle_agent::agent::model::{ChatModel, ChatRequest, Message};
+use tackle_core::content::ContentPart;
+use tackle_core::registry::LiveTools;
+use tackle_core::{
     DynamicTool, Registry, Run, SideEffects, ToolContext, ToolError, ToolHandler, ToolSpec, Trust,
 };
 
@@ -521,7 +521,7 @@ impl ImportHandler {
         spec.permissions = vec![format!("mcp:{}", self.server)];
         spec.timeout_ms = u64::try_from(crate::client::ELICITATION_TIMEOUT.as_millis()).ok();
         spec.needs_approval = handler.is_none();
-        let operation = tackle_runtime::Operation::new(spec);
+        let operation = tackle_core::Operation::new(spec);
         let input = json!({"message": asked.message, "schema": asked.schema});
         let answered = run
             .perform(
@@ -551,7 +551,7 @@ impl ImportHandler {
                 Some("decline") => Elicited::Decline,
                 _ => Elicited::Cancel,
             },
-            Err(error) if error.kind() == tackle_runtime::ToolErrorKind::ApprovalDenied => {
+            Err(error) if error.kind() == tackle_core::ToolErrorKind::ApprovalDenied => {
                 Elicited::Decline
             }
             Err(error) => {
@@ -581,10 +581,10 @@ impl ImportHandler {
         };
         let chat = sampled_request(&request).map_err(refused)?;
         let _one_at_a_time = self.asking.lock().await;
-        let completion = tackle_runtime::agent::model::completion(model.as_ref());
+        let completion = tackle_agent::agent::model::completion(model.as_ref());
         let answer = tokio::time::timeout(
             crate::client::ELICITATION_TIMEOUT,
-            tackle_runtime::agent::model::complete(run, &completion, model.as_ref(), &chat, ctx),
+            tackle_agent::agent::model::complete(run, &completion, model.as_ref(), &chat, ctx),
         )
         .await
         .map_err(|_| refused("the model did not answer in time".to_owned()))?
@@ -641,7 +641,7 @@ fn sampled_request(request: &Value) -> Result<ChatRequest, String> {
     }
     if messages
         .iter()
-        .all(|m| m.role == tackle_runtime::agent::model::Role::System)
+        .all(|m| m.role == tackle_agent::agent::model::Role::System)
     {
         return Err("the request has no messages".to_owned());
     }
@@ -1181,7 +1181,7 @@ async fn within<T>(
 
 /// Letters, digits, `_` and `-`; anything else becomes `_`.
 fn slug(text: &str) -> String {
-    tackle_runtime::spec::name_from(text)
+    tackle_core::spec::name_from(text)
 }
 
 fn version_of(text: &str) -> String {
@@ -1360,7 +1360,7 @@ fn put_tools(
     listed: &[(Tool, ToolSpec)],
     server: &str,
     old: &[String],
-) -> Result<Vec<String>, tackle_runtime::RegistryError> {
+) -> Result<Vec<String>, tackle_core::RegistryError> {
     for key in old {
         if is_ours(registry, key, server) {
             let _ = registry.unregister(key);
@@ -1483,7 +1483,7 @@ pub enum ImportTarget<'a> {
     /// A registry, before the runtime is built from it: the tools stay as the server
     /// listed them at import (a later `notifications/tools/list_changed` is ignored).
     Registry(&'a mut Registry),
-    /// A runtime's live tools ([`Runtime::live_tools`](tackle_runtime::Runtime::live_tools)):
+    /// A runtime's live tools ([`Runtime::live_tools`](tackle_core::Runtime::live_tools)):
     /// the tools follow the server's `notifications/tools/list_changed` (and what a
     /// restarted server lists), each change audited.
     Live(LiveTools),
@@ -1519,7 +1519,7 @@ impl From<&LiveTools> for ImportTarget<'_> {
 /// Whether the tool under `key` is one this import of `server` registered.
 fn is_ours(registry: &Registry, key: &str, server: &str) -> bool {
     registry.get(key).is_some_and(|tool| {
-        matches!(tool.origin(), tackle_runtime::ToolOrigin::Dynamic { source } if *source == format!("mcp:{server}"))
+        matches!(tool.origin(), tackle_core::ToolOrigin::Dynamic { source } if *source == format!("mcp:{server}"))
     })
 }
 

@@ -4,7 +4,7 @@
 //! goes both ways:
 //!
 //! * **serving**: [`McpServer`] gives MCP clients every tool of a
-//!   [`Runtime`](tackle_runtime::Runtime), over stdio ([`serve_stdio`]) or streamable
+//!   [`Runtime`](tackle_core::Runtime), over stdio ([`serve_stdio`]) or streamable
 //!   HTTP ([`serve_http`], or [`serve_http_with`] and [`HttpOptions`]: loopback
 //!   `Host` and `Origin` values only unless told otherwise). Every call goes
 //!   through the door with the grants the server was configured with; with
@@ -18,7 +18,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use tackle_mcp::{identity, serve_stdio, McpServer};
-//! use tackle_runtime::{Runtime, ToolContext};
+//! use tackle_core::{Runtime, ToolContext};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = Arc::new(Runtime::from_inventory()?);
@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tackle_runtime::CancellationToken;
+use tackle_core::CancellationToken;
 use tokio::net::TcpListener;
 
 pub mod client;
@@ -138,7 +138,7 @@ pub enum McpError {
     },
     /// An imported tool could not be registered; nothing of the import stays.
     #[error("an imported tool could not be registered: {0}")]
-    Register(#[from] tackle_runtime::RegistryError),
+    Register(#[from] tackle_core::RegistryError),
     /// A socket could not be bound or read.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -602,7 +602,7 @@ fn granted(server: &McpServer, grants: &[String]) -> McpServer {
         server
             .context()
             .clone()
-            .with_capabilities(tackle_runtime::Capabilities::default()),
+            .with_capabilities(tackle_core::Capabilities::default()),
         |ctx, grant| ctx.with_grant(grant.as_str()),
     );
     server.with_context(ctx)

@@ -47,7 +47,7 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::Layer;
 
-use tackle_runtime::ToolContext;
+use tackle_core::ToolContext;
 
 /// How many messages wait for one client at most.
 pub const QUEUE_DEPTH: usize = 1024;
@@ -244,7 +244,7 @@ impl Visit for Fields<'_> {
 
 /// `text` without token-shaped strings.
 fn scrub(text: String) -> String {
-    match tackle_runtime::replay::redact::Redactor::new().redact_str(&text) {
+    match tackle_core::replay::redact::Redactor::new().redact_str(&text) {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(scrubbed) => scrubbed,
     }

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tackle_runtime::agent::providers::{Provider, ProviderNameError, ProviderNames};
+use tackle_agent::agent::providers::{Provider, ProviderNameError, ProviderNames};
 
 use crate::McpError;
 

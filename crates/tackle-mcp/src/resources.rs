@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
-use tackle_runtime::call::Operation;
-use tackle_runtime::{SideEffects, ToolError, ToolSpec};
+use tackle_core::call::Operation;
+use tackle_core::{SideEffects, ToolError, ToolSpec};
 
 use crate::McpError;
 
@@ -350,10 +350,10 @@ impl Entry {
     /// `resources/read` result's `contents`.
     pub(crate) async fn read(
         &self,
-        run: &tackle_runtime::Run,
+        run: &tackle_core::Run,
         uri: &str,
         arguments: TemplateArguments,
-        ctx: &tackle_runtime::ToolContext,
+        ctx: &tackle_core::ToolContext,
     ) -> Result<Value, ToolError> {
         let read = Arc::clone(&self.resource.read);
         let input = json!({"uri": uri, "arguments": arguments});
@@ -547,9 +547,9 @@ impl Resources {
     /// its contents in MCP's form (`[{"uri", "mimeType", "text" | "blob"}]`).
     pub async fn read(
         &self,
-        run: &tackle_runtime::Run,
+        run: &tackle_core::Run,
         uri: &str,
-        ctx: &tackle_runtime::ToolContext,
+        ctx: &tackle_core::ToolContext,
     ) -> Result<Value, ReadError> {
         let (entry, arguments) = self
             .find(uri)
@@ -598,7 +598,7 @@ fn operation(
     key_name: &str,
     resource: &Resource,
     template: Option<&UriTemplate>,
-) -> Result<Operation, tackle_runtime::ToolError> {
+) -> Result<Operation, tackle_core::ToolError> {
     let description = resource
         .description
         .clone()

@@ -42,11 +42,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
-use tackle_runtime::content::{parts_of, ContentPart};
-use tackle_runtime::events::DEFAULT_EVENT_QUEUE_DEPTH;
-use tackle_runtime::{
-    event_queue, Run, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec,
-};
+use tackle_core::content::{parts_of, ContentPart};
+use tackle_core::events::DEFAULT_EVENT_QUEUE_DEPTH;
+use tackle_core::{event_queue, Run, Runtime, SideEffects, ToolContext, ToolEventKind, ToolSpec};
 use tracing::Instrument;
 
 use crate::client::Client;
@@ -56,7 +54,7 @@ use crate::prompts::{PromptArguments, Prompts};
 use crate::resources::Resources;
 use crate::tasks::{TaskOptions, Tasks};
 use crate::McpError;
-use tackle_runtime::durable::RunStore;
+use tackle_agent::durable::RunStore;
 
 /// Who the server says it is in `initialize`. Use [`identity!`](crate::identity) for
 /// your crate's name and version.
@@ -576,7 +574,7 @@ fn describe(name: &str, spec: &ToolSpec, unwrapped: bool) -> Result<Tool, McpErr
 /// The `tools/call` result of a call (a non-object output as itself when
 /// `unwrapped`, in `{"result": ..}` otherwise), built in rmcp's types directly.
 fn result_of(
-    outcome: Result<Value, tackle_runtime::ToolError>,
+    outcome: Result<Value, tackle_core::ToolError>,
     spec: &ToolSpec,
     unwrapped: bool,
 ) -> CallToolResult {
@@ -893,7 +891,7 @@ impl ServerHandler for McpServer {
             )
             .await
             .map_err(|e| match e {
-                tackle_runtime::ToolError::InvalidInput { .. } => invalid(e.to_string()),
+                tackle_core::ToolError::InvalidInput { .. } => invalid(e.to_string()),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
         Ok(rmcp::model::ReadResourceResponse::Complete(wire(json!({

@@ -51,12 +51,12 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tackle_runtime::durable::{
+use tackle_agent::durable::{
     DurableError, DurableOptions, DurableRun, JournalEntry, Resolution, RunRecord, RunStatus,
     RunStore, DEFAULT_LEASE,
 };
-use tackle_runtime::replay::Outcome;
-use tackle_runtime::{Capabilities, ToolErrorKind};
+use tackle_core::replay::Outcome;
+use tackle_core::{Capabilities, ToolErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::server::McpServer;

@@ -23,7 +23,7 @@
 //! `integrity_check`.
 //!
 //! ```
-//! use tackle_runtime::durable::{RunRecord, RunStore};
+//! use tackle_agent::durable::{RunRecord, RunStore};
 //! use tackle_sqlite::SqliteStore;
 //!
 //! let path = std::env::temp_dir().join(format!("tackle-sqlite-doc-{}.db", std::process::id()));
@@ -35,7 +35,7 @@
 //! again.check()?;
 //! # drop(again);
 //! # for end in ["", "-wal", "-shm"] { std::fs::remove_file(format!("{}{end}", path.display())).ok(); }
-//! # Ok::<(), tackle_runtime::durable::StoreError>(())
+//! # Ok::<(), tackle_agent::durable::StoreError>(())
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
-use tackle_runtime::durable::{JournalEntry, RunRecord, RunStore, StoreError};
+use tackle_agent::durable::{JournalEntry, RunRecord, RunStore, StoreError};
 
 /// How long a write waits for another process's lock unless told otherwise.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tackle_runtime::durable::{conformance, RunStore};
+use tackle_agent::durable::{conformance, RunStore};
 use tackle_sqlite::SqliteStore;
 
 #[tokio::test]

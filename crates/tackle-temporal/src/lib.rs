@@ -14,7 +14,7 @@
 //!   Temporal gives to another worker after its heartbeat times out.
 //! - **Effects at least once, writes exactly once.** Temporal retries an activity
 //!   whose worker died. A call is run again only when that is safe
-//!   ([`ToolSpec::rerun_safe`](tackle_runtime::ToolSpec::rerun_safe): it changes
+//!   ([`ToolSpec::rerun_safe`](tackle_core::ToolSpec::rerun_safe): it changes
 //!   nothing, or its input carries an idempotency key). Otherwise its outcome is
 //!   unknown: the run waits, [`AgentWorkflow::unknown_outcomes`] lists the call, and an
 //!   operator sends [`AgentWorkflow::resolve`] with what became of it.
@@ -58,13 +58,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tackle_runtime::agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
-use tackle_runtime::agent::react::{
+use tackle_agent::agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
+use tackle_agent::agent::react::{
     ReactCheckpoint, ReactSkill, ReactState, StepControl, StepEffects, StopReason,
 };
-use tackle_runtime::approval::ApprovalFuture;
-use tackle_runtime::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
-use tackle_runtime::{
+use tackle_agent::durable::{ApprovalRecord, Decision, PendingApproval, Resolution};
+use tackle_core::approval::ApprovalFuture;
+use tackle_core::{
     ApprovalRequest, Approver, CancellationToken, Run, Runtime, ToolCall, ToolContext, ToolError,
 };
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};

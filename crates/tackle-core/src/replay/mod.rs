@@ -43,13 +43,15 @@ pub mod journal;
 pub mod mode;
 pub mod redact;
 pub(crate) mod router;
+pub mod warning;
 
 pub use cassette::{Cassette, FinishReport};
-pub use diagnose::{diff, CassetteWarning};
+pub use diagnose::diff;
 pub use file::{load, CassetteError, CassetteFile, Interaction, InteractionKind, Outcome};
 pub use journal::{CallStarted, Journal};
 pub use mode::{CassetteConfig, Mode};
 pub use redact::Redactor;
+pub use warning::CassetteWarning;
 
 /// Opens the cassette of the enclosing test, named after its module path and function:
 /// `<crate>/tests/cassettes/<test binary>.<module>.<test>.json`.

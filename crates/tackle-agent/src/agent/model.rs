@@ -413,7 +413,7 @@ pub trait ChatModel: Send + Sync {
     }
     /// The permissions a caller needs to call this model, checked at the door: by
     /// default `llm:<provider>`. A caller grants them with
-    /// [`ToolContext::with_grant`](crate::ToolContext::with_grant) (`llm:*` for every model).
+    /// [`ToolContext::with_grant`](tackle_core::ToolContext::with_grant) (`llm:*` for every model).
     fn permissions(&self) -> Vec<String> {
         vec![format!("llm:{}", self.provider())]
     }
@@ -573,9 +573,8 @@ async fn complete_in_door(
     let listens = run.events().is_some();
     let live = AtomicBool::new(false);
     let (failure, streamed) = (&failed, &live);
-    let (outcome, call_id) = runtime
-        .perform_identified(
-            Some(run.state()),
+    let (outcome, call_id) = run
+        .perform_numbered(
             completion,
             || {
                 if let Some(cassette) = run.cassette() {
@@ -870,6 +869,8 @@ fn emit_delta(run: &Run, ctx: &ToolContext, call_id: u64, key: &str, mut delta: 
         ModelDelta::ToolCall { arguments, .. } => {
             ctx.redact_secrets(arguments);
         }
+        // A kind this version cannot redact is not sent.
+        _ => return,
     }
     sink.push(call_id, key, ToolEventKind::Model(delta));
 }
@@ -960,6 +961,8 @@ impl DeltaAssembler {
                 }
                 call.2.push_str(&arguments);
             }
+            // A kind of delta this version does not assemble adds nothing.
+            _ => {}
         }
     }
 

@@ -51,17 +51,23 @@
 //! process fails with [`ToolError::Sandbox`]: the door never
 //! runs it in process instead.
 
+#[cfg(feature = "process")]
 mod cgroup;
+#[cfg(feature = "process")]
 mod child;
+#[cfg(feature = "process")]
 mod process;
 
 use std::future::Future;
 use std::pin::Pin;
 
+#[cfg(feature = "process")]
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+#[cfg(feature = "process")]
 pub use child::serve_child;
+#[cfg(feature = "process")]
 pub use process::ProcessSandbox;
 pub use tackle_contract::SandboxKind;
 
@@ -245,6 +251,7 @@ pub trait Sandbox: Send + Sync {
 /// What the parent sends a child on its standard input: this header as one JSON line,
 /// then the input as a JSON document of its own (so the input keeps the whole nesting
 /// a JSON parser allows).
+#[cfg(feature = "process")]
 #[derive(Serialize, Deserialize)]
 struct ChildRequest {
     key: String,
@@ -256,7 +263,9 @@ struct ChildRequest {
 
 /// How a child's answer starts: `ok` or `err` and a newline, then the output or the
 /// error as a JSON document.
+#[cfg(feature = "process")]
 const OK: &[u8] = b"ok\n";
+#[cfg(feature = "process")]
 const ERR: &[u8] = b"err\n";
 
 /// The longest a sandboxed call may take by default, whatever its own time limit: 10

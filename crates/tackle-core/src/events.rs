@@ -16,7 +16,7 @@
 //! Model calls stream too: while a model writes its reply, each piece of it (text, or
 //! part of a tool call) reaches the sink as a [`ToolEventKind::Model`] event of the
 //! model's call (key `llm.<provider>.complete@<model>`), see
-//! [`crate::agent::model::complete`].
+//! `agent::model::complete` (in the agent crate).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,7 +126,7 @@ pub fn event_queue(capacity: usize) -> (EventSink, EventReceiver) {
 
 impl EventSink {
     /// Appends an event, dropping the oldest one when the queue is full. Never waits.
-    pub(crate) fn push(&self, call_id: u64, key: &str, kind: ToolEventKind) {
+    pub fn push(&self, call_id: u64, key: &str, kind: ToolEventKind) {
         let queue = &self.0;
         {
             let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -54,7 +54,6 @@ use crate::agent::model::{
 };
 use crate::agent::providers::drop_nulls;
 use crate::agent::search::{Embedder, ToolIndex};
-use crate::agent::skill::SkillKind;
 use crate::call::Operation;
 use crate::content::{split_output, ContentPart};
 use crate::context::ToolContext;
@@ -686,9 +685,6 @@ pub fn model_name(key: &str) -> String {
 }
 
 impl ReactSkill {
-    /// A ReAct skill's kind: always `agent`.
-    pub const KIND: SkillKind = SkillKind::Agent;
-
     /// The most steps a run takes unless told otherwise: 10.
     pub const DEFAULT_MAX_STEPS: usize = 10;
 

@@ -1,8 +1,11 @@
-//! The runtime of tackle: tool specs, schemas, validation, capabilities, the registry
-//! and the call door.
+//! The core of tackle: tool specs, schemas, validation, capabilities, the registry,
+//! the call door, replay, the executor and the run.
 //!
-//! Most programs use it through the `tackle` facade, which adds the `#[tool]` macro.
-//! The pieces, in dependency order:
+//! Most programs use it through the `tackle` facade, which adds the `#[tool]` macro
+//! and the agent crate (`tackle-agent`: models, the ReAct loop, skills, pipelines,
+//! durable runs), which builds on this one and never the other way round. The core
+//! needs no YAML, HTTP or model client; with its `process` feature off, no process
+//! support either. The pieces, in dependency order:
 //!
 //! * [`spec`]: [`ToolSpec`], the plain-data description of a tool;
 //! * [`schema`], [`validate`], [`capability`]: deriving schemas, checking values
@@ -14,30 +17,24 @@
 //! * [`call`]: [`Runtime::call`], the one door every call goes through;
 //! * [`run`]: [`Run`], what one task owns (its cassette, cancellation, events and
 //!   memory) over a runtime every run shares;
-//! * [`executor`]: batches of a run's calls, scheduled by side effects, in parallel;
-//! * [`chain`]: fixed sequences of calls, inputs mapped from earlier outputs;
-//! * [`agent`]: chat models, the ReAct loop and tool search.
+//! * [`executor`]: batches of a run's calls, scheduled by side effects, in parallel.
 
 #![warn(missing_docs)]
 
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod abi;
-pub mod agent;
 pub mod approval;
 pub mod audit;
 pub mod bounds;
 pub mod call;
 pub mod canonical;
 pub mod capability;
-pub mod chain;
 pub mod content;
 pub mod context;
-pub mod durable;
 pub mod error;
 pub mod events;
 pub mod executor;
-pub mod pipeline;
 pub mod registry;
 pub mod replay;
 pub mod run;

@@ -287,7 +287,7 @@ pub enum JournalEntry {
         /// The call and its outcome.
         interaction: Interaction,
     },
-    /// A running call noted how far it got ([`ToolContext::checkpoint`](crate::ToolContext::checkpoint)):
+    /// A running call noted how far it got ([`ToolContext::checkpoint`](tackle_core::ToolContext::checkpoint)):
     /// made again after a crash, it is handed the last note and goes on from it.
     Progress {
         /// The attempt.

@@ -91,7 +91,7 @@ use tracing::Instrument;
 
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
-pub(crate) use operation::enter;
+pub use operation::enter;
 pub use operation::Operation;
 pub(crate) use state::RunState;
 

@@ -136,11 +136,6 @@ impl Run {
         Arc::make_mut(&mut self.edit().state.scope)
     }
 
-    /// The state the door reads.
-    pub(crate) fn state(&self) -> &RunState {
-        &self.inner.state
-    }
-
     /// The same run (its cassette, cancellation, memory and numbering) sending no
     /// events: for work whose events stay its own (a skill with `bubble_events =
     /// false`).
@@ -321,6 +316,27 @@ impl Run {
             .0
     }
 
+    /// [`Run::perform`], with the call's number (as in audit and progress events)
+    /// given to the operation's code and returned with its outcome: what code that
+    /// streams or reports about the call it makes (a model completion) needs.
+    pub async fn perform_numbered<'a, I, F, Fut>(
+        &'a self,
+        operation: &'a Operation,
+        input: I,
+        ctx: &'a ToolContext,
+        code: F,
+    ) -> (Result<Value, ToolError>, u64)
+    where
+        I: FnOnce() -> Value + Send + 'a,
+        F: FnOnce(u64) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+    {
+        self.inner
+            .runtime
+            .perform_identified(Some(&self.inner.state), operation, input, ctx, code)
+            .await
+    }
+
     /// Runs one call of a batch through the door (see [`Run::execute_batch`]).
     pub async fn execute(&self, call: ToolCall, ctx: &ToolContext) -> CallOutcome {
         crate::executor::run_one(&self.inner.runtime, &self.inner.state, call, ctx).await
@@ -337,7 +353,7 @@ impl Run {
 
     /// The results of a batch, in call order, as [`Run::execute_batch`] gives them
     /// (without the rest of each report).
-    pub(crate) async fn execute_results(
+    pub async fn execute_results(
         &self,
         calls: Vec<ToolCall>,
         ctx: &ToolContext,

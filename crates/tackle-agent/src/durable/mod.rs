@@ -16,7 +16,7 @@
 //! A call that was in flight when the process died is run again only when that is
 //! safe ([`CallStarted::rerun_safe`]: it changes nothing, its input carries an
 //! idempotency key, or it is a model completion), or when it kept a note of how far
-//! it got ([`ToolContext::checkpoint`](crate::ToolContext::checkpoint): the id of remote work it started, say): made
+//! it got ([`ToolContext::checkpoint`](tackle_core::ToolContext::checkpoint): the id of remote work it started, say): made
 //! again, it is handed the note and goes on from it rather than starting again. Any other, a write without an
 //! idempotency key that may or may not have happened, stops the resume with
 //! [`DurableError::UnknownOutcome`] and the run's status

@@ -54,7 +54,10 @@ impl Operation {
 /// and every entry, let in or refused, leaves an audit event, counters and a span;
 /// nothing is recorded to a cassette (a gate is not an effect to replay). Nothing is
 /// asked of the door when nothing is required.
-pub(crate) async fn enter(
+///
+/// `gate` is the operation's `(namespace, name, version)`; `what` says what is
+/// entered, in its description (`skill "triage"`).
+pub async fn enter(
     runtime: &super::Runtime,
     (namespace, name, version): (&str, &str, &str),
     requires: &[String],

@@ -79,6 +79,12 @@ pub enum SkillKind {
     Utility,
 }
 
+// Written here, not in `react.rs`: the loop knows nothing of skills.
+impl ReactSkill {
+    /// A ReAct skill's kind: always `agent`.
+    pub const KIND: SkillKind = SkillKind::Agent;
+}
+
 /// Why a skill could not be built, registered or run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

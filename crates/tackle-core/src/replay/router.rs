@@ -8,9 +8,10 @@
 use serde_json::Value;
 
 use super::cassette::{redact_error, Cassette, Effective, Queue, State};
-use super::diagnose::{describe, CassetteWarning};
+use super::diagnose::describe;
 use super::file::{Interaction, InteractionKind, Outcome};
 use super::journal::CallStarted;
+use super::warning::CassetteWarning;
 use crate::canonical;
 use crate::context::Checkpoints;
 use crate::error::ToolError;
@@ -241,7 +242,8 @@ impl Cassette {
     /// Hands calls that were in flight when an earlier attempt stopped, each with the
     /// last note it kept, to this cassette: the same call made again gets its note
     /// (see [`Checkpoint::resumed`]). `input` is as the journal holds it (redacted).
-    pub(crate) fn resume_progress(&self, calls: Vec<(String, Value, Value)>) {
+    #[doc(hidden)] // For the agent crate's durable runs; not a stable API.
+    pub fn resume_progress(&self, calls: Vec<(String, Value, Value)>) {
         let mut state = self.state();
         for (key, input, note) in calls {
             state

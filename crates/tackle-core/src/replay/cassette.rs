@@ -14,11 +14,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::diagnose::CassetteWarning;
 use super::file::{self, CassetteError, CassetteFile, Interaction, InteractionKind};
 use super::journal::Journal;
 use super::mode::{CassetteConfig, Mode};
 use super::redact::Redactor;
+use super::warning::CassetteWarning;
 use crate::canonical::{self, FnvMap, FnvSet};
 use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
@@ -275,13 +275,15 @@ impl Cassette {
 
     /// A slot the agent layer keeps per cassette: the run's last model request, to
     /// record the next one as a delta.
-    pub(crate) fn request_memory(&self) -> &Mutex<Option<Box<dyn Any + Send>>> {
+    #[doc(hidden)] // For the agent crate; not a stable API.
+    pub fn request_memory(&self) -> &Mutex<Option<Box<dyn Any + Send>>> {
         &self.inner.requests
     }
 
     /// Whether this cassette holds model requests whole (recorded before requests
     /// were recorded as deltas): a run over it goes on the same way, to match.
-    pub(crate) fn records_whole_requests(&self) -> bool {
+    #[doc(hidden)] // For the agent crate; not a stable API.
+    pub fn records_whole_requests(&self) -> bool {
         self.state().recorded.iter().any(|i| {
             i.kind == super::file::InteractionKind::Operation
                 && i.key.starts_with("llm.")
@@ -296,7 +298,7 @@ impl Cassette {
     }
 
     /// [`export`](Self::export), with the interactions passed through `rewrite` first.
-    pub(crate) fn export_with(
+    pub fn export_with(
         &self,
         path: &Path,
         rewrite: impl FnOnce(&mut [Interaction]),

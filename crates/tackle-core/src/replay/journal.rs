@@ -16,7 +16,7 @@
 //!
 //! Such a cassette serves what the journal already holds (as mode `new` does) and runs
 //! and appends the rest, so a run started again over its own journal replays every
-//! completed call, runs no side effect twice, and continues live. [`crate::durable`]
+//! completed call, runs no side effect twice, and continues live. The agent crate's `durable`
 //! builds resumable runs on it.
 
 use serde::{Deserialize, Serialize};

@@ -1,70 +1,15 @@
 //! Saying what went wrong: the error for a call nothing recorded stands in for (with
-//! the nearest recording and a JSON-pointer diff), and the warnings a run collects.
+//! the nearest recording and a JSON-pointer diff).
 
 use std::collections::HashSet;
-use std::fmt;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::cassette::{Cassette, State};
 use super::file::{Interaction, InteractionKind};
+use super::warning::{abbreviated, CassetteWarning};
 use crate::canonical;
 use crate::error::ToolError;
-
-/// Something worth knowing about a replayed run that did not fail it. Warnings are
-/// data: match on them rather than on their text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "warning", rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum CassetteWarning {
-    /// A tool's schemas changed since the cassette was recorded; replayed outputs are
-    /// checked against the new schema.
-    SchemaChanged {
-        /// The tool's key.
-        key: String,
-        /// The fingerprint in the cassette.
-        recorded: String,
-        /// The fingerprint now.
-        now: String,
-    },
-    /// A `recorded-result` call had no recording and ran live.
-    RanLive {
-        /// The tool's key.
-        key: String,
-        /// The call's number in this run.
-        call: u64,
-        /// Its input, redacted, as canonical JSON.
-        input: String,
-    },
-}
-
-impl CassetteWarning {
-    /// The key of the tool the warning is about.
-    pub fn key(&self) -> &str {
-        match self {
-            CassetteWarning::SchemaChanged { key, .. } | CassetteWarning::RanLive { key, .. } => {
-                key
-            }
-        }
-    }
-}
-
-impl fmt::Display for CassetteWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CassetteWarning::SchemaChanged { key, recorded, now } => write!(
-                f,
-                "the schema of `{key}` changed since the cassette was recorded (fingerprint {recorded} -> {now}); replayed outputs are checked against the new schema"
-            ),
-            CassetteWarning::RanLive { key, call, input } => write!(
-                f,
-                "call #{call} of `{key}` with {} was not recorded and ran live",
-                abbreviated(input.clone())
-            ),
-        }
-    }
-}
 
 impl Cassette {
     /// The error for a call nothing recorded stands in for, with the nearest recording.
@@ -248,17 +193,6 @@ fn tool_of_message(request: &Value, pointer: &str) -> Option<String> {
             .and_then(|c| c.get("name")?.as_str())
             .map(|name| format!("`{name}` (call `{id}`)"))
     })
-}
-
-/// How much of an input a divergence message shows; the differences follow in full.
-const SHOWN_INPUT: usize = 400;
-
-/// `text`, cut after [`SHOWN_INPUT`] characters with a note of its full length.
-fn abbreviated(text: String) -> String {
-    match text.char_indices().nth(SHOWN_INPUT) {
-        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
-        None => text,
-    }
 }
 
 /// `call #N `key` with {input}`, plus the differences from `actual`.

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tackle::agent::react::ReactSkill;
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, Cassette, Run, Runtime, ToolContext};
 use tokio::task::JoinSet;
 
 /// Counts the bytes allocated now and at the most, while `COUNTING` is on (only for

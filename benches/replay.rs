@@ -25,7 +25,7 @@ use tackle::replay::file::{
     save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
 };
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, ReplayPolicy, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, spec::ReplayPolicy, Cassette, Run, Runtime, ToolContext};
 
 fn open(path: &Path, mode: Mode) -> Cassette {
     Cassette::open(

@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tackle::agent::search::{words, ToolIndex};
-use tackle::{DynamicTool, Registry, SideEffects, ToolSpec};
+use tackle::{registry::DynamicTool, Registry, SideEffects, ToolSpec};
 
 const VERBS: &[&str] = &[
     "get",

@@ -34,7 +34,7 @@ use tackle::agent::model::{
 use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::replay::{load, InteractionKind, Mode};
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext};
 
 /// A place on Earth.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]

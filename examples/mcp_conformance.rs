@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tackle::agent::model::{ChatModel, ChatRequest, Message};
 use tackle::content::ContentPart;
-use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
+use tackle::{registry::DynamicTool, tool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
 use tackle_mcp::client::{Client, Elicited};
 use tackle_mcp::prompts::{Prompt, PromptContent, PromptMessage, Prompts};
 use tackle_mcp::resources::{Resource, ResourceBody, Resources};

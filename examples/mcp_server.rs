@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use tackle::{tool, Resource, Runtime, ToolContext};
+use tackle::{context::Resource, tool, Runtime, ToolContext};
 use tackle_mcp::{serve_http, serve_stdio, McpServer};
 
 /// Statistics about a text.

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tackle::{tool, Resource, Runtime, ToolContext};
+use tackle::{context::Resource, tool, Runtime, ToolContext};
 
 /// Add two integers.
 #[tool(namespace = "math", version = "1", side_effects = none, tags = ["math"])]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext};
 
 /// Whether the exchange-rate service can be reached (the replay turns it off).
 static ONLINE: AtomicBool = AtomicBool::new(true);

@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::Value;
-use tackle::{DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
+use tackle::{registry::DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
 
 /// A runtime with one tool whose input schema has the usual keywords.
 fn runtime() -> &'static Runtime {

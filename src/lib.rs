@@ -48,6 +48,21 @@
 //! * [`Cassette`] and [`cassette!`]: record side-effecting calls once, replay them
 //!   offline in `cargo test` (see `docs/cassettes.md`).
 //!
+//! Everything else is in the module named for its concept:
+//!
+//! * [`spec`] (`ReplayPolicy`, `Trust`, `Sensitivity`, ...), [`schema`], [`validate`],
+//!   [`capability`], [`registry`] (`DynamicTool`, `ToolQuery`, live tools),
+//!   [`context`] (`Resource`, `Secret`), [`error`] (`RegistryError`);
+//! * the door's stages and reports: [`call`] (`Operation`), [`approval`], [`shape`],
+//!   [`sanitize`], [`sandbox`], [`audit`], [`events`], [`bounds`];
+//! * [`replay`] (`CassetteConfig`, modes, the journal), [`executor`], [`run`];
+//! * built on runs (the `tackle-agent` crate): [`agent`] (models, providers, the ReAct
+//!   loop, skills, tool search), [`chain`], [`pipeline`], [`durable`];
+//! * with features: `mcp`, `sqlite`, `cli`.
+//!
+//! The seeds' names are these modules' names: `ToolSpec` and its enums in [`spec`],
+//! `ToolChain` in [`chain`], `Skill` and `ReactSkill` in [`agent`].
+//!
 //! ## Tools in other crates
 //!
 //! Tools register when their crate is linked. If your binary uses nothing else from a
@@ -63,10 +78,10 @@ extern crate self as tackle;
 pub use tackle_agent::agent::skill::SkillState;
 pub use tackle_agent::register_skill;
 pub use tackle_core::cassette;
-pub use tackle_core::replay::{Cassette, CassetteConfig};
+pub use tackle_core::replay::Cassette;
 pub use tackle_core::{
-    Args, DynamicTool, Registry, RegistryError, ReplayPolicy, Resource, Run, Runtime, SideEffects,
-    ToolCall, ToolContext, ToolError, ToolErrorKind, ToolSpec,
+    Args, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolError, ToolErrorKind,
+    ToolSpec,
 };
 pub use tackle_macros::tool;
 pub use tackle_macros::SkillState;

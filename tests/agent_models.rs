@@ -9,7 +9,7 @@ use tackle::agent::model::{
     Role, ScriptedModel, TestModel, ToolCallRequest, ToolDefinition,
 };
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext, ToolErrorKind};
 
 /// Look up a word in the dictionary.
 #[tool(namespace = "dict", side_effects = read)]

@@ -10,7 +10,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::{ReactSkill, RepairHook, StopReason};
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolError};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext, ToolError};
 
 /// Road distance between two Norwegian cities, in km.
 #[tool(namespace = "geo", side_effects = none)]

@@ -13,8 +13,8 @@ use tackle::agent::model::{
 use tackle::bounds::{nested, Limits, DEFAULT_MAX_DEPTH};
 use tackle::pipeline::{Pipeline, PipelineError};
 use tackle::{
-    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolErrorKind,
-    ToolSpec,
+    registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext,
+    ToolErrorKind, ToolSpec,
 };
 
 /// Echoes any value.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use tackle::{tool, Resource, Runtime, ToolContext, ToolError, ToolErrorKind};
+use tackle::{context::Resource, tool, Runtime, ToolContext, ToolError, ToolErrorKind};
 
 /// Add two integers.
 #[tool(namespace = "math", version = "1", side_effects = none)]

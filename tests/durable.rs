@@ -762,7 +762,7 @@ async fn a_run_journaled_with_whole_requests_resumes_without_asking_again() {
 fn remote_job(
     starts: Arc<AtomicUsize>,
     hang: Arc<std::sync::atomic::AtomicBool>,
-) -> tackle::DynamicTool {
+) -> tackle::registry::DynamicTool {
     let spec = tackle::ToolSpec::new(
         "remote",
         "job",
@@ -770,7 +770,7 @@ fn remote_job(
         tackle::SideEffects::External,
         "Runs a job somewhere else.",
     );
-    tackle::DynamicTool::new(spec, move |ctx: ToolContext, _input| {
+    tackle::registry::DynamicTool::new(spec, move |ctx: ToolContext, _input| {
         let (starts, hang) = (Arc::clone(&starts), Arc::clone(&hang));
         async move {
             let job = match ctx.resumed_checkpoint().and_then(|n| n["job"].as_str()) {

@@ -24,8 +24,8 @@ use tackle::pipeline::{
     PipelineError,
 };
 use tackle::{
-    tool, DynamicTool, Registry, RegistryError, Run, Runtime, SideEffects, SkillState, ToolCall,
-    ToolContext, ToolErrorKind, ToolSpec,
+    error::RegistryError, registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects,
+    SkillState, ToolCall, ToolContext, ToolErrorKind, ToolSpec,
 };
 use tackle_mcp::{import_http, serve_http, Identity, ImportOptions, McpServer};
 

@@ -10,8 +10,8 @@ use tackle::audit::Execution;
 use tackle::events::{event_queue, ToolEventKind};
 use tackle::spec::ExecutionMode;
 use tackle::{
-    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolError,
-    ToolErrorKind, ToolSpec,
+    registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext,
+    ToolError, ToolErrorKind, ToolSpec,
 };
 
 /// Counts calls running at once and remembers the highest count.

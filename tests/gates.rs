@@ -14,7 +14,8 @@ use tackle::shape::SummaryFuture;
 use tackle::shape::{Shaping, Summarizer};
 use tackle::spec::Trust;
 use tackle::{
-    tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec,
+    registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects, ToolContext, ToolErrorKind,
+    ToolSpec,
 };
 
 fn is_large(input: &Value) -> bool {

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tackle::spec::{ExecutionMode, Trust};
-use tackle::{tool, Args, Decimal, ReplayPolicy, SideEffects, ToolContext, ToolSpec};
+use tackle::{spec::ReplayPolicy, tool, Args, Decimal, SideEffects, ToolContext, ToolSpec};
 
 /// Add two integers.
 #[tool(namespace = "math", version = "1", side_effects = none)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tackle::agent::model::{ChatModel, ChatRequest, FunctionModel, ModelError};
 use tackle::agent::react::{ReactSkill, ReactState, StopReason};
 use tackle::replay::{load, Mode};
-use tackle::{Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, Cassette, Run, Runtime, ToolContext};
 use tokio::task::JoinSet;
 
 const RUNS: usize = 1000;

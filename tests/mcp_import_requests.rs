@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tackle::agent::model::{ChatModel, ChatRequest, ChatResponse, ModelFuture, Role};
 use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Registry, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Cassette, Registry, Run, Runtime, ToolContext};
 use tackle_mcp::client::{Client, Elicited};
 use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, McpServer};
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tackle::replay::Mode;
 use tackle::{
-    Cassette, CassetteConfig, Registry, Run, Runtime, ToolContext, ToolErrorKind, ToolSpec,
+    replay::CassetteConfig, Cassette, Registry, Run, Runtime, ToolContext, ToolErrorKind, ToolSpec,
 };
 use tackle_mcp::{import_http, import_stdio, register_offline, serve_http, ImportOptions};
 

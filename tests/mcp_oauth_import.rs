@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Registry, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Cassette, Registry, Run, Runtime, ToolContext};
 use tackle_mcp::{
     import_http, HttpOptions, Identity, ImportOptions, Introspection, McpServer, OAuthClient,
     OAuthResource,

@@ -18,7 +18,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext, ToolErrorKind};
 use tackle_mcp::prompts::{Prompt, PromptMessage, Prompts};
 use tackle_mcp::resources::{ReadError, Resource, ResourceBody, Resources};
 use tackle_mcp::{Identity, McpServer};

@@ -431,7 +431,7 @@ async fn http_accepts_loopback_hosts_and_origins_only_unless_told_otherwise() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_that_fails_part_way_leaves_nothing_registered() {
-    use tackle::{DynamicTool, Registry, SideEffects, ToolSpec};
+    use tackle::{registry::DynamicTool, Registry, SideEffects, ToolSpec};
     let rt = Arc::new(Runtime::from_inventory().unwrap());
     let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())

@@ -336,7 +336,7 @@ async fn capabilities_are_checked_per_node() {
 #[tokio::test]
 async fn a_recorded_run_replays_without_calling_the_broker() {
     use tackle::replay::Mode;
-    use tackle::{Cassette, CassetteConfig};
+    use tackle::{replay::CassetteConfig, Cassette};
 
     let dir = std::env::temp_dir().join(format!("tackle-pipeline-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

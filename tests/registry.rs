@@ -6,7 +6,7 @@ use serde_json::json;
 use tackle_fixture_tools as _;
 
 use tackle::registry::ToolQuery;
-use tackle::{tool, DynamicTool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
+use tackle::{registry::DynamicTool, tool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
 
 /// Square a number.
 #[tool(namespace = "math", version = "2", side_effects = none, tags = ["math"])]

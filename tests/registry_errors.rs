@@ -4,7 +4,7 @@
 
 use tackle::error::ToolOrigin;
 use tackle::registry::{registrations, CollisionStrategy};
-use tackle::{Registry, RegistryError};
+use tackle::{error::RegistryError, Registry};
 
 mod first {
     /// One definition.

@@ -6,7 +6,7 @@
 use serde_json::json;
 use tackle::agent::skill::SkillState;
 use tackle::spec::{ExecutionMode, ResultShaping, Trust};
-use tackle::{ReplayPolicy, Runtime, SideEffects, ToolContext};
+use tackle::{spec::ReplayPolicy, Runtime, SideEffects, ToolContext};
 use tackle_fixture_renamed::{Outline, Summary};
 
 fn is_skill_state<S: SkillState>() {}

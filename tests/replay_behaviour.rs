@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use tackle::call::Operation;
 use tackle::replay::{CassetteError, CassetteWarning, Mode};
 use tackle::{
-    tool, Cassette, CassetteConfig, DynamicTool, Resource, Run, Runtime, SideEffects, ToolContext,
-    ToolError, ToolErrorKind, ToolSpec,
+    context::Resource, registry::DynamicTool, replay::CassetteConfig, tool, Cassette, Run, Runtime,
+    SideEffects, ToolContext, ToolError, ToolErrorKind, ToolSpec,
 };
 
 #[derive(Default)]

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use tackle::call::Operation;
 use tackle::replay::{load, CassetteError, Mode};
 use tackle::{
-    Cassette, CassetteConfig, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext,
-    ToolError, ToolSpec,
+    registry::DynamicTool, replay::CassetteConfig, Cassette, Registry, Run, Runtime, SideEffects,
+    ToolContext, ToolError, ToolSpec,
 };
 
 fn temp(name: &str) -> PathBuf {

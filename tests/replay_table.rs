@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tackle::replay::{CassetteError, CassetteFile, CassetteWarning, Mode, Outcome};
-use tackle::{tool, Cassette, CassetteConfig, Resource, Run, Runtime, ToolContext, ToolErrorKind};
+use tackle::{
+    context::Resource, replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext,
+    ToolErrorKind,
+};
 
 /// Counts how often each tool ran in one test.
 #[derive(Default)]

@@ -12,8 +12,8 @@ use tackle::agent::react::{ReactSkill, Session, StopReason};
 use tackle::approval::{ApprovalRequest, ApproveWith};
 use tackle::replay::{load, CassetteError, CassetteWarning, Mode};
 use tackle::{
-    tool, Cassette, CassetteConfig, Registry, Run, Runtime, ToolCall, ToolContext, ToolError,
-    ToolErrorKind,
+    replay::CassetteConfig, tool, Cassette, Registry, Run, Runtime, ToolCall, ToolContext,
+    ToolError, ToolErrorKind,
 };
 
 static LOOKUPS: AtomicUsize = AtomicUsize::new(0);

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tackle::context::{CancellationToken, DEFAULT_GRACE};
 use tackle::sandbox::{ProcessSandbox, SandboxKind, SandboxPolicy};
-use tackle::{tool, DynamicTool, Run, Runtime, SideEffects, ToolContext, ToolError, ToolSpec};
+use tackle::{
+    registry::DynamicTool, tool, Run, Runtime, SideEffects, ToolContext, ToolError, ToolSpec,
+};
 
 /// An environment variable this process has and sandboxed tools must not see.
 const UNDECLARED: &str = "TACKLE_SANDBOX_TEST_UNDECLARED";

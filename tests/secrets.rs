@@ -9,7 +9,7 @@ use serde_json::json;
 use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
 use tackle::shape::Shaping;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext, ToolErrorKind};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext, ToolErrorKind};
 
 const TOKEN: &str = "tok-7f3a9c2e51";
 

@@ -11,7 +11,9 @@ use tackle::pipeline::{
     BrokerResponse, Pipeline, PipelineError, BROKER_CAPABILITY, PROVENANCE_KEY,
 };
 use tackle::replay::Mode;
-use tackle::{Cassette, CassetteConfig, ReplayPolicy, Run, Runtime, SideEffects, ToolContext};
+use tackle::{
+    replay::CassetteConfig, spec::ReplayPolicy, Cassette, Run, Runtime, SideEffects, ToolContext,
+};
 
 /// Seed 002's YAML, verbatim.
 const SEED_002: &str = include_str!("seeds/002_broker_node.yaml");

@@ -12,7 +12,9 @@ use tackle::call::InvokeStatus;
 use tackle::chain::{ChainOptions, ChainResult, ChainStep, ToolChain};
 use tackle::registry::ToolQuery;
 use tackle::validate::{validate_input, validate_output, ValidationResult};
-use tackle::{tool, DynamicTool, Registry, Run, Runtime, SideEffects, ToolContext, ToolSpec};
+use tackle::{
+    registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects, ToolContext, ToolSpec,
+};
 
 /// Doubles a number.
 #[tool(namespace = "calc", side_effects = none, tags = ["math"])]

@@ -4,7 +4,7 @@
 
 use rust_decimal::Decimal;
 use serde_json::json;
-use tackle::{tool, Registry, ReplayPolicy, SideEffects, ToolSpec};
+use tackle::{spec::ReplayPolicy, tool, Registry, SideEffects, ToolSpec};
 
 /// A spec as the seed writes it: `permissions`, no `replay_policy`, a decimal cost.
 fn seed_spec(side_effects: &str) -> serde_json::Value {

@@ -14,7 +14,7 @@ use tackle::agent::openai::OpenAiModel;
 use tackle::agent::react::{ReactSkill, ReactState};
 use tackle::events::{event_queue, EventReceiver, ModelDelta, ToolEvent, ToolEventKind};
 use tackle::replay::Mode;
-use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext};
 use tokio::sync::Notify;
 
 #[path = "support/fake_endpoint.rs"]

@@ -176,7 +176,7 @@ impl ToolSpec {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tackle::{ReplayPolicy, SideEffects, ToolSpec};
+    /// use tackle::{spec::ReplayPolicy, SideEffects, ToolSpec};
     ///
     /// let mut spec = ToolSpec::new("mail", "send", "1", SideEffects::External, "Sends mail.");
     /// spec.permissions = vec!["mail:send".into()];

@@ -22,7 +22,7 @@
 //! use serde_json::json;
 //! use tackle::audit::MemoryAudit;
 //! use tackle::registry::ToolChangeKind;
-//! use tackle::{DynamicTool, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec};
+//! use tackle::{registry::DynamicTool, Runtime, SideEffects, ToolContext, ToolErrorKind, ToolSpec};
 //! use std::sync::Arc;
 //!
 //! # #[tokio::main(flavor = "current_thread")]

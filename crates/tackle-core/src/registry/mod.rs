@@ -61,7 +61,7 @@ enum Found<'a> {
 ///
 /// ```
 /// use serde_json::json;
-/// use tackle::{tool, DynamicTool, Registry, SideEffects, ToolSpec};
+/// use tackle::{tool, registry::DynamicTool, Registry, SideEffects, ToolSpec};
 ///
 /// /// Adds two integers.
 /// #[tool(namespace = "math", side_effects = none)]

@@ -29,7 +29,7 @@ use crate::spec::ReplayPolicy;
 /// use serde_json::json;
 /// use std::sync::Arc;
 /// use tackle::replay::Mode;
-/// use tackle::{tool, Cassette, CassetteConfig, Run, Runtime, ToolContext};
+/// use tackle::{tool, Cassette, replay::CassetteConfig, Run, Runtime, ToolContext};
 ///
 /// /// Sends a greeting (an external effect).
 /// #[tool(namespace = "mail", side_effects = external)]

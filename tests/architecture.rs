@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "events",
         "content",
+        "secrets",
         "context",
     ],
     // What the macro registers.

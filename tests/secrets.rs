@@ -458,3 +458,101 @@ async fn an_approver_never_sees_a_secret_argument() {
     }
     assert_ne!(seen[0].binding, seen[1].binding);
 }
+
+/// Sends a note with a key, after approval.
+#[tool(namespace = "s", version = "1", side_effects = external, needs_approval)]
+fn send(note: String, #[secret] api_key: String) -> String {
+    format!(
+        "sent {} characters with a key of {}",
+        note.len(),
+        api_key.len()
+    )
+}
+
+/// One key per call: the approval binding holds the very canonical input the cassette
+/// keys and keeps (scrubbed once), and a cassette's own secrets leave the live output
+/// as they leave the recording, so the replay gives what the live run gave.
+#[tokio::test]
+async fn one_key_and_one_scrubber_serve_replay_approval_and_the_caller() {
+    use std::sync::Mutex;
+    use tackle::approval::{ApprovalDecision, ApprovalRequest, ApproveWith};
+
+    let dir = std::env::temp_dir().join(format!("tackle-secrets-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("send.json");
+    let config = |mode| {
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_secret("project-7781-secret")
+            .with_env_overrides(false)
+    };
+    let seen: Arc<Mutex<Vec<ApprovalRequest>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let runtime = Arc::new(
+        Runtime::from_inventory()
+            .unwrap()
+            .with_approver(ApproveWith(
+                move |request: &ApprovalRequest| -> ApprovalDecision {
+                    kept.lock().unwrap().push(request.clone());
+                    request.approve()
+                },
+            )),
+    );
+    let input = json!({
+        "note": format!("for {TOKEN} in project-7781-secret"),
+        "api_key": "k-000111222333"
+    });
+
+    let cassette = Cassette::open(&path, config(Mode::Rewrite)).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette.clone());
+    let sent_live = run.call("s.send", input.clone(), &ctx()).await.unwrap();
+    assert_eq!(sent_live, json!("sent 41 characters with a key of 14"));
+    let echoed = run
+        .call("s.echo", json!({"text": "in project-7781-secret"}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed,
+        json!("in [REDACTED]"),
+        "the cassette's secret, live"
+    );
+    cassette.finish().unwrap();
+
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let recorded = file["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["key"] == "s.send@1")
+        .map(|i| &i["input"])
+        .unwrap();
+    assert_eq!(
+        *recorded,
+        json!({"note": "for [REDACTED] in [REDACTED]", "api_key": "[REDACTED]"})
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        // What the approver was shown, what the binding holds, what the cassette keys.
+        assert_eq!(seen[0].input, *recorded);
+        assert_eq!(
+            seen[0].binding.arguments(),
+            tackle::canonical::canonical(recorded)
+        );
+    }
+
+    // The replay gives what the live run gave, and needs no approval.
+    let cassette = Cassette::open(&path, config(Mode::Replay)).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette.clone());
+    let sent = run.call("s.send", input, &ctx()).await.unwrap();
+    assert_eq!(sent, sent_live);
+    let replayed = run
+        .call("s.echo", json!({"text": "in project-7781-secret"}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(replayed, echoed);
+    cassette.finish().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

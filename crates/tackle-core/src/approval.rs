@@ -6,8 +6,11 @@
 //! says so for the validated input. The door then asks the runtime's [`Approver`];
 //! with no approver configured, the call is denied.
 //!
-//! Every request carries an [`ApprovalBinding`]: the tool's key and the canonical JSON
-//! of the validated arguments. An approval is made from a request and stays bound to
+//! Every request carries an [`ApprovalBinding`]: the tool's key, the call's key (the
+//! canonical JSON of the validated arguments as scrubbed of secrets, made once per call
+//! and shared with replay and the journal: see [`crate::secrets`]) and, when scrubbing
+//! took something out, a digest of what it took, so the binding still tells one secret
+//! value from another without holding it. An approval is made from a request and stays bound to
 //! it, so an approval given for one set of arguments cannot be used for another: the
 //! door checks the binding before the tool runs. An approver may ask the runtime to
 //! remember an approval; later calls with the *same* key and arguments then run
@@ -23,33 +26,60 @@ use std::hash::Hasher;
 
 use crate::canonical::{canonical_into, Fnv};
 
-/// What an approval is bound to: a tool key and the exact validated arguments.
+/// What an approval is bound to: a tool key and the exact validated arguments (their
+/// scrubbed canonical form, and a digest of the secrets scrubbing took out).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ApprovalBinding {
     key: String,
     canonical: String,
+    /// FNV-1a of the unscrubbed arguments' canonical form when scrubbing changed them,
+    /// else 0.
+    taken: u64,
     hash: u64,
 }
 
 impl ApprovalBinding {
-    /// The binding of a call of `key` with `input`.
+    /// The binding of a call of `key` with `input`. The door binds a call to its input
+    /// as scrubbed of secrets ([`crate::secrets::Scrubber::input`]), as its approver is
+    /// shown it; for an input with no secret that is the input itself.
     pub fn new(key: &str, input: &Value) -> ApprovalBinding {
         let mut canonical = String::new();
         canonical_into(input, &mut canonical);
+        ApprovalBinding::of_call(key, canonical, None)
+    }
+
+    /// The binding of a call of `key` whose scrubbed input's canonical form is
+    /// `canonical` (the call's key, made once by the door) and whose input before
+    /// scrubbing was `unscrubbed`, when scrubbing changed it: only a digest of that is
+    /// kept.
+    pub fn of_call(key: &str, canonical: String, unscrubbed: Option<&Value>) -> ApprovalBinding {
+        let taken = unscrubbed.map_or(0, |input| {
+            let mut hasher = Fnv::default();
+            hasher.write(crate::canonical::canonical(input).as_bytes());
+            hasher.finish()
+        });
         let mut hasher = Fnv::default();
         hasher.write(key.as_bytes());
         hasher.write(b"\n");
         hasher.write(canonical.as_bytes());
+        hasher.write(&taken.to_le_bytes());
         ApprovalBinding {
             key: key.to_owned(),
             hash: hasher.finish(),
             canonical,
+            taken,
         }
     }
 
     /// The tool's key.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The arguments the binding holds: the call's key, the canonical JSON of its
+    /// validated input as scrubbed of secrets (what its approver was shown).
+    pub fn arguments(&self) -> &str {
+        &self.canonical
     }
 
     /// A 64-bit hash of the key and arguments, for logs and audit events. Bindings are
@@ -78,8 +108,9 @@ pub struct ApprovalRequest {
     pub key: String,
     /// The call's id (as in audit events).
     pub call_id: u64,
-    /// The validated arguments, each secret argument's value replaced by
-    /// `[REDACTED]` (the binding is to the real values).
+    /// The validated arguments as scrubbed of secrets: a secret argument's value, a
+    /// value of the caller's secrets, a token-shaped string is `[REDACTED]` (the
+    /// binding still tells the real values apart).
     pub input: Value,
     /// What an approval of this request is bound to.
     pub binding: ApprovalBinding,

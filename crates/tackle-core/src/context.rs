@@ -343,7 +343,6 @@ impl ToolContext {
     /// Replaces every secret value of this context in `text` with `<redacted>`;
     /// whether anything was replaced.
     pub fn redact_secrets(&self, text: &mut String) -> bool {
-        let mut changed = false;
         let arguments = self
             .call
             .as_ref()
@@ -351,17 +350,7 @@ impl ToolContext {
             .unwrap_or_default()
             .iter()
             .map(String::as_str);
-        for secret in self
-            .secret_values()
-            .chain(arguments)
-            .filter(|s| !s.is_empty())
-        {
-            if text.contains(secret) {
-                *text = text.replace(secret, "<redacted>");
-                changed = true;
-            }
-        }
-        changed
+        crate::secrets::scrub_text(text, self.secret_values().chain(arguments))
     }
 
     /// Whether anyone listens to the running call's events (its run has an event

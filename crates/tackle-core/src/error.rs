@@ -327,6 +327,64 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// Calls `f` on every text of the error (the key, messages, reasons, names,
+    /// validation issues' pointers and messages): what scrubbing an error's secrets
+    /// needs, without a trip through JSON (see [`crate::secrets`]).
+    pub fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        match self {
+            ToolError::NotFound {
+                query, suggestions, ..
+            } => {
+                f(query);
+                suggestions.iter_mut().for_each(f);
+            }
+            ToolError::Ambiguous { query, candidates } => {
+                f(query);
+                candidates.iter_mut().for_each(f);
+            }
+            ToolError::InvalidInput { key, errors } | ToolError::InvalidOutput { key, errors } => {
+                f(key);
+                for issue in errors {
+                    f(&mut issue.pointer);
+                    f(&mut issue.schema_path);
+                    f(&mut issue.message);
+                }
+            }
+            ToolError::CapabilityDenied { key, missing } => {
+                f(key);
+                missing.iter_mut().for_each(f);
+            }
+            ToolError::UnsafeOutput { key, patterns } => {
+                f(key);
+                patterns.iter_mut().for_each(f);
+            }
+            ToolError::MissingContext { key, what: text }
+            | ToolError::Execution { key, message: text }
+            | ToolError::Panicked { key, message: text }
+            | ToolError::InvalidSchema {
+                key, message: text, ..
+            }
+            | ToolError::CassetteMiss {
+                key, message: text, ..
+            }
+            | ToolError::Divergence {
+                key, message: text, ..
+            }
+            | ToolError::ApprovalDenied { key, reason: text }
+            | ToolError::Sandbox { key, reason: text }
+            | ToolError::Disconnected { key, reason: text } => {
+                f(key);
+                f(text);
+            }
+            ToolError::ReplayGap { key, .. }
+            | ToolError::Timeout { key, .. }
+            | ToolError::Aborted { key, .. }
+            | ToolError::Cancelled { key } => f(key),
+        }
+    }
+}
+
+impl ToolError {
     /// The category of this error.
     pub fn kind(&self) -> ToolErrorKind {
         match self {
@@ -558,5 +616,112 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "the panic carried no message".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of each kind, `S3CRET` in every text it has.
+    fn every_kind() -> Vec<ToolError> {
+        let s = || "S3CRET".to_owned();
+        let issue = || ValidationIssue {
+            pointer: s(),
+            schema_path: s(),
+            message: s(),
+        };
+        vec![
+            ToolError::NotFound {
+                query: s(),
+                suggestions: vec![s()],
+                registry_empty: false,
+            },
+            ToolError::Ambiguous {
+                query: s(),
+                candidates: vec![s()],
+            },
+            ToolError::InvalidInput {
+                key: s(),
+                errors: vec![issue()],
+            },
+            ToolError::CapabilityDenied {
+                key: s(),
+                missing: vec![s()],
+            },
+            ToolError::MissingContext {
+                key: s(),
+                what: s(),
+            },
+            ToolError::Execution {
+                key: s(),
+                message: s(),
+            },
+            ToolError::Panicked {
+                key: s(),
+                message: s(),
+            },
+            ToolError::InvalidOutput {
+                key: s(),
+                errors: vec![issue()],
+            },
+            ToolError::InvalidSchema {
+                key: s(),
+                which: SchemaSide::Input,
+                message: s(),
+            },
+            ToolError::CassetteMiss {
+                key: s(),
+                call: 1,
+                message: s(),
+            },
+            ToolError::ReplayGap { key: s(), call: 1 },
+            ToolError::Divergence {
+                key: s(),
+                call: 1,
+                message: s(),
+            },
+            ToolError::ApprovalDenied {
+                key: s(),
+                reason: s(),
+            },
+            ToolError::Timeout {
+                key: s(),
+                after_ms: 1,
+                still_running: false,
+            },
+            ToolError::Aborted {
+                key: s(),
+                grace_ms: 1,
+            },
+            ToolError::Cancelled { key: s() },
+            ToolError::UnsafeOutput {
+                key: s(),
+                patterns: vec![s()],
+            },
+            ToolError::Sandbox {
+                key: s(),
+                reason: s(),
+            },
+            ToolError::Disconnected {
+                key: s(),
+                reason: s(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_text_of_every_kind_is_reached() {
+        let errors = every_kind();
+        // Every kind is here, once (`for_each_text` matches them all: a new kind is a
+        // compile error there, and belongs here too).
+        let kinds: std::collections::HashSet<_> = errors.iter().map(ToolError::kind).collect();
+        assert_eq!((kinds.len(), errors.len()), (19, 19));
+        for mut error in errors {
+            assert!(format!("{error:?}").contains("S3CRET"));
+            error.for_each_text(&mut |text| *text = text.replace("S3CRET", "x"));
+            let seen = format!("{error:?} {error}");
+            assert!(!seen.contains("S3CRET"), "{seen}");
+        }
     }
 }

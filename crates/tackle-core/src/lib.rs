@@ -41,6 +41,7 @@ pub mod run;
 pub mod sandbox;
 pub mod sanitize;
 pub mod schema;
+pub mod secrets;
 pub mod shape;
 pub mod spec;
 pub mod validate;

@@ -244,7 +244,7 @@ impl Visit for Fields<'_> {
 
 /// `text` without token-shaped strings.
 fn scrub(text: String) -> String {
-    match tackle_core::replay::redact::Redactor::new().redact_str(&text) {
+    match tackle_core::secrets::Redactor::new().redact_str(&text) {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(scrubbed) => scrubbed,
     }

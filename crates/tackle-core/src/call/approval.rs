@@ -9,6 +9,7 @@
 //!
 //! [`Approver`]: crate::approval::Approver
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::sync::PoisonError;
 
@@ -35,16 +36,15 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     // Boxed, like the other rare stages, to keep the common call's future small.
     let call_id = call.id();
     let run = call.run;
-    let secret_fields = &call.arg_secret_fields;
-    let decision = Box::pin(ask(
-        door,
-        run,
-        tool,
-        call.input.get(),
-        secret_fields,
-        call_id,
-    ))
-    .await;
+    // Bound to the call as its approver is shown it: its scrubbed input, and its key
+    // (made by the replay router when there is a cassette, else now).
+    let key = call.call_key().to_owned();
+    let (shown, unscrubbed) = match call.scrubber().input(call.input.peek()) {
+        Cow::Borrowed(input) => (input.clone(), None),
+        Cow::Owned(shown) => (shown, Some(call.input.peek())),
+    };
+    let binding = ApprovalBinding::of_call(tool.key(), key, unscrubbed);
+    let decision = Box::pin(ask(door, run, tool, shown, binding, call_id)).await;
     let refusal = match &decision {
         GateDecision::Refused(reason) => Some(ToolError::ApprovalDenied {
             key: tool.key().to_owned(),
@@ -59,17 +59,16 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     }
 }
 
-/// Asks for approval of a call of `tool` with the validated `input`, whose
-/// `secret_fields` the approver is not shown.
+/// Asks for approval of a call of `tool` whose scrubbed input is `shown`, bound to
+/// `binding`.
 async fn ask(
     door: &Runtime,
     run: Option<&RunState>,
     tool: &Tool,
-    input: &Value,
-    secret_fields: &[String],
+    shown: Value,
+    binding: ApprovalBinding,
     call_id: u64,
 ) -> GateDecision {
-    let binding = ApprovalBinding::new(tool.key(), input);
     let remembered = run.is_some_and(|run| {
         run.memory
             .remembered
@@ -90,8 +89,6 @@ async fn ask(
             "the tool needs approval and no approver is configured".to_owned(),
         );
     };
-    let mut shown = input.clone();
-    super::secrets::blank_arguments(&mut shown, secret_fields);
     let request = ApprovalRequest {
         key: tool.key().to_owned(),
         call_id,

@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::{Call, Runtime};
 use crate::audit::{AuditError, AuditEvent};
 use crate::error::ToolError;
-use crate::replay::redact::Redactor;
 
 /// The call's span: `tool.call`, its fields filled in as stages learn them.
 #[inline]
@@ -75,10 +74,7 @@ pub(super) fn stage(
         // A key that resolved to nothing is the caller's text: it may hold anything.
         let mut key = call.key().to_owned();
         if call.tool.is_none() {
-            call.ctx.redact_secrets(&mut key);
-            if let std::borrow::Cow::Owned(redacted) = Redactor::new().redact_str(&key) {
-                key = redacted;
-            }
+            call.scrubber().text(&mut key);
         }
         sink.record(AuditEvent {
             call_id,

@@ -26,7 +26,6 @@
 //! the sandbox's future kills the child, so its `Timeout` is never still running.
 
 use std::any::Any;
-use std::borrow::Cow;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,7 +44,6 @@ use crate::context::{
 use crate::error::{panic_message, ToolError, ToolOrigin};
 use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
-use crate::replay::redact::Redactor;
 use crate::sandbox::{SandboxJob, SandboxPolicy};
 
 #[inline]
@@ -65,7 +63,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
         let rerun_safe = tool.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
-        match cassette.start(pending, rerun_safe) {
+        match cassette.start(pending, call.key.as_deref().unwrap_or_default(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {
                 return ControlFlow::Break(Err(ToolError::Execution {
@@ -448,105 +446,5 @@ where
             Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
             Err(payload) => Poll::Ready(Err(payload)),
         }
-    }
-}
-
-/// Removes the caller's secret values and token-shaped strings (`Bearer ...`, `sk-...`
-/// keys) from an error's text.
-#[inline]
-pub(super) fn scrub(result: &mut Result<Value, ToolError>, ctx: &ToolContext) {
-    let Err(error) = result else { return };
-    let Ok(mut value) = serde_json::to_value(&*error) else {
-        return;
-    };
-    if scrub_value(&mut value, ctx, true) {
-        if let Ok(scrubbed) = serde_json::from_value(value) {
-            *error = scrubbed;
-        }
-    }
-}
-
-/// `result`, scrubbed (see [`scrub`]).
-#[inline]
-pub(super) fn scrubbed(
-    mut result: Result<Value, ToolError>,
-    ctx: &ToolContext,
-) -> Result<Value, ToolError> {
-    scrub(&mut result, ctx);
-    result
-}
-
-/// Replaces the secret arguments' values (see `secrets::arguments`) in an error's
-/// text, or in an output, with `<redacted>`.
-pub(super) fn scrub_arguments(result: &mut Result<Value, ToolError>, secrets: &[String]) {
-    match result {
-        Ok(value) => {
-            scrub_value_of(value, secrets);
-        }
-        Err(error) => {
-            let Ok(mut value) = serde_json::to_value(&*error) else {
-                return;
-            };
-            if scrub_value_of(&mut value, secrets) {
-                if let Ok(scrubbed) = serde_json::from_value(value) {
-                    *error = scrubbed;
-                }
-            }
-        }
-    }
-}
-
-/// Replaces each of `secrets` (longest first) in `value`'s strings with
-/// `<redacted>`; whether anything changed. `value` is within the door's depth limit.
-pub(super) fn scrub_value_of(value: &mut Value, secrets: &[String]) -> bool {
-    match value {
-        Value::String(text) => {
-            let mut changed = false;
-            for secret in secrets {
-                if text.contains(secret.as_str()) {
-                    *text = text.replace(secret.as_str(), "<redacted>");
-                    changed = true;
-                }
-            }
-            changed
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |changed, v| scrub_value_of(v, secrets) | changed),
-        Value::Object(map) => map
-            .values_mut()
-            .fold(false, |changed, v| scrub_value_of(v, secrets) | changed),
-        _ => false,
-    }
-}
-
-/// Replaces the context's secret values in `value`'s strings with `<redacted>`, and
-/// token-shaped strings with `[REDACTED]`.
-pub(super) fn scrub_output(value: &mut Value, ctx: &ToolContext) -> bool {
-    scrub_value(value, ctx, true)
-}
-
-/// Scrubs the context's secrets from `value`'s strings, and token-shaped strings
-/// (`Bearer ...`, `sk-...` keys) too when `tokens` is set. `value` is within the
-/// door's depth limit.
-fn scrub_value(value: &mut Value, ctx: &ToolContext, tokens: bool) -> bool {
-    match value {
-        Value::String(text) => {
-            let mut changed = ctx.redact_secrets(text);
-            if tokens {
-                if let Cow::Owned(redacted) = Redactor::new().redact_str(text) {
-                    *text = redacted;
-                    changed = true;
-                }
-            }
-            changed
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |changed, v| scrub_value(v, ctx, tokens) | changed),
-        Value::Object(map) => map
-            .values_mut()
-            .fold(false, |changed, v| scrub_value(v, ctx, tokens) | changed),
-        _ => false,
     }
 }

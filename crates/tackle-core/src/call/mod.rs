@@ -27,7 +27,9 @@
 //!    whose idempotency key was seen before gets the first call's outcome, after
 //!    passing its own capability and input stages;
 //! 5. **replay router** (`replay.rs`): with a [`Cassette`], a recorded outcome may stand
-//!    in for the call (see [`crate::replay`]);
+//!    in for the call (see [`crate::replay`]). It keys the call by its input scrubbed
+//!    of secrets, whose canonical form (the call's key) is made once and shared with
+//!    approval and the journal;
 //! 6. **approval** (`approval.rs`): asked only for calls that will really run, bound to
 //!    the validated arguments (see [`crate::approval`]);
 //! 7. **execute** (`execute.rs`): under the time limit and the run's cancellation, with a
@@ -38,8 +40,9 @@
 //!    bounds;
 //! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
 //!    error (replayed outputs are checked too);
-//!    Then the caller's secrets are scrubbed from the output (`secrets.rs`), unless the
-//!    tool `reveals_secrets`;
+//!    then the outcome is scrubbed, once, with the call's one scrubber (`secrets.rs`,
+//!    [`crate::secrets`]): the output unless the tool `reveals_secrets`, every text of
+//!    an error;
 //! 9. **shape** (`shape.rs`): a long result is cut to the tool's `max_result_tokens`
 //!    ([`crate::shape`]);
 //! 10. **sanitize** (`sanitize.rs`): instruction-like text is handled by the tool's trust
@@ -105,6 +108,7 @@ use crate::replay::router::Pending;
 use crate::replay::Cassette;
 use crate::sandbox::{Sandbox, SandboxPolicy, SandboxResolver};
 use crate::sanitize::{Finding, Sanitization};
+use crate::secrets::Scrubber;
 use crate::shape::{ShapeReport, Shaping};
 use crate::spec::ToolSpec;
 
@@ -221,6 +225,12 @@ pub(crate) struct Call<'a> {
     /// The names of the call's secret arguments: their whole values are replaced in
     /// what a cassette keeps, whatever their type or length.
     pub(crate) arg_secret_fields: Vec<String>,
+    /// The call's key: the canonical form of its scrubbed input (see
+    /// [`crate::secrets`]), made once by the first stage that needs it (the replay
+    /// router, approval) and shared by the others (approval, the journal).
+    pub(crate) key: Option<String>,
+    /// Whether the outcome has been scrubbed (see [`crate::secrets`]): once only.
+    pub(crate) scrubbed: bool,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -264,6 +274,15 @@ impl Input<'_> {
         match self {
             Input::Value(value) => value,
             // Taken only by execution, after every stage that reads the input.
+            _ => &Value::Null,
+        }
+    }
+
+    /// The value as made (by [`Input::get`]); `null` before.
+    #[inline]
+    pub(crate) fn peek(&self) -> &Value {
+        match self {
+            Input::Value(value) => value,
             _ => &Value::Null,
         }
     }
@@ -326,6 +345,29 @@ impl<'a> Call<'a> {
     #[inline]
     pub(crate) fn key(&self) -> &'a str {
         self.tool.map_or(self.asked, Tool::key)
+    }
+
+    /// The call's one scrubber (see [`crate::secrets`]): the caller's secrets, the
+    /// secret arguments, the cassette's secrets and token shapes.
+    #[inline]
+    pub(crate) fn scrubber(&self) -> Scrubber<'_> {
+        Scrubber::new(
+            self.ctx.secret_values(),
+            &self.arg_secrets,
+            &self.arg_secret_fields,
+            self.cassette().map(Cassette::redactor),
+        )
+    }
+
+    /// The call's key (see [`Call::key`](Call#structfield.key)), made now if no stage
+    /// made it yet.
+    pub(crate) fn call_key(&mut self) -> &str {
+        if self.key.is_none() {
+            self.input.get();
+            let key = Scrubber::key(&self.scrubber().input(self.input.peek()));
+            self.key = Some(key);
+        }
+        self.key.as_deref().unwrap_or_default()
     }
 }
 
@@ -749,6 +791,8 @@ impl Runtime {
             given_id: None,
             arg_secrets: Vec::new(),
             arg_secret_fields: Vec::new(),
+            key: None,
+            scrubbed: false,
             tool,
             spec: None,
             code,
@@ -787,7 +831,7 @@ impl Runtime {
         guard::after(self, call, snapshot);
         bounds::output(self, call)?;
         validate::output(call)?;
-        secrets::output(call)?;
+        secrets::outcome(call)?;
         shape::stage(self, call).await?;
         sanitize::stage(self, call)?;
         record::stage(call)
@@ -813,9 +857,11 @@ impl Runtime {
             ControlFlow::Break(outcome) => outcome,
             ControlFlow::Continue(()) => call.outcome.take().unwrap_or(Ok(Value::Null)),
         };
-        let mut result = execute::scrubbed(result, call.ctx);
-        if !call.arg_secrets.is_empty() {
-            execute::scrub_arguments(&mut result, &call.arg_secrets);
+        let mut result = result;
+        if !call.scrubbed && result.is_err() {
+            // Ended before the outcome stage (or by the router): its error leaves the
+            // door scrubbed all the same.
+            call.scrubber().outcome(&mut result, true);
         }
         dedupe::settle(call, &result);
         audit::stage(self, call, &result, start);

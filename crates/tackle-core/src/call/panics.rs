@@ -15,7 +15,7 @@ use std::sync::{Arc, Once};
 
 use crate::context::ToolContext;
 use crate::error::panic_message;
-use crate::replay::redact::Redactor;
+use crate::secrets::Redactor;
 
 thread_local! {
     /// The secrets of the tool calls running on this thread, innermost last.

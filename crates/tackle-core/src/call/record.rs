@@ -2,8 +2,9 @@
 //!
 //! Only when the replay router asked for a record and the call really ran: a replayed
 //! call, or one refused before it ran, records nothing. What is stored is the final
-//! outcome (validated, shaped, sanitized, errors scrubbed of the caller's secrets), so
-//! a replayed run gives its caller what the recorded run gave.
+//! outcome (validated, scrubbed, shaped, sanitized), so a replayed run gives its caller
+//! what the recorded run gave; the output of a tool that `reveals_secrets` to its
+//! caller is scrubbed for the cassette here.
 
 use std::ops::ControlFlow;
 
@@ -20,12 +21,19 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     }
     let key = call.tool().key();
-    if let Some(outcome) = &mut call.outcome {
-        super::execute::scrub(outcome, call.ctx);
-        if !call.arg_secrets.is_empty() {
-            super::execute::scrub_arguments(outcome, &call.arg_secrets);
+    // Scrubbed once already, but for the output of a tool that reveals secrets to its
+    // caller: a cassette holds none all the same.
+    let scrubbed = match &call.outcome {
+        Some(output @ Ok(_)) if call.spec().reveals_secrets => {
+            let mut copy = output.clone();
+            call.scrubber().outcome(&mut copy, false);
+            Some(copy)
         }
-        match cassette.record(*pending, outcome, call.trail.shaped.is_some()) {
+        _ => None,
+    };
+    if let Some(outcome) = &mut call.outcome {
+        let recorded = scrubbed.as_ref().unwrap_or(outcome);
+        match cassette.record(*pending, recorded, call.trail.shaped.is_some()) {
             Ok(()) => call.trail.execution = Execution::Recorded,
             // Not in the journal: the outcome is not used.
             Err(why) => {

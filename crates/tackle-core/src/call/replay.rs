@@ -6,15 +6,17 @@
 //! against the tool's schema), send the call on to run with a record pending (the
 //! record stage stores it), or end the call (`CassetteMiss`, `ReplayGap`,
 //! `Divergence`). Tool calls match in any order; operations (model completions,
-//! broker requests) must come in their recorded order. The caller's secrets (those in
-//! its context) are redacted from the input the cassette keys and keeps.
+//! broker requests) must come in their recorded order. The input the cassette keys and
+//! keeps is the call's scrubbed input (see [`crate::secrets`]).
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
 use crate::replay::InteractionKind;
+use crate::secrets::Scrubber;
 
 #[inline]
 pub(super) fn stage(call: &mut Call<'_>) -> Flow {
@@ -29,29 +31,31 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))
     };
     let policy = call.spec().replay_policy;
-    // The caller's secrets are redacted from what the cassette keys and keeps, as its
-    // own configured secrets are: no second configuration.
-    let ctx = call.ctx;
+    // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
+    // recording keeps; its canonical form is the call's key, which approval and the
+    // journal share.
+    let scrubbed = {
+        call.input.get();
+        let input = call.scrubber().input(call.input.peek());
+        let key = Scrubber::key(&input);
+        match input {
+            Cow::Owned(input) => (key, Some(input)),
+            Cow::Borrowed(_) => (key, None),
+        }
+    };
+    let (key, owned) = scrubbed;
     // An operation's input is read by nothing after the router (its code runs on
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
     let hand_over = call.operation && !tool.may_need_approval();
-    let routed = if ctx.has_secrets() || !call.arg_secret_fields.is_empty() {
-        let redactor = ctx
-            .secret_values()
-            .chain(call.arg_secrets.iter().map(String::as_str))
-            .fold(cassette.redactor().clone(), |r, secret| {
-                r.with_secret(secret)
-            });
-        let mut input = redactor.redact(call.input.get());
-        super::secrets::blank_arguments(&mut input, &call.arg_secret_fields);
-        Routed::Owned(input)
-    } else if hand_over {
-        Routed::Owned(call.input.take())
-    } else {
-        Routed::Borrowed(call.input.get())
+    let routed = match owned {
+        Some(input) => Routed::Owned(input),
+        None if hand_over => Routed::Owned(call.input.take()),
+        None => Routed::Borrowed(call.input.peek()),
     };
-    match cassette.route(kind, tool.key(), policy, routed, fingerprint) {
+    let routed = cassette.route(kind, tool.key(), policy, routed, &key, fingerprint);
+    call.key = Some(key);
+    match routed {
         Err(error) => ControlFlow::Break(Err(error)),
         Ok(Route::Serve { outcome, shaped }) => {
             call.trail.execution = Execution::Replayed;

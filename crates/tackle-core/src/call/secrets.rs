@@ -1,12 +1,14 @@
-//! After stage 8, scrub output: secrets do not come back in a result.
+//! After stage 8, scrub the outcome: secrets do not come back in a result.
 //!
-//! Every secret value in the caller's context that appears in a string of the tool's
-//! output is replaced with `<redacted>`, and every token-shaped string (`Bearer ...`,
-//! `sk-...` keys, JWTs) with `[REDACTED]`, before anything else sees the output:
-//! shaping (so a spilled file holds no secret), sanitization, the recording, the
-//! caller, a model, an MCP client. So a live run gives what its replay gives. A tool
-//! that hands out a credential on purpose says so with `reveals_secrets`, and its
-//! output is left as it is. A replayed output was recorded scrubbed.
+//! The call's one scrubber ([`crate::secrets::Scrubber`]) replaces every secret value
+//! of the caller's context and every secret argument's value that appears in a string
+//! of the tool's output or in a text of its error with `<redacted>`, and every
+//! token-shaped string (`Bearer ...`, `sk-...` keys, JWTs) and the cassette's secrets
+//! with `[REDACTED]`, before anything else sees the outcome: shaping (so a spilled
+//! file holds no secret), sanitization, the recording, the caller, a model, an MCP
+//! client. So a live run gives what its replay gives. A tool that hands out a
+//! credential on purpose says so with `reveals_secrets`, and its output is left as it
+//! is for its caller (not for a cassette). A replayed output was recorded scrubbed.
 
 //!
 //! Secret arguments. An argument is secret when the tool's input schema marks its
@@ -17,7 +19,9 @@
 //! them from everything that leaves it: the recorded input (a cassette keys and keeps
 //! `[REDACTED]` in their place, so a replay still matches), the output and a spill
 //! file (`<redacted>`), error texts, audit events, stream events. An approver is shown
-//! `[REDACTED]` in their place too, while the approval stays bound to the real values.
+//! `[REDACTED]` in their place too, and the approval is bound to the call as shown
+//! (the call's key: see [`crate::secrets`]), so a secret's value never travels in a
+//! binding.
 
 use std::ops::ControlFlow;
 
@@ -99,19 +103,6 @@ impl Runtime {
     }
 }
 
-/// Replaces the whole value of each secret argument in `fields` of `input` with
-/// `[REDACTED]`, whatever its type or length: what a cassette keys and keeps, and what
-/// an approver is shown.
-pub(super) fn blank_arguments(input: &mut Value, fields: &[String]) {
-    if let Value::Object(input) = input {
-        for name in fields {
-            if let Some(value) = input.get_mut(name) {
-                *value = Value::String(crate::replay::redact::REDACTED.to_owned());
-            }
-        }
-    }
-}
-
 /// The shortest value scrubbed from texts: a shorter one would shred ordinary text
 /// (a cassette's input loses the whole field, whatever its length).
 const MIN_TEXT_SECRET: usize = 4;
@@ -144,17 +135,21 @@ fn values(value: &Value, found: &mut Vec<String>) {
     }
 }
 
+/// The outcome point (see [`crate::secrets`]): right after execution and the checks
+/// of what it returned, the live outcome is scrubbed once with the call's scrubber, its
+/// output unless the tool `reveals_secrets` (the recording is scrubbed all the same:
+/// see the record stage), its error in every case. A replayed outcome was recorded
+/// scrubbed; a replayed error is scrubbed when it leaves the door.
 #[inline]
-pub(super) fn output(call: &mut Call<'_>) -> Flow {
-    if call.trail.execution == Execution::Replayed || call.spec().reveals_secrets {
+pub(super) fn outcome(call: &mut Call<'_>) -> Flow {
+    if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
-    let ctx = call.ctx;
-    if let Some(Ok(output)) = &mut call.outcome {
-        super::execute::scrub_output(output, ctx);
-        if !call.arg_secrets.is_empty() {
-            super::execute::scrub_value_of(output, &call.arg_secrets);
-        }
+    let reveals = call.spec().reveals_secrets;
+    if let Some(mut outcome) = call.outcome.take() {
+        call.scrubber().outcome(&mut outcome, reveals);
+        call.outcome = Some(outcome);
+        call.scrubbed = true;
     }
     ControlFlow::Continue(())
 }

@@ -20,7 +20,6 @@ use super::mode::{CassetteConfig, Mode};
 use super::redact::Redactor;
 use super::warning::CassetteWarning;
 use crate::canonical::{self, FnvMap, FnvSet};
-use crate::error::ToolError;
 use crate::spec::ReplayPolicy;
 
 /// A recording of calls, shared by every call of one run. Cheap to clone.
@@ -95,8 +94,6 @@ pub(super) struct State {
     pub(super) used: Vec<bool>,
     /// `(key, canonical input)` -> recorded indices, in recorded order.
     pub(super) queues: FnvMap<String, FnvMap<String, Queue>>,
-    /// Reused buffer for the canonical form of each call's input.
-    pub(super) scratch: String,
     /// Indices of recorded operations, in call order.
     pub(super) operations: Vec<usize>,
     pub(super) next_operation: usize,
@@ -528,14 +525,6 @@ fn stable_order(fresh: &mut [Interaction]) {
             interaction.call = number;
         }
     }
-}
-
-/// Redacts an error's texts through its serialized form.
-pub(super) fn redact_error(redactor: &Redactor, error: &ToolError) -> ToolError {
-    serde_json::to_value(error)
-        .ok()
-        .and_then(|v| serde_json::from_value(redactor.redact(&v)).ok())
-        .unwrap_or_else(|| error.clone())
 }
 
 /// `crate::module::test::{{closure}}::__tackle_here` -> `crate.module.test`.

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::cassette::{redact_error, Cassette, Effective, Queue, State};
+use super::cassette::{Cassette, Effective, Queue, State};
 use super::diagnose::describe;
 use super::file::{Interaction, InteractionKind, Outcome};
 use super::journal::CallStarted;
@@ -44,15 +44,11 @@ impl Routed<'_> {
         }
     }
 
-    /// The input to record, redacted: copied when borrowed, redacted in place when
-    /// owned.
-    fn into_redacted(self, redactor: &super::redact::Redactor) -> Value {
+    /// The input to record (scrubbed already): copied when borrowed.
+    fn into_owned(self) -> Value {
         match self {
-            Routed::Borrowed(value) => redactor.redact(value),
-            Routed::Owned(mut value) => {
-                redactor.redact_in_place(&mut value);
-                value
-            }
+            Routed::Borrowed(value) => value.clone(),
+            Routed::Owned(value) => value,
         }
     }
 }
@@ -68,13 +64,16 @@ pub(crate) struct Pending {
 }
 
 impl Cassette {
-    /// Decides what to do with a call (see the table in the module docs).
+    /// Decides what to do with a call (see the table in the module docs). `routed` is
+    /// the call's scrubbed input and `canonical` its canonical form, the call's key
+    /// (see [`crate::secrets`]): the router neither redacts nor canonicalizes again.
     pub(crate) fn route(
         &self,
         kind: InteractionKind,
         key: &str,
         policy: ReplayPolicy,
         routed: Routed<'_>,
+        canonical: &str,
         schema: Option<&str>,
     ) -> Result<Route, ToolError> {
         let input = routed.get();
@@ -88,14 +87,13 @@ impl Cassette {
         if effective == Effective::Live {
             return Ok(Route::Run(None));
         }
-        let redactor = &self.inner.redactor;
         let pending = |routed: Routed<'_>, tombstone| {
             Route::Run(Some(Pending {
                 call,
                 key: key.to_owned(),
                 kind,
                 policy,
-                input: routed.into_redacted(redactor),
+                input: routed.into_owned(),
                 tombstone,
             }))
         };
@@ -108,23 +106,27 @@ impl Cassette {
             // Recording from nothing: every call, reads included, so that the replay
             // needs nothing live.
             (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(routed, false)),
-            (_, Effective::New) => match self.lookup(&mut state, kind, key, input, call)? {
-                Some(served) => Ok(served),
-                None => Ok(pending(routed, false)),
-            },
-            (ReplayPolicy::MustStub, _) => match self.lookup(&mut state, kind, key, input, call)? {
-                Some(served) => Ok(served),
-                None => Err(self.miss(&state, kind, key, input, call)),
-            },
+            (_, Effective::New) => {
+                match self.lookup(&mut state, kind, key, input, canonical, call)? {
+                    Some(served) => Ok(served),
+                    None => Ok(pending(routed, false)),
+                }
+            }
+            (ReplayPolicy::MustStub, _) => {
+                match self.lookup(&mut state, kind, key, input, canonical, call)? {
+                    Some(served) => Ok(served),
+                    None => Err(self.miss(&state, kind, key, input, call)),
+                }
+            }
             (ReplayPolicy::RecordedResult, _) => {
-                match self.lookup(&mut state, kind, key, input, call)? {
+                match self.lookup(&mut state, kind, key, input, canonical, call)? {
                     Some(served) => Ok(served),
                     None if self.inner.strict => Err(self.miss(&state, kind, key, input, call)),
                     None => {
                         state.warnings.push(CassetteWarning::RanLive {
                             key: key.to_owned(),
                             call,
-                            input: canonical::canonical(&self.inner.redactor.redact(input)),
+                            input: canonical.to_owned(),
                         });
                         Ok(Route::Run(None))
                     }
@@ -140,17 +142,14 @@ impl Cassette {
         kind: InteractionKind,
         key: &str,
         input: &Value,
+        canonical: &str,
         call: u64,
     ) -> Result<Option<Route>, ToolError> {
-        let mut canon = std::mem::take(&mut state.scratch);
-        canon.clear();
-        canonical::canonical_into(&self.inner.redactor.redact_cow(input), &mut canon);
         let found = state
             .queues
             .get_mut(key)
-            .and_then(|by_input| by_input.get_mut(&canon))
+            .and_then(|by_input| by_input.get_mut(canonical))
             .and_then(Queue::pop_front);
-        state.scratch = canon;
         if kind == InteractionKind::Operation {
             let expected = state.operations.get(state.next_operation).copied();
             match (found, expected) {
@@ -198,6 +197,7 @@ impl Cassette {
     pub(crate) fn start(
         &self,
         pending: &Pending,
+        canonical: &str,
         rerun_safe: bool,
     ) -> Result<Option<Box<dyn Checkpoints>>, String> {
         let Some(journaled) = &self.inner.journal else {
@@ -216,10 +216,9 @@ impl Cassette {
             if state.resumed.is_empty() {
                 None
             } else {
-                let canon = canonical::canonical(&pending.input);
                 let by_input = state.resumed.get_mut(&pending.key);
                 let note = by_input
-                    .and_then(|m| m.get_mut(&canon))
+                    .and_then(|m| m.get_mut(canonical))
                     .and_then(|q| q.pop_front());
                 state.resumed.retain(|_, m| {
                     m.retain(|_, q| !q.is_empty());
@@ -264,13 +263,13 @@ impl Cassette {
         result: &Result<Value, ToolError>,
         shaped: bool,
     ) -> Result<(), String> {
-        let redactor = &self.inner.redactor;
+        // The door scrubbed the outcome with this cassette's secrets among the rest.
         let outcome = if pending.tombstone {
             Outcome::Tombstone
         } else {
             match result {
-                Ok(value) => Outcome::Ok(redactor.redact(value)),
-                Err(error) => Outcome::Error(redact_error(redactor, error)),
+                Ok(value) => Outcome::Ok(value.clone()),
+                Err(error) => Outcome::Error(error.clone()),
             }
         };
         let interaction = Interaction {

@@ -1,0 +1,120 @@
+//! The door's cost in instructions, for `perf stat` and `perf record`: a tight loop of
+//! one kind of call, with nothing else in the process to measure.
+//!
+//! ```text
+//! cargo build --release --example door_profile
+//! perf stat -e instructions:u target/release/examples/door_profile door 1000000
+//! perf stat -e instructions:u target/release/examples/door_profile baseline 1000000
+//! perf stat -e instructions:u target/release/examples/door_profile clone 1000000
+//! perf record target/release/examples/door_profile door 5000000 && perf report
+//! ```
+//!
+//! `clone` is the loop alone (the input made afresh each time, as every kind does);
+//! `baseline` is `benches/door.rs`'s by-hand baseline (a hash-map lookup, jsonschema
+//! validation of the input, serde decode, the call, serde encode); `door` is
+//! `Runtime::call` on `math.add@1` with validation on; `audited` the same with an
+//! audit sink. Subtract `clone` from the others and divide by the count: instructions
+//! per call. `docs/performance.md` gives the figures and where the door spends them.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tackle::audit::{AuditEvent, AuditSink};
+use tackle::{tool, Runtime, ToolContext};
+
+/// Add two integers.
+#[tool(namespace = "math", version = "1", side_effects = none)]
+fn add(
+    /// left operand
+    a: i64,
+    /// right operand
+    b: i64,
+) -> i64 {
+    a + b
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+/// An audit sink that drops every event.
+struct Discard;
+
+impl AuditSink for Discard {
+    fn record(&self, event: AuditEvent) {
+        black_box(event);
+    }
+}
+
+/// Polls a future that completes at once (a sync tool's call).
+fn ready<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let kind = args.next().unwrap_or_else(|| "door".to_owned());
+    let count: u64 = args.next().map_or(Ok(1_000_000), |n| n.parse())?;
+    let input = json!({"a": 2, "b": 3});
+    let ctx = ToolContext::new().with_grant("tools:*");
+    let start = std::time::Instant::now();
+    match kind.as_str() {
+        "clone" => {
+            for _ in 0..count {
+                black_box(input.clone());
+            }
+        }
+        "baseline" => {
+            let schema = add::spec().input_schema;
+            let validator = jsonschema::validator_for(&schema)?;
+            let mut table: HashMap<String, fn(i64, i64) -> i64> = HashMap::new();
+            for i in 0..50 {
+                table.insert(format!("other.tool{i}@1"), add);
+            }
+            table.insert("math.add@1".to_owned(), add);
+            for _ in 0..count {
+                let input = input.clone();
+                let f = table.get(black_box("math.add@1")).ok_or("not registered")?;
+                if !validator.is_valid(&input) {
+                    return Err("invalid".into());
+                }
+                let args: AddArgs = serde_json::from_value(input)?;
+                black_box(serde_json::to_value(f(args.a, args.b))?);
+            }
+        }
+        "door" | "audited" => {
+            let mut rt = Runtime::from_inventory()?;
+            if kind == "audited" {
+                rt = rt.with_audit(Discard);
+            }
+            for _ in 0..count {
+                let out: Value = ready(rt.call(black_box("math.add@1"), input.clone(), &ctx))
+                    .ok_or("the call did not complete at once")??;
+                black_box(out);
+            }
+        }
+        other => {
+            return Err(format!("unknown kind `{other}`: clone, baseline, door, audited").into())
+        }
+    }
+    if count > 0 {
+        // Setup included (the runtime, the validator): small beside a long loop.
+        let per_call = start.elapsed().as_nanos() as f64 / count as f64;
+        eprintln!("{kind}: {per_call:.1} ns per iteration (the input's clone included)");
+    }
+    Ok(())
+}

@@ -847,3 +847,60 @@ async fn a_checkpointed_call_goes_on_from_its_newest_note_across_two_crashes() {
     assert_eq!(durable.finish(Ok(())).unwrap(), RunStatus::Done);
     assert_eq!(starts.load(Ordering::SeqCst), 2);
 }
+
+/// The door tells a model completion from another effect by the operation's kind, not
+/// by its key: a journal marks a completion safe to re-run after a crash, and an
+/// `external` effect whose key merely starts with `llm.` not.
+#[tokio::test]
+async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
+    use tackle::call::{Operation, OperationKind};
+    let _one = SERIAL.lock().await;
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let durable = DurableRun::start(store.clone(), "r-kind", "kinds").unwrap();
+    let runtime = inventory();
+    let run = durable.run(&runtime);
+    let ctx = ToolContext::new().with_grant("*");
+    let spec = || {
+        tackle::ToolSpec::new(
+            "llm.fake",
+            "complete",
+            "m",
+            tackle::SideEffects::External,
+            "An effect that looks like a completion.",
+        )
+    };
+    for (operation, answer) in [
+        (Operation::new(spec()), "effect"),
+        (
+            Operation::of_kind(spec(), OperationKind::ModelCompletion),
+            "completion",
+        ),
+    ] {
+        let out = run
+            .perform(
+                &operation,
+                || json!({"q": answer}),
+                &ctx,
+                || async move { Ok(json!(answer)) },
+            )
+            .await
+            .unwrap();
+        assert_eq!(out, json!(answer));
+    }
+    let started: Vec<(serde_json::Value, bool)> = store
+        .journal("r-kind")
+        .unwrap()
+        .into_iter()
+        .filter_map(|entry| match entry {
+            JournalEntry::Started { call, .. } => Some((call.input, call.rerun_safe)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            (json!({"q": "effect"}), false),
+            (json!({"q": "completion"}), true)
+        ]
+    );
+}

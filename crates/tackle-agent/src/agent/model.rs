@@ -53,7 +53,7 @@ use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
 use crate::bounds::dispose;
-use crate::call::Operation;
+use crate::call::{Operation, OperationKind};
 use crate::canonical::{canonical_hash, Fnv};
 use crate::content::ContentPart;
 use crate::context::ToolContext;
@@ -448,7 +448,7 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
     spec.output_schema = Value::Bool(true);
     // A completion is never shaped: cut, it would no longer be a reply.
     spec.max_result_tokens = Some(0);
-    Operation::new(spec)
+    Operation::of_kind(spec, OperationKind::ModelCompletion)
 }
 
 /// Calls `model` through the door as a call of `run`, as the operation `completion`

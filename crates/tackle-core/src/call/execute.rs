@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, Call, Flow, RunState, Runtime};
+use super::{panics, Call, Flow, OperationKind, RunState, Runtime};
 use crate::audit::Execution;
 use crate::context::{
     CallScope, CancellationToken, Checkpoints, RunScope, ToolContext, DEFAULT_GRACE,
@@ -62,7 +62,8 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     let mut checkpoint = None;
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
-        let rerun_safe = tool.rerun_safe() || (call.operation && tool.key().starts_with("llm."));
+        let rerun_safe =
+            tool.rerun_safe() || call.operation == Some(OperationKind::ModelCompletion);
         match cassette.start(pending, call.key.as_deref().unwrap_or_default(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {
@@ -86,7 +87,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     }
     let inline = limit.is_none() && !call.spec().blocking;
     let result = match (&tool.handler().0, tool.takes_context()) {
-        (HandlerKind::Sync(run), false) if inline && !call.operation => {
+        (HandlerKind::Sync(run), false) if inline && call.operation.is_none() => {
             // The common case: a synchronous tool with no time limit, run right here
             // (cancellation cannot stop it mid-way; it was checked above).
             let input = call.input.take();

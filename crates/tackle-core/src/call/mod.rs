@@ -95,7 +95,7 @@ use tracing::Instrument;
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
-pub use operation::Operation;
+pub use operation::{Operation, OperationKind};
 pub(crate) use state::RunState;
 
 use crate::approval::Approver;
@@ -213,8 +213,8 @@ pub(crate) struct Call<'a> {
     next_id: &'a AtomicU64,
     /// The run the call belongs to; `None` for a plain call.
     pub(crate) run: Option<&'a RunState>,
-    /// Whether the call is an operation (its code given by the caller).
-    pub(crate) operation: bool,
+    /// The call's kind when it is an operation (its code given by the caller).
+    pub(crate) operation: Option<OperationKind>,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
     /// The caller's id for the call (a model's tool-call id), when it gave one.
@@ -762,6 +762,7 @@ impl Runtime {
             Input::Lazy(Box::new(input)),
             ctx,
         );
+        call.operation = Some(operation.kind());
         let start = self.audit.is_some().then(Instant::now);
         let result = self.pass(&mut call, start).await;
         (result, call.id())
@@ -786,7 +787,7 @@ impl Runtime {
             id: None,
             next_id,
             run,
-            operation: code.is_some(),
+            operation: None,
             asked,
             given_id: None,
             arg_secrets: Vec::new(),

@@ -22,15 +22,43 @@ use crate::spec::ToolSpec;
 #[derive(Debug)]
 pub struct Operation {
     tool: Tool,
+    kind: OperationKind,
+}
+
+/// What kind of effect an [`Operation`] is: the door decides by this, never by the
+/// operation's key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OperationKind {
+    /// An effect described by its spec alone (a broker request, a gate): re-run after a
+    /// crash only when its spec says it is safe to ([`ToolSpec::rerun_safe`]).
+    #[default]
+    Effect,
+    /// A chat model's completion: it changes nothing in the world, so a durable run may
+    /// ask again after a crash, whatever its spec's side effects (`external`: it costs,
+    /// and a replay must never make it).
+    ModelCompletion,
 }
 
 impl Operation {
-    /// An operation described by `spec`. Its key is the spec's key; the spec's
-    /// version may be any text (a model's name, for example).
+    /// An operation described by `spec`, of kind [`OperationKind::Effect`]. Its key is
+    /// the spec's key; the spec's version may be any text (a model's name, for
+    /// example).
     pub fn new(spec: ToolSpec) -> Operation {
+        Operation::of_kind(spec, OperationKind::Effect)
+    }
+
+    /// An operation of `kind` described by `spec`.
+    pub fn of_kind(spec: ToolSpec, kind: OperationKind) -> Operation {
         Operation {
             tool: Tool::for_operation(spec),
+            kind,
         }
+    }
+
+    /// What kind of effect it is.
+    pub fn kind(&self) -> OperationKind {
+        self.kind
     }
 
     /// The key: `namespace.name@version`.

@@ -25,7 +25,7 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     };
     let tool = call.tool();
     // Operations are ordered and have no schema of their own to check.
-    let (kind, fingerprint) = if call.operation {
+    let (kind, fingerprint) = if call.operation.is_some() {
         (InteractionKind::Operation, None)
     } else {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))
@@ -47,7 +47,7 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     // An operation's input is read by nothing after the router (its code runs on
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
-    let hand_over = call.operation && !tool.may_need_approval();
+    let hand_over = call.operation.is_some() && !tool.may_need_approval();
     let routed = match owned {
         Some(input) => Routed::Owned(input),
         None if hand_over => Routed::Owned(call.input.take()),

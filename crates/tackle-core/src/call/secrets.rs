@@ -39,7 +39,7 @@ const MAX_ARGUMENT_SECRETS: usize = 64;
 /// Takes the values of the call's secret arguments (see the module docs).
 #[inline]
 pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
-    if call.operation {
+    if call.operation.is_some() {
         return;
     }
     let tool = call.tool();

@@ -16,27 +16,17 @@
 //! audit sink. Subtract `clone` from the others and divide by the count: instructions
 //! per call. `docs/performance.md` gives the figures and where the door spends them.
 
+#[path = "../benches/support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+use support::{add, ready};
 use tackle::audit::{AuditEvent, AuditSink};
-use tackle::{tool, Runtime, ToolContext};
-
-/// Add two integers.
-#[tool(namespace = "math", version = "1", side_effects = none)]
-fn add(
-    /// left operand
-    a: i64,
-    /// right operand
-    b: i64,
-) -> i64 {
-    a + b
-}
+use tackle::{Runtime, ToolContext};
 
 #[derive(Deserialize)]
 struct AddArgs {
@@ -50,18 +40,6 @@ struct Discard;
 impl AuditSink for Discard {
     fn record(&self, event: AuditEvent) {
         black_box(event);
-    }
-}
-
-/// Polls a future that completes at once (a sync tool's call).
-fn ready<F: Future>(future: F) -> Option<F::Output> {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => Some(output),
-        Poll::Pending => None,
     }
 }
 
@@ -102,8 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rt = rt.with_audit(Discard);
             }
             for _ in 0..count {
-                let out: Value = ready(rt.call(black_box("math.add@1"), input.clone(), &ctx))
-                    .ok_or("the call did not complete at once")??;
+                let out: Value = ready(rt.call(black_box("math.add@1"), input.clone(), &ctx))?;
                 black_box(out);
             }
         }

@@ -307,11 +307,7 @@ impl Run {
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
     {
-        self.inner
-            .runtime
-            .perform_identified(Some(&self.inner.state), operation, input, ctx, move |_| {
-                run()
-            })
+        self.perform_numbered(operation, input, ctx, move |_| run())
             .await
             .0
     }

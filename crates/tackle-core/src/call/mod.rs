@@ -351,11 +351,11 @@ impl<'a> Call<'a> {
     /// secret arguments, the cassette's secrets and token shapes.
     #[inline]
     pub(crate) fn scrubber(&self) -> Scrubber<'_> {
-        Scrubber::new(
-            self.ctx.secret_values(),
+        scrubber(
+            self.ctx,
             &self.arg_secrets,
             &self.arg_secret_fields,
-            self.cassette().map(Cassette::redactor),
+            self.cassette(),
         )
     }
 
@@ -368,6 +368,29 @@ impl<'a> Call<'a> {
             self.key = Some(key);
         }
         self.key.as_deref().unwrap_or_default()
+    }
+}
+
+/// The scrubber of a call whose caller is `ctx`, with these secret arguments (their
+/// values and names) and cassette: [`Call::scrubber`], from the call's parts, for a
+/// stage that writes another part meanwhile.
+#[inline]
+pub(crate) fn scrubber<'s>(
+    ctx: &'s ToolContext,
+    arg_secrets: &'s [String],
+    arg_secret_fields: &'s [String],
+    cassette: Option<&'s Cassette>,
+) -> Scrubber<'s> {
+    let cassette = cassette.map(Cassette::redactor);
+    if ctx.has_secrets() {
+        Scrubber::new(
+            ctx.secret_values(),
+            arg_secrets,
+            arg_secret_fields,
+            cassette,
+        )
+    } else {
+        Scrubber::new([], arg_secrets, arg_secret_fields, cassette)
     }
 }
 

@@ -146,9 +146,15 @@ pub(super) fn outcome(call: &mut Call<'_>) -> Flow {
         return ControlFlow::Continue(());
     }
     let reveals = call.spec().reveals_secrets;
-    if let Some(mut outcome) = call.outcome.take() {
-        call.scrubber().outcome(&mut outcome, reveals);
-        call.outcome = Some(outcome);
+    let cassette = call.cassette();
+    if let Some(outcome) = &mut call.outcome {
+        super::scrubber(
+            call.ctx,
+            &call.arg_secrets,
+            &call.arg_secret_fields,
+            cassette,
+        )
+        .outcome(outcome, reveals);
         call.scrubbed = true;
     }
     ControlFlow::Continue(())

@@ -64,7 +64,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         // Write-ahead: a journal learns of the call before it runs.
         let rerun_safe =
             tool.rerun_safe() || call.operation == Some(OperationKind::ModelCompletion);
-        match cassette.start(pending, call.key.as_deref().unwrap_or_default(), rerun_safe) {
+        match cassette.start(pending, call.key.as_deref(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {
                 return ControlFlow::Break(Err(ToolError::Execution {

@@ -16,7 +16,6 @@ use super::{Call, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
 use crate::replay::InteractionKind;
-use crate::secrets::Scrubber;
 
 #[inline]
 pub(super) fn stage(call: &mut Call<'_>) -> Flow {
@@ -32,18 +31,16 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     };
     let policy = call.spec().replay_policy;
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
-    // recording keeps; its canonical form is the call's key, which approval and the
-    // journal share.
-    let scrubbed = {
+    // recording keeps; its canonical form is the call's key, which the router makes
+    // when it looks a recording up, and approval and the journal share.
+    let owned = {
         call.input.get();
-        let input = call.scrubber().input(call.input.peek());
-        let key = Scrubber::key(&input);
-        match input {
-            Cow::Owned(input) => (key, Some(input)),
-            Cow::Borrowed(_) => (key, None),
+        match call.scrubber().input(call.input.peek()) {
+            Cow::Owned(input) => Some(input),
+            Cow::Borrowed(_) => None,
         }
     };
-    let (key, owned) = scrubbed;
+    let mut key = call.key.take();
     // An operation's input is read by nothing after the router (its code runs on
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
@@ -53,8 +50,8 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
         None if hand_over => Routed::Owned(call.input.take()),
         None => Routed::Borrowed(call.input.peek()),
     };
-    let routed = cassette.route(kind, tool.key(), policy, routed, &key, fingerprint);
-    call.key = Some(key);
+    let routed = cassette.route(kind, tool.key(), policy, routed, &mut key, fingerprint);
+    call.key = key;
     match routed {
         Err(error) => ControlFlow::Break(Err(error)),
         Ok(Route::Serve { outcome, shaped }) => {

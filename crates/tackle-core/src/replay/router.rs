@@ -53,6 +53,11 @@ impl Routed<'_> {
     }
 }
 
+/// The call's key in `slot`, made from its scrubbed `input` if no one made it yet.
+fn key_of<'k>(slot: &'k mut Option<String>, input: &Value) -> &'k str {
+    slot.get_or_insert_with(|| canonical::canonical(input))
+}
+
 /// A call to record once it finishes.
 pub(crate) struct Pending {
     call: u64,
@@ -65,15 +70,16 @@ pub(crate) struct Pending {
 
 impl Cassette {
     /// Decides what to do with a call (see the table in the module docs). `routed` is
-    /// the call's scrubbed input and `canonical` its canonical form, the call's key
-    /// (see [`crate::secrets`]): the router neither redacts nor canonicalizes again.
+    /// the call's scrubbed input; `canonical` holds its canonical form, the call's key
+    /// (see [`crate::secrets`]), once someone made it: the router makes it there when it
+    /// needs it (to look a recording up) and not before, and never redacts again.
     pub(crate) fn route(
         &self,
         kind: InteractionKind,
         key: &str,
         policy: ReplayPolicy,
         routed: Routed<'_>,
-        canonical: &str,
+        canonical: &mut Option<String>,
         schema: Option<&str>,
     ) -> Result<Route, ToolError> {
         let input = routed.get();
@@ -107,26 +113,26 @@ impl Cassette {
             // needs nothing live.
             (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(routed, false)),
             (_, Effective::New) => {
-                match self.lookup(&mut state, kind, key, input, canonical, call)? {
+                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
                     Some(served) => Ok(served),
                     None => Ok(pending(routed, false)),
                 }
             }
             (ReplayPolicy::MustStub, _) => {
-                match self.lookup(&mut state, kind, key, input, canonical, call)? {
+                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
                     Some(served) => Ok(served),
                     None => Err(self.miss(&state, kind, key, input, call)),
                 }
             }
             (ReplayPolicy::RecordedResult, _) => {
-                match self.lookup(&mut state, kind, key, input, canonical, call)? {
+                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
                     Some(served) => Ok(served),
                     None if self.inner.strict => Err(self.miss(&state, kind, key, input, call)),
                     None => {
                         state.warnings.push(CassetteWarning::RanLive {
                             key: key.to_owned(),
                             call,
-                            input: canonical.to_owned(),
+                            input: key_of(canonical, input).to_owned(),
                         });
                         Ok(Route::Run(None))
                     }
@@ -197,7 +203,7 @@ impl Cassette {
     pub(crate) fn start(
         &self,
         pending: &Pending,
-        canonical: &str,
+        canonical: Option<&str>,
         rerun_safe: bool,
     ) -> Result<Option<Box<dyn Checkpoints>>, String> {
         let Some(journaled) = &self.inner.journal else {
@@ -216,6 +222,14 @@ impl Cassette {
             if state.resumed.is_empty() {
                 None
             } else {
+                let made;
+                let canonical = match canonical {
+                    Some(canonical) => canonical,
+                    None => {
+                        made = canonical::canonical(&pending.input);
+                        &made
+                    }
+                };
                 let by_input = state.resumed.get_mut(&pending.key);
                 let note = by_input
                     .and_then(|m| m.get_mut(canonical))

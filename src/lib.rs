@@ -54,7 +54,7 @@
 //!   [`capability`], [`registry`] (`DynamicTool`, `ToolQuery`, live tools),
 //!   [`context`] (`Resource`, `Secret`), [`error`] (`RegistryError`);
 //! * the door's stages and reports: [`call`] (`Operation`), [`approval`], [`shape`],
-//!   [`sanitize`], [`sandbox`], [`audit`], [`events`], [`bounds`];
+//!   [`sanitize`], [`sandbox`], [`secrets`], [`audit`], [`events`], [`bounds`];
 //! * [`replay`] (`CassetteConfig`, modes, the journal), [`executor`], [`run`];
 //! * built on runs (the `tackle-agent` crate): [`agent`] (models, providers, the ReAct
 //!   loop, skills, tool search), [`chain`], [`pipeline`], [`durable`];
@@ -90,7 +90,8 @@ pub use tackle_macros::SkillState;
 pub use tackle_agent::{agent, chain, durable, pipeline};
 pub use tackle_core::{
     approval, audit, bounds, call, canonical, capability, content, context, error, events,
-    executor, registry, replay, run, sandbox, sanitize, schema, shape, spec, validate, version,
+    executor, registry, replay, run, sandbox, sanitize, schema, secrets, shape, spec, validate,
+    version,
 };
 
 /// The decimal type of `cost_estimate`.

@@ -409,8 +409,9 @@ fn pay(amount: u32, #[secret] signing_key: String) -> String {
     )
 }
 
-/// An approver is shown a secret argument as `[REDACTED]`, while its approval stays
-/// bound to the real value: an approval of one key does not pass a call with another.
+/// An approver is shown a secret argument as `[REDACTED]`, while its approval still
+/// tells the values apart (a digest of what scrubbing took out): an approval of one key
+/// does not pass a call with another.
 #[tokio::test]
 async fn an_approver_never_sees_a_secret_argument() {
     use std::sync::Mutex;
@@ -555,4 +556,43 @@ async fn one_key_and_one_scrubber_serve_replay_approval_and_the_caller() {
     cassette.finish().unwrap();
     assert_eq!(seen.lock().unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Streams what it was handed, with the caller's token, then returns nothing.
+#[tool(namespace = "s", version = "1", side_effects = read, secrets = ["MAIL_TOKEN"])]
+fn relay(ctx: &ToolContext, text: String, password: String) {
+    let token = ctx
+        .secret("MAIL_TOKEN")
+        .map(|t| t.expose().to_owned())
+        .unwrap_or_default();
+    ctx.stream(format!("{text} via {token} as {password}"));
+}
+
+/// What leaves while a tool runs (a streamed chunk) is scrubbed by the rules of its
+/// outcome: the caller's secrets and the secret arguments `<redacted>`, token shapes
+/// `[REDACTED]`; the event shows what the output shows.
+#[tokio::test]
+async fn a_streamed_chunk_is_scrubbed_as_the_outcome_is() {
+    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let (sink, mut events) = tackle::events::default_event_queue();
+    let out = Run::new(&rt)
+        .with_events(sink)
+        .call(
+            "s.relay",
+            json!({"text": "key sk-proj-ABCDEFGHIJKLMNOP1234", "password": "hunter2-x"}),
+            &ctx(),
+        )
+        .await
+        .unwrap();
+    let expected = "key [REDACTED] via <redacted> as <redacted>";
+    assert_eq!(out, json!(expected));
+    let chunks: Vec<String> = events
+        .drain()
+        .into_iter()
+        .filter_map(|event| match event.kind {
+            tackle::events::ToolEventKind::Chunk(chunk) => Some(chunk),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chunks, [expected]);
 }

@@ -340,17 +340,23 @@ impl ToolContext {
         self.emit(ToolEventKind::Chunk(chunk));
     }
 
-    /// Replaces every secret value of this context in `text` with `<redacted>`;
+    /// Scrubs `text` as the door scrubs a call's outcome (see [`crate::secrets`]), for
+    /// what leaves while a call runs (streamed chunks, model deltas, log messages): this
+    /// context's secret values become `<redacted>`, then token-shaped strings
+    /// `[REDACTED]`, then the running call's secret arguments' values `<redacted>`;
     /// whether anything was replaced.
     pub fn redact_secrets(&self, text: &mut String) -> bool {
         let arguments = self
             .call
             .as_ref()
             .and_then(|c| c.arg_secrets.as_deref())
-            .unwrap_or_default()
-            .iter()
-            .map(String::as_str);
-        crate::secrets::scrub_text(text, self.secret_values().chain(arguments))
+            .unwrap_or_default();
+        let scrubber = if self.has_secrets() {
+            crate::secrets::Scrubber::new(self.secret_values(), arguments, &[], None)
+        } else {
+            crate::secrets::Scrubber::new([], arguments, &[], None)
+        };
+        scrubber.text(text)
     }
 
     /// Whether anyone listens to the running call's events (its run has an event

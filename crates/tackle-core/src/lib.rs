@@ -13,7 +13,7 @@
 //! * [`registry`]: every tool of the program, keyed `namespace.name@version`;
 //! * [`replay`]: cassettes that record side-effecting calls once and replay them;
 //! * [`approval`], [`shape`], [`sanitize`], [`audit`], [`events`]: the door's gates
-//!   and what it reports;
+//!   and what it reports; [`secrets`]: the one scrubber of a call's input and outcome;
 //! * [`call`]: [`Runtime::call`], the one door every call goes through;
 //! * [`run`]: [`Run`], what one task owns (its cassette, cancellation, events and
 //!   memory) over a runtime every run shares;

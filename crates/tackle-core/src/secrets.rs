@@ -23,8 +23,10 @@
 //!    A call ended before it ran (invalid input, denied, not found) has its error
 //!    scrubbed the same way, once, when it leaves the door.
 //!
-//! What a running tool sends on its way (streamed chunks, events, log messages) is
-//! scrubbed with [`scrub_text`] and [`Redactor::redact_str`], the same rules.
+//! What a running tool sends on its way (streamed chunks, model deltas, log messages)
+//! is scrubbed by [`ToolContext::redact_secrets`](crate::ToolContext::redact_secrets)
+//! with the same rules, the cassette's secrets aside (a running call's context does
+//! not know its cassette).
 //!
 //! A [`Redactor`] alone (token shapes and configured values, `[REDACTED]`) is what a
 //! cassette applies to what it is configured with.

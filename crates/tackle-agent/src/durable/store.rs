@@ -5,7 +5,6 @@ use serde_json::Value;
 
 use crate::agent::react::ReactState;
 use crate::approval::ApprovalRequest;
-use crate::canonical::canonical;
 use crate::replay::{CallStarted, Interaction};
 
 /// Where runs and their journals are kept. See the [module docs](super).
@@ -153,7 +152,7 @@ impl PendingApproval {
     pub fn of(request: &ApprovalRequest) -> PendingApproval {
         PendingApproval {
             key: request.key.clone(),
-            arguments: canonical(&request.input),
+            arguments: request.binding.arguments().to_owned(),
             binding: request.binding.to_string(),
         }
     }
@@ -164,7 +163,7 @@ impl PendingApproval {
     pub fn binds(&self, request: &ApprovalRequest) -> bool {
         self.key == request.key
             && self.binding == request.binding.to_string()
-            && self.arguments == canonical(&request.input)
+            && self.arguments == request.binding.arguments()
     }
 }
 

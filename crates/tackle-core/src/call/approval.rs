@@ -9,7 +9,6 @@
 //!
 //! [`Approver`]: crate::approval::Approver
 
-use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::sync::PoisonError;
 
@@ -39,10 +38,9 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     // Bound to the call as its approver is shown it: its scrubbed input, and its key
     // (made by the replay router when there is a cassette, else now).
     let key = call.call_key().to_owned();
-    let (shown, unscrubbed) = match call.scrubber().input(call.input.peek()) {
-        Cow::Borrowed(input) => (input.clone(), None),
-        Cow::Owned(shown) => (shown, Some(call.input.peek())),
-    };
+    let shown = call.scrubbed_input().clone();
+    // A digest of what scrubbing took out, when it took anything.
+    let unscrubbed = matches!(call.scrubbed_input, Some(Some(_))).then(|| call.input.peek());
     let binding = ApprovalBinding::of_call(tool.key(), key, unscrubbed);
     let decision = Box::pin(ask(door, run, tool, shown, binding, call_id)).await;
     let refusal = match &decision {

@@ -13,8 +13,8 @@
 //! * a tool that sees its context gets one of its own for the call (its id, its
 //!   declared secrets, its stream); a `()` tool that streamed returns its stream;
 //!
-//! Error texts are scrubbed of the caller's secrets (`scrub`) before anyone sees them:
-//! the record stage scrubs what it records, and the door what it returns and audits.
+//! What the tool returns, output or error, is scrubbed of secrets once, by the outcome
+//! stage right after this one and its checks (see [`crate::secrets`]).
 //!
 //! An operation runs the code its caller handed the door, under the same rules.
 //!

@@ -34,8 +34,8 @@
 //!    the validated arguments (see [`crate::approval`]);
 //! 7. **execute** (`execute.rs`): under the time limit and the run's cancellation, with a
 //!    grace window and a panic guard, with a per-call context (its id, its declared
-//!    secrets, its stream), in process or in the call's sandbox ([`crate::sandbox`]);
-//!    error texts are scrubbed of the caller's secrets. Around it,
+//!    secrets, its stream), in process or in the call's sandbox ([`crate::sandbox`]).
+//!    Around it,
 //!    the memory guard ([`MemoryGuard`]) when one is set, and after it the output's
 //!    bounds;
 //! 8. **validate output** (`validate.rs`): output that breaks the tool's own schema is an
@@ -231,6 +231,10 @@ pub(crate) struct Call<'a> {
     pub(crate) key: Option<String>,
     /// Whether the outcome has been scrubbed (see [`crate::secrets`]): once only.
     pub(crate) scrubbed: bool,
+    /// The input as scrubbed of secrets, once scrubbed: `Some(None)` when scrubbing
+    /// changed nothing (the input is its own scrubbed form), `Some(Some(_))` when it
+    /// did and a later stage (approval) will read it.
+    pub(crate) scrubbed_input: Option<Option<Value>>,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -359,12 +363,28 @@ impl<'a> Call<'a> {
         )
     }
 
+    /// The input as scrubbed of secrets (see [`crate::secrets`]), scrubbed now if no
+    /// stage did yet: the input itself when scrubbing changes nothing.
+    pub(crate) fn scrubbed_input(&mut self) -> &Value {
+        if self.scrubbed_input.is_none() {
+            self.input.get();
+            let scrubbed = match self.scrubber().input(self.input.peek()) {
+                Cow::Owned(scrubbed) => Some(scrubbed),
+                Cow::Borrowed(_) => None,
+            };
+            self.scrubbed_input = Some(scrubbed);
+        }
+        match &self.scrubbed_input {
+            Some(Some(scrubbed)) => scrubbed,
+            _ => self.input.peek(),
+        }
+    }
+
     /// The call's key (see [`Call::key`](Call#structfield.key)), made now if no stage
     /// made it yet.
     pub(crate) fn call_key(&mut self) -> &str {
         if self.key.is_none() {
-            self.input.get();
-            let key = Scrubber::key(&self.scrubber().input(self.input.peek()));
+            let key = Scrubber::key(self.scrubbed_input());
             self.key = Some(key);
         }
         self.key.as_deref().unwrap_or_default()
@@ -817,6 +837,7 @@ impl Runtime {
             arg_secret_fields: Vec::new(),
             key: None,
             scrubbed: false,
+            scrubbed_input: None,
             tool,
             spec: None,
             code,
@@ -877,14 +898,17 @@ impl Runtime {
             let span = call.span.clone();
             Box::pin(self.stages(call).instrument(span)).await
         };
-        let result = match flow {
-            ControlFlow::Break(outcome) => outcome,
-            ControlFlow::Continue(()) => call.outcome.take().unwrap_or(Ok(Value::Null)),
+        // An error that ended the call (before the outcome stage, or made by a stage
+        // after it) leaves the door scrubbed all the same, once: the outcome stage's
+        // own is not scrubbed again.
+        let (mut result, scrubbed) = match flow {
+            ControlFlow::Break(outcome) => (outcome, false),
+            ControlFlow::Continue(()) => (
+                call.outcome.take().unwrap_or(Ok(Value::Null)),
+                call.scrubbed,
+            ),
         };
-        let mut result = result;
-        if !call.scrubbed && result.is_err() {
-            // Ended before the outcome stage (or by the router): its error leaves the
-            // door scrubbed all the same.
+        if !scrubbed && result.is_err() {
             call.scrubber().outcome(&mut result, true);
         }
         dedupe::settle(call, &result);

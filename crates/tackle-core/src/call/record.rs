@@ -41,6 +41,8 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
                     key: key.to_owned(),
                     message: format!("the run's journal could not hold the outcome: {why}"),
                 });
+                // A new error: scrubbed when it leaves the door.
+                call.scrubbed = false;
             }
         }
     }

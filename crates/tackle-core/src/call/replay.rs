@@ -40,6 +40,10 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
             Cow::Borrowed(_) => None,
         }
     };
+    // Scrubbed once: approval, when the call may need it, reads the same.
+    if tool.may_need_approval() {
+        call.scrubbed_input = Some(owned.clone());
+    }
     let mut key = call.key.take();
     // An operation's input is read by nothing after the router (its code runs on
     // its own typed input) unless an approval is bound to it: hand it over, so a

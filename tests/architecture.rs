@@ -235,21 +235,48 @@ fn there_is_no_import_cycle() {
     }
 }
 
-/// The names after each `prefix` in `code` (the first path segment after it).
+/// The names after each `prefix` in `code` (the first path segment after it, or each
+/// first segment of a group: `super::{a, b::c}` names `a` and `b`).
 fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
-    code.match_indices(prefix)
-        .filter(|(at, _)| {
-            // A whole path start, not the end of a longer one.
-            !code[..*at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-        })
-        .map(|(at, _)| {
-            code[at + prefix.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>()
-        })
-        .filter(|name| name.starts_with(|c: char| c.is_ascii_lowercase()))
-        .collect()
+    let word = |text: &str| -> String {
+        text.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = BTreeSet::new();
+    for (at, _) in code.match_indices(prefix) {
+        // A whole path start, not the end of a longer one.
+        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at + prefix.len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                // The group's top-level items: nested braces belong to an item.
+                let mut depth = 0usize;
+                let mut item_start = true;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if c.is_whitespace() => {}
+                        _ if item_start && depth == 0 => {
+                            names.insert(word(&group[i..]));
+                            item_start = false;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => {
+                names.insert(word(rest));
+            }
+        }
+    }
+    names.retain(|name| name.starts_with(|c: char| c.is_ascii_lowercase()));
+    names
 }
 
 /// For each folder of a crate (a module with files of its own), its files' imports of
@@ -316,6 +343,8 @@ fn the_folder_scanner_sees_imports() {
     );
     assert!(names_after("use super::super::x;", "super::super::").contains("x"));
     assert!(!names_after("a::super::x", "super::").contains("x"));
+    let grouped = names_after("use super::{panics, Call, tests::{a, b}, run};", "super::");
+    assert_eq!(grouped, ["panics", "run", "tests"].map(String::from).into());
 }
 
 #[test]

@@ -126,6 +126,9 @@ pub fn event_queue(capacity: usize) -> (EventSink, EventReceiver) {
 
 impl EventSink {
     /// Appends an event, dropping the oldest one when the queue is full. Never waits.
+    /// The event goes out as given: whoever pushes one scrubs it first
+    /// ([`ToolContext::redact_secrets`](crate::ToolContext::redact_secrets), as the
+    /// door's own events are).
     pub fn push(&self, call_id: u64, key: &str, kind: ToolEventKind) {
         let queue = &self.0;
         {

@@ -1,6 +1,7 @@
 //! Seed 003 (Graphorin tools): the defaults and hooks, each a row of `docs/seeds.md`.
 //! One-time warnings are checked with a capturing `tracing` subscriber installed for
-//! the whole binary; each test uses its own tool keys, as warnings are once per key.
+//! the whole binary (by each test that reads warnings, before it makes any: tests run
+//! in any order); each test uses its own tool keys, as warnings are once per key.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -106,6 +107,8 @@ fn payroll() -> String {
 
 #[tokio::test]
 async fn results_are_shaped_at_16384_tokens_by_default_and_0_turns_it_off() {
+    // The capturing subscriber first: a warning made before it is lost.
+    warnings();
     assert_eq!(DEFAULT_MAX_RESULT_TOKENS, 16384);
     let rt = Runtime::from_inventory().unwrap();
     let ctx = ToolContext::new();
@@ -222,6 +225,8 @@ async fn the_event_queue_is_256_deep_and_drops_the_oldest() {
 
 #[test]
 fn more_than_five_examples_warn_once() {
+    // The capturing subscriber first: a warning made before it is lost.
+    warnings();
     let mut spec = ToolSpec::new("g", "many_examples", "1", SideEffects::None, "Echoes.");
     spec.input_schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
     spec.examples = (0..7)
@@ -252,6 +257,8 @@ fn more_than_five_examples_warn_once() {
 
 #[tokio::test]
 async fn an_idempotency_key_callback_and_the_warning_without_one() {
+    // The capturing subscriber first: a warning made before it is lost.
+    warnings();
     let runs = Arc::new(AtomicU64::new(0));
     let counted = Arc::clone(&runs);
     let spec = ToolSpec::new("g", "charge", "1", SideEffects::External, "Charges a card.");

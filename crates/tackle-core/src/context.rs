@@ -351,12 +351,23 @@ impl ToolContext {
             .as_ref()
             .and_then(|c| c.arg_secrets.as_deref())
             .unwrap_or_default();
-        let scrubber = if self.has_secrets() {
-            crate::secrets::Scrubber::new(self.secret_values(), arguments, &[], None)
+        self.scrubber(arguments, &[], None).text(text)
+    }
+
+    /// The scrubber of a call of this caller (see [`crate::secrets`]) whose secret
+    /// arguments have `arguments` values and are named `fields`, and whose cassette (if
+    /// any) redacts with `cassette`. Collects no secret list when there is none.
+    pub(crate) fn scrubber<'s>(
+        &'s self,
+        arguments: &'s [String],
+        fields: &'s [String],
+        cassette: Option<&'s crate::secrets::Redactor>,
+    ) -> crate::secrets::Scrubber<'s> {
+        if self.has_secrets() {
+            crate::secrets::Scrubber::new(self.secret_values(), arguments, fields, cassette)
         } else {
-            crate::secrets::Scrubber::new([], arguments, &[], None)
-        };
-        scrubber.text(text)
+            crate::secrets::Scrubber::new([], arguments, fields, cassette)
+        }
     }
 
     /// Whether anyone listens to the running call's events (its run has an event

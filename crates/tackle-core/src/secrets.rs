@@ -238,7 +238,7 @@ pub struct Scrubber<'a> {
     /// The names of the call's secret arguments.
     fields: &'a [String],
     /// Token shapes, and the cassette's configured secrets when the call has one.
-    redactor: Cow<'a, Redactor>,
+    redactor: &'a Redactor,
 }
 
 /// A redactor of token shapes alone, for calls without a cassette.
@@ -260,7 +260,7 @@ impl<'a> Scrubber<'a> {
             caller: caller.into_iter().filter(|s| !s.is_empty()).collect(),
             arguments,
             fields,
-            redactor: Cow::Borrowed(cassette.unwrap_or(&TOKENS)),
+            redactor: cassette.unwrap_or(&TOKENS),
         }
     }
 
@@ -277,7 +277,7 @@ impl<'a> Scrubber<'a> {
                 .iter()
                 .copied()
                 .chain(self.arguments.iter().map(String::as_str))
-                .fold(self.redactor.as_ref().clone(), |r, s| r.with_secret(s));
+                .fold(self.redactor.clone(), |r, s| r.with_secret(s));
             redactor.redact_cow(input)
         };
         if self.fields.is_empty() {

@@ -401,17 +401,11 @@ pub(crate) fn scrubber<'s>(
     arg_secret_fields: &'s [String],
     cassette: Option<&'s Cassette>,
 ) -> Scrubber<'s> {
-    let cassette = cassette.map(Cassette::redactor);
-    if ctx.has_secrets() {
-        Scrubber::new(
-            ctx.secret_values(),
-            arg_secrets,
-            arg_secret_fields,
-            cassette,
-        )
-    } else {
-        Scrubber::new([], arg_secrets, arg_secret_fields, cassette)
-    }
+    ctx.scrubber(
+        arg_secrets,
+        arg_secret_fields,
+        cassette.map(Cassette::redactor),
+    )
 }
 
 /// What the door learns about a call while it passes.

@@ -15,7 +15,7 @@ use tackle::durable::{
     RunStatus, RunStore, StoreError,
 };
 use tackle::replay::{Cassette, CassetteConfig, Mode};
-use tackle::{tool, Run, Runtime, ToolContext};
+use tackle::{tool, Run, Runtime, ToolContext, ToolError};
 use tackle_sqlite::SqliteStore;
 
 static SHIPPED: AtomicUsize = AtomicUsize::new(0);
@@ -848,12 +848,53 @@ async fn a_checkpointed_call_goes_on_from_its_newest_note_across_two_crashes() {
     assert_eq!(starts.load(Ordering::SeqCst), 2);
 }
 
-/// The door tells a model completion from another effect by the operation's kind, not
-/// by its key: a journal marks a completion safe to re-run after a crash, and an
-/// `external` effect whose key merely starts with `llm.` not.
+/// The door tells a model completion from another effect by the operation's effect
+/// type, not by its key: a journal marks a completion safe to re-run after a crash,
+/// and an `external` effect whose key merely starts with `llm.` not. The completion's
+/// outcome stays in its own types through the door; the journal holds its JSON view.
 #[tokio::test]
 async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
-    use tackle::call::{Operation, OperationKind};
+    use std::borrow::Cow;
+    use tackle::call::{Effect, Operation, OperationKind};
+    use tackle::secrets::Scrubber;
+
+    /// A completion whose reply is a word and whose error is a text.
+    struct Word;
+    impl Effect for Word {
+        type Output = String;
+        type Error = String;
+        const KIND: OperationKind = OperationKind::ModelCompletion;
+        fn view(output: &String) -> Result<Cow<'_, serde_json::Value>, String> {
+            Ok(Cow::Owned(json!({ "word": output })))
+        }
+        fn from_view(view: serde_json::Value) -> Result<String, String> {
+            view["word"]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("not a word: {view}"))
+        }
+        fn error_view<'e>(error: &'e String, key: &str) -> Cow<'e, ToolError> {
+            Cow::Owned(ToolError::Execution {
+                key: key.to_owned(),
+                message: error.clone(),
+            })
+        }
+        fn from_error(error: ToolError) -> String {
+            error.to_string()
+        }
+        fn scrub(outcome: &mut Result<String, String>, scrubber: &Scrubber<'_>, keep: bool) {
+            match outcome {
+                Ok(word) if !keep => {
+                    scrubber.text(word);
+                }
+                Ok(_) => {}
+                Err(text) => {
+                    scrubber.text(text);
+                }
+            }
+        }
+    }
+
     let _one = SERIAL.lock().await;
     let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
     let durable = DurableRun::start(store.clone(), "r-kind", "kinds").unwrap();
@@ -869,24 +910,30 @@ async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
             "An effect that looks like a completion.",
         )
     };
-    for (operation, answer) in [
-        (Operation::new(spec()), "effect"),
-        (
-            Operation::of_kind(spec(), OperationKind::ModelCompletion),
-            "completion",
-        ),
-    ] {
-        let out = run
-            .perform(
-                &operation,
-                || json!({"q": answer}),
-                &ctx,
-                || async move { Ok(json!(answer)) },
-            )
-            .await
-            .unwrap();
-        assert_eq!(out, json!(answer));
-    }
+    let effect = Operation::new(spec());
+    assert_eq!(effect.kind(), OperationKind::Effect);
+    let out = run
+        .perform(
+            &effect,
+            || json!({"q": "effect"}),
+            &ctx,
+            || async { Ok(json!("effect")) },
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, json!("effect"));
+    let completion = Operation::<Word>::typed(spec());
+    assert_eq!(completion.kind(), OperationKind::ModelCompletion);
+    let word: String = run
+        .perform(
+            &completion,
+            || json!({"q": "completion"}),
+            &ctx,
+            || async { Ok("completion".to_owned()) },
+        )
+        .await
+        .unwrap();
+    assert_eq!(word, "completion");
     let started: Vec<(serde_json::Value, bool)> = store
         .journal("r-kind")
         .unwrap()
@@ -902,5 +949,23 @@ async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
             (json!({"q": "effect"}), false),
             (json!({"q": "completion"}), true)
         ]
+    );
+    // The typed outcome reached the journal as its view, and nowhere else as JSON.
+    let finished: Vec<String> = store
+        .journal("r-kind")
+        .unwrap()
+        .into_iter()
+        .filter_map(|entry| match entry {
+            JournalEntry::Finished { interaction, .. } => {
+                Some(serde_json::to_string(&interaction.outcome).unwrap())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 2);
+    assert!(
+        finished[1].contains(r#"{"word":"completion"}"#),
+        "{}",
+        finished[1]
     );
 }

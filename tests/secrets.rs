@@ -596,3 +596,96 @@ async fn a_streamed_chunk_is_scrubbed_as_the_outcome_is() {
         .collect();
     assert_eq!(chunks, [expected]);
 }
+
+/// A model completion passes the door in its own types (a reply, a model error), and
+/// the one scrubber reaches into them as into a tool's JSON: the caller's secrets
+/// leave the reply's text and its tool calls' arguments, and a failed completion's
+/// error keeps its kind with the secret gone from its text (before, the model's own
+/// error reached the caller unscrubbed). The recording holds the reply's JSON view,
+/// scrubbed, and its replay gives the same typed reply.
+#[tokio::test]
+async fn a_model_reply_and_its_error_are_scrubbed_in_their_own_types() {
+    use tackle::agent::model::{
+        complete, completion, ChatRequest, ChatResponse, FunctionModel, Message, ModelError,
+        ToolCallRequest,
+    };
+
+    let model = FunctionModel::new("m", |request: &ChatRequest| {
+        if request.messages.len() > 1 {
+            return Err(ModelError::Status {
+                status: 401,
+                body: format!("rejected {TOKEN}"),
+            });
+        }
+        Ok(ChatResponse::calls(
+            format!("the token is {TOKEN}"),
+            vec![ToolCallRequest::new(
+                "c1",
+                "s.echo",
+                json!({"text": format!("say {TOKEN}"), "n": 1}),
+            )],
+        ))
+    });
+    let operation = completion(&model);
+    let ctx = ctx().with_grant("llm:*");
+    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let ask = ChatRequest {
+        messages: vec![Message::user("go")],
+        ..ChatRequest::default()
+    };
+    let fail = ChatRequest {
+        messages: vec![Message::user("go"), Message::user("again")],
+        ..ChatRequest::default()
+    };
+
+    let dir = std::env::temp_dir().join(format!("tackle-secrets-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.json");
+    let config = |mode| {
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false)
+    };
+
+    let cassette = Cassette::open(&path, config(Mode::Rewrite)).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette.clone());
+    let reply = complete(&run, &operation, &model, &ask, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "the token is <redacted>");
+    assert_eq!(
+        reply.tool_calls[0].arguments,
+        json!({"text": "say <redacted>", "n": 1})
+    );
+    let error = complete(&run, &operation, &model, &fail, &ctx)
+        .await
+        .unwrap_err();
+    match &error {
+        ModelError::Status { status, body } => {
+            assert_eq!(*status, 401);
+            assert_eq!(body, "rejected <redacted>");
+        }
+        other => panic!("the model's own error, typed: {other:?}"),
+    }
+    cassette.finish().unwrap();
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(!file.contains(TOKEN), "{file}");
+    assert!(file.contains("the token is <redacted>"), "{file}");
+
+    // Replayed: the same reply, made from its recorded view; the failure as recorded.
+    let cassette = Cassette::open(&path, config(Mode::Replay)).unwrap();
+    let run = Run::new(&runtime).with_cassette(cassette.clone());
+    let replayed = complete(&run, &operation, &model, &ask, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(replayed, reply);
+    let error = complete(&run, &operation, &model, &fail, &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Failed { message } if message.contains("rejected <redacted>")),
+        "{error:?}"
+    );
+    cassette.finish().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

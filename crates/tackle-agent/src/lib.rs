@@ -25,5 +25,5 @@ pub mod pipeline;
 pub use tackle_core::abi;
 pub(crate) use tackle_core::{
     approval, bounds, call, canonical, content, context, error, events, executor, registry, replay,
-    run, schema, spec, validate, version,
+    run, schema, secrets, spec, validate, version,
 };

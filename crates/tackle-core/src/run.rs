@@ -59,7 +59,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approver;
-use crate::call::{CallReport, Operation, RunState, Runtime};
+use crate::call::{CallReport, Effect, Operation, RunState, Runtime};
 use crate::context::{RunScope, ToolContext};
 use crate::error::ToolError;
 use crate::events::EventSink;
@@ -295,17 +295,18 @@ impl Run {
 
     /// Performs an [`Operation`] through the door as a call of this run (see
     /// [`Runtime::perform`]).
-    pub async fn perform<'a, I, F, Fut>(
+    pub async fn perform<'a, X, I, F, Fut>(
         &'a self,
-        operation: &'a Operation,
+        operation: &'a Operation<X>,
         input: I,
         ctx: &'a ToolContext,
         run: F,
-    ) -> Result<Value, ToolError>
+    ) -> Result<X::Output, X::Error>
     where
+        X: Effect,
         I: FnOnce() -> Value + Send + 'a,
         F: FnOnce() -> Fut + Send + 'a,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+        Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {
         self.perform_numbered(operation, input, ctx, move |_| run())
             .await
@@ -315,17 +316,18 @@ impl Run {
     /// [`Run::perform`], with the call's number (as in audit and progress events)
     /// given to the operation's code and returned with its outcome: what code that
     /// streams or reports about the call it makes (a model completion) needs.
-    pub async fn perform_numbered<'a, I, F, Fut>(
+    pub async fn perform_numbered<'a, X, I, F, Fut>(
         &'a self,
-        operation: &'a Operation,
+        operation: &'a Operation<X>,
         input: I,
         ctx: &'a ToolContext,
         code: F,
-    ) -> (Result<Value, ToolError>, u64)
+    ) -> (Result<X::Output, X::Error>, u64)
     where
+        X: Effect,
         I: FnOnce() -> Value + Send + 'a,
         F: FnOnce(u64) -> Fut + Send + 'a,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+        Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {
         self.inner
             .runtime

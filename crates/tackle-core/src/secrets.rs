@@ -329,9 +329,11 @@ impl<'a> Scrubber<'a> {
         scrub_text(text, self.arguments.iter().map(String::as_str)) || changed
     }
 
-    /// Scrubs every string of `value` (within the door's depth limit, so recursion is
-    /// bounded); whether anything changed.
-    fn value(&self, value: &mut Value) -> bool {
+    /// Scrubs every string of `value`, as [`Scrubber::text`] scrubs one; whether
+    /// anything changed. The door calls it on values within its depth limit (see
+    /// [`crate::bounds`]), so its recursion is bounded there; a typed effect's code
+    /// checks the bounds of the values it scrubs (see [`crate::call::Effect::scrub`]).
+    pub fn value(&self, value: &mut Value) -> bool {
         match value {
             Value::String(text) => self.text(text),
             Value::Array(items) => items.iter_mut().fold(false, |c, v| self.value(v) | c),

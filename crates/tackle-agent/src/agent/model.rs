@@ -53,7 +53,7 @@ use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
 use crate::bounds::dispose;
-use crate::call::{Operation, OperationKind};
+use crate::call::{Effect, Operation, OperationKind};
 use crate::canonical::{canonical_hash, Fnv};
 use crate::content::ContentPart;
 use crate::context::ToolContext;
@@ -61,6 +61,7 @@ use crate::error::ToolError;
 use crate::events::{ModelDelta, ToolEventKind};
 use crate::replay::Cassette;
 use crate::run::Run;
+use crate::secrets::Scrubber;
 use crate::spec::{SideEffects, ToolSpec};
 
 /// Who said a message.
@@ -381,6 +382,20 @@ impl ModelError {
             ModelError::Door(error) => error.kind().as_str(),
         }
     }
+
+    /// Calls `f` with every text of the error that could carry a secret (a body, a
+    /// message, every text of a door error): how the door scrubs it.
+    pub fn for_each_text(&mut self, f: &mut dyn FnMut(&mut String)) {
+        match self {
+            ModelError::Status { body: text, .. }
+            | ModelError::Malformed { message: text }
+            | ModelError::Transport { message: text }
+            | ModelError::Failed { message: text }
+            | ModelError::StreamBroken { message: text, .. } => f(text),
+            ModelError::Door(error) => error.for_each_text(f),
+            ModelError::Timeout { .. } | ModelError::ScriptExhausted { .. } => {}
+        }
+    }
 }
 
 /// The future a [`ChatModel`] returns.
@@ -425,12 +440,81 @@ pub trait ChatModel: Send + Sync {
     }
 }
 
+/// The effect of a model's completion, as it passes the door (see
+/// [`tackle_core::call::effect`]): a [`ChatResponse`] or a [`ModelError`], never
+/// turned into JSON and back. Its JSON view is made only when a stage needs one (a
+/// recording); a recorded reply comes back through it, and a recorded failure
+/// replays as [`ModelError::Failed`] with the same message. The door's own errors
+/// (denied, a replay miss, cancelled, timed out) are [`ModelError::Door`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion;
+
+impl Effect for Completion {
+    type Output = ChatResponse;
+    type Error = ModelError;
+    const KIND: OperationKind = OperationKind::ModelCompletion;
+
+    fn view(output: &ChatResponse) -> Result<std::borrow::Cow<'_, Value>, String> {
+        serde_json::to_value(output)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| e.to_string())
+    }
+
+    fn from_view(view: Value) -> Result<ChatResponse, ModelError> {
+        serde_json::from_value(view).map_err(|e| ModelError::Malformed {
+            message: format!("the recorded answer does not fit: {e}"),
+        })
+    }
+
+    fn error_view<'e>(error: &'e ModelError, key: &str) -> std::borrow::Cow<'e, ToolError> {
+        match error {
+            ModelError::Door(error) => std::borrow::Cow::Borrowed(error),
+            other => std::borrow::Cow::Owned(ToolError::Execution {
+                key: key.to_owned(),
+                message: other.to_string(),
+            }),
+        }
+    }
+
+    fn from_error(error: ToolError) -> ModelError {
+        match error {
+            ToolError::Execution { message, .. } => ModelError::Failed { message },
+            other => ModelError::Door(other),
+        }
+    }
+
+    fn scrub(
+        outcome: &mut Result<ChatResponse, ModelError>,
+        scrubber: &Scrubber<'_>,
+        keep_output: bool,
+    ) {
+        match outcome {
+            Ok(response) if !keep_output => {
+                scrubber.text(&mut response.text);
+                for call in &mut response.tool_calls {
+                    scrubber.text(&mut call.id);
+                    scrubber.text(&mut call.name);
+                    // Within the door's bounds: the code checked them.
+                    scrubber.value(&mut call.arguments);
+                }
+                for unreadable in &mut response.unreadable {
+                    scrubber.text(&mut unreadable.error);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => error.for_each_text(&mut |text| {
+                scrubber.text(text);
+            }),
+        }
+    }
+}
+
 /// The operation of a model's completions: key `llm.<provider>.complete@<model>`,
 /// side effects `external`, replay policy `must-stub` (a replay never calls the model;
 /// a miss or a call out of order is an error), the model's
 /// [`permissions`](ChatModel::permissions). Make it once per model and pass it to
 /// [`complete`].
-pub fn completion(model: &dyn ChatModel) -> Operation {
+pub fn completion(model: &dyn ChatModel) -> Operation<Completion> {
     let mut spec = ToolSpec::new(
         format!("llm.{}", model.provider()),
         "complete",
@@ -448,7 +532,7 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
     spec.output_schema = Value::Bool(true);
     // A completion is never shaped: cut, it would no longer be a reply.
     spec.max_result_tokens = Some(0);
-    Operation::of_kind(spec, OperationKind::ModelCompletion)
+    Operation::typed(spec)
 }
 
 /// Calls `model` through the door as a call of `run`, as the operation `completion`
@@ -462,7 +546,7 @@ pub fn completion(model: &dyn ChatModel) -> Operation {
 /// [`ModelError::Door`].
 pub async fn complete(
     run: &Run,
-    completion: &Operation,
+    completion: &Operation<Completion>,
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
@@ -509,7 +593,7 @@ impl Conversation {
 /// [`complete`], from a `conversation` that only grows between its calls.
 pub(crate) async fn complete_growing(
     run: &Run,
-    completion: &Operation,
+    completion: &Operation<Completion>,
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
@@ -560,7 +644,7 @@ fn otel_provider(provider: &str) -> &str {
 /// [`complete`], without its span.
 async fn complete_in_door(
     run: &Run,
-    completion: &Operation,
+    completion: &Operation<Completion>,
     model: &dyn ChatModel,
     request: &ChatRequest,
     ctx: &ToolContext,
@@ -568,11 +652,9 @@ async fn complete_in_door(
 ) -> Result<ChatResponse, ModelError> {
     let key = completion.key();
     let runtime = run.runtime();
-    // The model's own error, kept typed for the caller; the door sees its text.
-    let failed: Mutex<Option<ModelError>> = Mutex::new(None);
     let listens = run.events().is_some();
     let live = AtomicBool::new(false);
-    let (failure, streamed) = (&failed, &live);
+    let streamed = &live;
     let (outcome, call_id) = run
         .perform_numbered(
             completion,
@@ -605,53 +687,25 @@ async fn complete_in_door(
                             for call in response.tool_calls.drain(..) {
                                 dispose(call.arguments);
                             }
-                            let e = ModelError::Malformed {
+                            return Err(ModelError::Malformed {
                                 message: format!("the arguments of tool call {index}: {exceeded}"),
-                            };
-                            let message = e.to_string();
-                            *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
-                            return Err(ToolError::Execution {
-                                key: key.to_owned(),
-                                message,
                             });
                         }
-                        serde_json::to_value(&response).map_err(|e| ToolError::Execution {
-                            key: key.to_owned(),
-                            message: e.to_string(),
-                        })
+                        Ok(response)
                     }
-                    Err(e) => {
-                        let message = e.to_string();
-                        *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
-                        Err(ToolError::Execution {
-                            key: key.to_owned(),
-                            message,
-                        })
-                    }
+                    Err(e) => Err(e),
                 }
             },
         )
         .await;
-    match outcome {
-        Ok(value) => {
-            let response: ChatResponse =
-                serde_json::from_value(value).map_err(|e| ModelError::Malformed {
-                    message: format!("the recorded answer does not fit: {e}"),
-                })?;
-            if listens && !streamed.load(Ordering::Relaxed) {
-                // Replayed: the recorded reply streams at once.
-                for delta in deltas_of(&response) {
-                    emit_delta(run, ctx, call_id, key, delta);
-                }
-            }
-            Ok(response)
+    let response = outcome?;
+    if listens && !streamed.load(Ordering::Relaxed) {
+        // Replayed: the recorded reply streams at once.
+        for delta in deltas_of(&response) {
+            emit_delta(run, ctx, call_id, key, delta);
         }
-        Err(ToolError::Execution { message, .. }) => Err(failed
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-            .unwrap_or(ModelError::Failed { message })),
-        Err(other) => Err(ModelError::Door(other)),
     }
+    Ok(response)
 }
 
 /// A run's last recorded model request: what its next one is recorded against.

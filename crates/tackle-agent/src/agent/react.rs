@@ -48,6 +48,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::model::Completion;
 use crate::agent::model::{
     complete, completion, ChatModel, ChatRequest, ChatResponse, Message, ModelError, Pricing, Role,
     ToolCallRequest, ToolDefinition, UnreadableCall, Usage,
@@ -546,7 +547,7 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 /// ```
 pub struct ReactSkill {
     model: Arc<dyn ChatModel>,
-    completion: Operation,
+    completion: Operation<Completion>,
     tools: Vec<ToolDefinition>,
     /// The model name of every offered tool, and its key.
     names: HashMap<String, String>,
@@ -560,7 +561,7 @@ pub struct ReactSkill {
     deferred_index: Option<ToolIndex>,
     embedder: Option<Arc<dyn Embedder>>,
     /// Models for tools' `preferred_model`, with their completion operations.
-    preferred: Vec<(PreferredModel, Arc<dyn ChatModel>, Operation)>,
+    preferred: Vec<(PreferredModel, Arc<dyn ChatModel>, Operation<Completion>)>,
     system_prompt: String,
     /// The system prompt, [`normal`]ized (to spot a reply that says it back).
     system_normal: String,
@@ -1099,7 +1100,7 @@ impl ReactSkill {
 
     /// The model `model` names (see [`ask_model`](Self::ask_model)), with its
     /// completion operation.
-    fn model_at(&self, model: Option<usize>) -> (&dyn ChatModel, &Operation) {
+    fn model_at(&self, model: Option<usize>) -> (&dyn ChatModel, &Operation<Completion>) {
         match model.and_then(|i| self.preferred.get(i)) {
             Some((_, model, operation)) => (model.as_ref(), operation),
             None => (self.model.as_ref(), &self.completion),

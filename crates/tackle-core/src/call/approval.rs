@@ -14,14 +14,14 @@ use std::sync::PoisonError;
 
 use serde_json::Value;
 
-use super::{Call, Flow, Gate, RunState, Runtime};
+use super::{stop, Call, Effect, Flow, Gate, RunState, Runtime};
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
 use crate::registry::Tool;
 
 #[inline]
-pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     if call.outcome.is_some() || call.run.is_some_and(RunState::is_cancelled) {
         return ControlFlow::Continue(());
     }
@@ -52,7 +52,7 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     };
     call.trail.gates.set(Gate::Approval, decision);
     match refusal {
-        Some(error) => ControlFlow::Break(Err(error)),
+        Some(error) => stop::<X>(error),
         None => ControlFlow::Continue(()),
     }
 }

@@ -8,15 +8,13 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
-
-use super::{Call, Runtime};
+use super::{Call, Effect, Outcome, Runtime};
 use crate::audit::{AuditError, AuditEvent};
 use crate::error::ToolError;
 
 /// The call's span: `tool.call`, its fields filled in as stages learn them.
 #[inline]
-pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
+pub(super) fn span<X: Effect>(call: &mut Call<'_, X>) -> tracing::Span {
     let span = tracing::info_span!(
         "tool.call",
         tool.call_id = tracing::field::Empty,
@@ -43,12 +41,16 @@ pub(super) fn span(call: &mut Call<'_>) -> tracing::Span {
 }
 
 #[inline]
-pub(super) fn stage(
+pub(super) fn stage<X: Effect>(
     door: &Runtime,
-    call: &mut Call<'_>,
-    result: &Result<Value, ToolError>,
+    call: &mut Call<'_, X>,
+    result: &Outcome<X>,
     start: Option<Instant>,
 ) {
+    // The error as the door's (the effect's own, for a typed operation).
+    let key = call.key();
+    let error = result.as_ref().err().map(|e| X::error_view(e, key));
+    let error = error.as_deref();
     if !call.span.is_disabled() {
         if let Some(start) = start {
             call.span
@@ -56,16 +58,14 @@ pub(super) fn stage(
         }
         call.span.record(
             "call.outcome",
-            match result {
-                Ok(_) => "ok",
-                Err(e) => e.kind().as_str(),
+            match error {
+                None => "ok",
+                Some(e) => e.kind().as_str(),
             },
         );
     }
-    door.counters.count(
-        result.as_ref().err().map(ToolError::kind),
-        call.trail.execution,
-    );
+    door.counters
+        .count(error.map(ToolError::kind), call.trail.execution);
     door.counters
         .shaped_and_flagged(call.trail.shaped.is_some(), !call.trail.findings.is_empty());
     if let Some(sink) = &door.audit {
@@ -83,7 +83,7 @@ pub(super) fn stage(
             gates: trail.gates.gates(),
             execution: trail.execution,
             duration: start.map(|s| s.elapsed()).unwrap_or_default(),
-            error: result.as_ref().err().map(AuditError::of),
+            error: error.map(AuditError::of),
             shaped: trail.shaped.as_deref().cloned(),
             findings: trail.findings.clone(),
             memory_guard_mismatch: trail.memory_guard_mismatch,

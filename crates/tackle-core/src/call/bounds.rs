@@ -8,14 +8,14 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Gate, Input, Runtime};
+use super::{stop, Call, Effect, Flow, Gate, Input, Runtime};
 use crate::audit::GateDecision;
 use crate::bounds::dispose;
 use crate::error::ToolError;
 use crate::validate::ValidationIssue;
 
 #[inline]
-pub(super) fn input(door: &Runtime, call: &mut Call<'_>) -> Flow {
+pub(super) fn input<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     let Input::Value(value) = &call.input else {
         // An operation's input is made by tackle from bounded parts, when needed.
         return ControlFlow::Continue(());
@@ -27,28 +27,36 @@ pub(super) fn input(door: &Runtime, call: &mut Call<'_>) -> Flow {
     call.trail
         .gates
         .set(Gate::Input, GateDecision::Refused(exceeded.to_string()));
-    ControlFlow::Break(Err(ToolError::InvalidInput {
+    stop::<X>(ToolError::InvalidInput {
         key: call.asked.to_owned(),
         errors: vec![ValidationIssue::new("", exceeded.to_string())],
-    }))
+    })
 }
 
 #[inline]
-pub(super) fn output(door: &Runtime, call: &mut Call<'_>) -> Flow {
-    let Some(Ok(value)) = &call.outcome else {
+pub(super) fn output<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
+    // A typed output (not JSON) is its code's to bound.
+    let Some(value) = call
+        .outcome
+        .as_ref()
+        .and_then(|o| o.as_ref().ok())
+        .and_then(X::as_json)
+    else {
         return ControlFlow::Continue(());
     };
     let Err(exceeded) = door.limits.check(value) else {
         return ControlFlow::Continue(());
     };
-    if let Some(Ok(value)) = call.outcome.take() {
-        dispose(value);
+    if let Some(Ok(mut output)) = call.outcome.take() {
+        if let Some(value) = X::as_json_mut(&mut output) {
+            dispose(std::mem::take(value));
+        }
     }
     call.trail
         .gates
         .set(Gate::Output, GateDecision::Refused(exceeded.to_string()));
-    ControlFlow::Break(Err(ToolError::InvalidOutput {
+    stop::<X>(ToolError::InvalidOutput {
         key: call.tool().key().to_owned(),
         errors: vec![ValidationIssue::new("", exceeded.to_string())],
-    }))
+    })
 }

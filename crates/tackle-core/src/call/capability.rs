@@ -6,12 +6,12 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Gate};
+use super::{stop, Call, Effect, Flow, Gate};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
 
 #[inline]
-pub(super) fn stage(call: &mut Call<'_>) -> Flow {
+pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let tool = call.tool();
     let required = &call.spec().permissions;
     if required.is_empty() {
@@ -32,5 +32,5 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     call.trail
         .gates
         .set(Gate::Capability, GateDecision::Refused(error.to_string()));
-    ControlFlow::Break(Err(error))
+    stop::<X>(error)
 }

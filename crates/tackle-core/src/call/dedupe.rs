@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{Call, Flow};
+use super::{Call, Effect, Flow, Outcome};
 use crate::audit::Execution;
 use crate::canonical::{canonical, FnvMap};
 use crate::error::ToolError;
@@ -72,7 +72,7 @@ impl Drop for Claim {
 }
 
 #[inline]
-pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
+pub(super) async fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let Some((memory, key)) = idempotency_key(call) else {
         return ControlFlow::Continue(());
     };
@@ -86,19 +86,33 @@ pub(super) async fn stage(call: &mut Call<'_>) -> Flow {
             call.trail.execution = Execution::Deduplicated;
             call.trail.shaped = first.shaped;
             call.trail.findings = first.findings;
-            ControlFlow::Break(first.result)
+            ControlFlow::Break(match first.result {
+                Ok(view) => X::from_view(view),
+                Err(error) => Err(X::from_error(error)),
+            })
         }
     }
 }
 
 /// Hands a finished call's outcome to the calls waiting on its key.
 #[inline]
-pub(super) fn settle(call: &mut Call<'_>, result: &Result<Value, ToolError>) {
+pub(super) fn settle<X: Effect>(call: &mut Call<'_, X>, result: &Outcome<X>) {
     let Some(claim) = call.claim.take() else {
         return;
     };
+    // Kept as the outcome's JSON view, for the calls that come later.
+    let key = call.key();
+    let result = match result {
+        Ok(output) => X::view(output)
+            .map(std::borrow::Cow::into_owned)
+            .map_err(|why| ToolError::Execution {
+                key: key.to_owned(),
+                message: format!("the first call's output has no JSON form: {why}"),
+            }),
+        Err(error) => Err(X::error_view(error, key).into_owned()),
+    };
     let settled = Settled {
-        result: result.clone(),
+        result,
         shaped: call.trail.shaped.clone(),
         findings: call.trail.findings.clone(),
     };
@@ -112,7 +126,7 @@ pub(super) fn settle(call: &mut Call<'_>, result: &Result<Value, ToolError>) {
 
 /// The run's memory and this call's key in it, when the call is one to deduplicate.
 #[inline]
-fn idempotency_key<'a>(call: &mut Call<'a>) -> Option<(&'a Idempotency, String)> {
+fn idempotency_key<'a, X: Effect>(call: &mut Call<'a, X>) -> Option<(&'a Idempotency, String)> {
     let ctx = call.ctx;
     let tool = call.tool();
     let spec = call.spec();

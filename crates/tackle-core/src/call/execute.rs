@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, Call, Flow, OperationKind, RunState, Runtime};
+use super::{panics, stop, Call, Effect, Flow, OperationKind, Outcome, RunState, Runtime};
 use crate::audit::Execution;
 use crate::context::{
     CallScope, CancellationToken, Checkpoints, RunScope, ToolContext, DEFAULT_GRACE,
@@ -47,7 +47,7 @@ use crate::registry::{HandlerKind, Tool};
 use crate::sandbox::{SandboxJob, SandboxPolicy};
 
 #[inline]
-pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
+pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> Flow<X> {
     if call.outcome.is_some() {
         // Replayed: nothing runs.
         return ControlFlow::Continue(());
@@ -55,9 +55,9 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
     let tool = call.tool();
     let ctx = call.ctx;
     if call.run.is_some_and(RunState::is_cancelled) {
-        return ControlFlow::Break(Err(ToolError::Cancelled {
+        return stop::<X>(ToolError::Cancelled {
             key: tool.key().to_owned(),
-        }));
+        });
     }
     let mut checkpoint = None;
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
@@ -67,10 +67,10 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         match cassette.start(pending, call.key.as_deref(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {
-                return ControlFlow::Break(Err(ToolError::Execution {
+                return stop::<X>(ToolError::Execution {
                     key: tool.key().to_owned(),
                     message: format!("the run's journal could not hold the call: {why}"),
-                }))
+                })
             }
         }
     }
@@ -82,7 +82,7 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
         .or(call.run.and_then(|run| run.scope.default_timeout));
     if let Some(policy) = call.sandbox.take() {
         let result = Box::pin(sandboxed(door, call, policy, limit)).await;
-        call.outcome = Some(result);
+        call.outcome = Some(of_tool::<X>(result));
         return ControlFlow::Continue(());
     }
     let inline = limit.is_none() && !call.spec().blocking;
@@ -92,18 +92,28 @@ pub(super) async fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
             // (cancellation cannot stop it mid-way; it was checked above).
             let input = call.input.take();
             let secrets = panics::secrets_of(ctx);
-            settle(
+            of_tool::<X>(settle(
                 tool,
                 catch_unwind(AssertUnwindSafe(|| {
                     panics::guarded(secrets.as_ref(), || run(ctx, input))
                 })),
-            )
+            ))
         }
         // Boxed: it keeps the common call's future small.
         _ => Box::pin(run_awaited(call, limit, checkpoint)).await,
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
+}
+
+/// A tool's outcome as the call's effect's: a tool's effect is [`Json`](super::Json),
+/// so this is the outcome itself.
+#[inline]
+fn of_tool<X: Effect>(result: Result<Value, ToolError>) -> Outcome<X> {
+    match result {
+        Ok(value) => X::from_view(value),
+        Err(error) => Err(X::from_error(error)),
+    }
 }
 
 /// What can end a running call early: its time limit, and its run's cancellation
@@ -116,7 +126,7 @@ struct Bounds<'a> {
 
 impl Bounds<'_> {
     /// The bounds of `call`, whose time limit is `limit`.
-    fn of<'c>(call: &Call<'c>, limit: Option<Duration>) -> Bounds<'c> {
+    fn of<'c, X: Effect>(call: &Call<'c, X>, limit: Option<Duration>) -> Bounds<'c> {
         Bounds {
             limit,
             cancel: call.run.map(|run| (&run.scope.cancel, run.scope.grace)),
@@ -130,22 +140,32 @@ impl Bounds<'_> {
 }
 
 /// Runs an operation's code, an async tool, or any tool under a limit.
-async fn run_awaited(
-    call: &mut Call<'_>,
+async fn run_awaited<X: Effect>(
+    call: &mut Call<'_, X>,
     limit: Option<Duration>,
     checkpoint: Option<Box<dyn Checkpoints>>,
-) -> Result<Value, ToolError> {
+) -> Outcome<X> {
     let bounds = Bounds::of(call, limit);
     let tool = call.tool();
-    let ctx = call.ctx;
     if let Some(code) = call.code.take() {
-        let work = guard_future(tool, code(call.id()));
+        let work = guard_future::<X>(tool, code(call.id()));
         return if bounds.any() {
-            limit_call(work, tool.key(), bounds, false).await
+            limit_call(work, tool.key(), bounds, false, X::from_error).await
         } else {
             work.await
         };
     }
+    of_tool::<X>(run_tool(call, bounds, checkpoint).await)
+}
+
+/// Runs an async tool, or any tool under a limit.
+async fn run_tool<X: Effect>(
+    call: &mut Call<'_, X>,
+    bounds: Bounds<'_>,
+    checkpoint: Option<Box<dyn Checkpoints>>,
+) -> Result<Value, ToolError> {
+    let tool = call.tool();
+    let ctx = call.ctx;
     let input = call.input.take();
     if tool.takes_context() {
         let call_id = call.id();
@@ -169,6 +189,7 @@ async fn run_awaited(
             tool.key(),
             bounds,
             off_thread || tool.spec().blocking,
+            std::convert::identity,
         )
         .await
     } else {
@@ -178,9 +199,9 @@ async fn run_awaited(
 
 /// Runs the call in the runtime's sandbox, under its limit: the sandbox kills what it
 /// started when the limit drops its future.
-async fn sandboxed(
+async fn sandboxed<X: Effect>(
     door: &Runtime,
-    call: &mut Call<'_>,
+    call: &mut Call<'_, X>,
     policy: Box<SandboxPolicy>,
     limit: Option<Duration>,
 ) -> Result<Value, ToolError> {
@@ -233,7 +254,7 @@ async fn sandboxed(
         run.result
     };
     let result = if bounds.any() {
-        limit_call(work, tool.key(), bounds, false).await
+        limit_call(work, tool.key(), bounds, false, std::convert::identity).await
     } else {
         work.await
     };
@@ -289,6 +310,7 @@ async fn scoped(
             tool.key(),
             bounds,
             off_thread || tool.spec().blocking,
+            std::convert::identity,
         )
         .await
     } else {
@@ -306,13 +328,14 @@ async fn scoped(
 
 /// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when
 /// the limit passes, `Aborted` when the run was cancelled and the tool did not finish
-/// within the grace window.
-async fn limit_call(
-    work: impl Future<Output = Result<Value, ToolError>>,
+/// within the grace window (each as the work's error, by `error`).
+async fn limit_call<T, E>(
+    work: impl Future<Output = Result<T, E>>,
     key: &str,
     bounds: Bounds<'_>,
     still_running: bool,
-) -> Result<Value, ToolError> {
+    error: fn(ToolError) -> E,
+) -> Result<T, E> {
     let limit = bounds.limit;
     let grace = bounds.cancel.map_or(DEFAULT_GRACE, |(_, grace)| grace);
     let timer = async {
@@ -333,15 +356,15 @@ async fn limit_call(
     tokio::select! {
         biased;
         result = work => result,
-        () = timer => Err(ToolError::Timeout {
+        () = timer => Err(error(ToolError::Timeout {
             key: key.to_owned(),
             after_ms: limit.map_or(0, |l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
             still_running,
-        }),
-        () = abort => Err(ToolError::Aborted {
+        })),
+        () = abort => Err(error(ToolError::Aborted {
             key: key.to_owned(),
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-        }),
+        })),
     }
 }
 
@@ -390,12 +413,28 @@ async fn guarded(
     settle(tool, outcome)
 }
 
-/// An operation's code, with the same panic guard.
-async fn guard_future<'f>(
+/// An operation's code, with the same panic guard; its errors name the operation by
+/// its key.
+async fn guard_future<'f, X: Effect>(
     tool: &Tool,
-    work: Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'f>>,
-) -> Result<Value, ToolError> {
-    settle(tool, CatchUnwind(work, None).await)
+    work: Pin<Box<dyn Future<Output = Outcome<X>> + Send + 'f>>,
+) -> Outcome<X> {
+    let key = tool.key();
+    match CatchUnwind(work, None).await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(mut error)) => {
+            if let Some(named) = X::error_key(&mut error) {
+                if named != key {
+                    key.clone_into(named);
+                }
+            }
+            Err(error)
+        }
+        Err(payload) => Err(X::from_error(ToolError::Panicked {
+            key: key.to_owned(),
+            message: panic_message(payload.as_ref()),
+        })),
+    }
 }
 
 #[inline]
@@ -430,11 +469,11 @@ fn rekey(mut error: ToolError, registered: &str) -> ToolError {
 /// it runs (see [`panics`]).
 struct CatchUnwind<F>(F, Option<Arc<[String]>>);
 
-impl<F> Future for CatchUnwind<Pin<Box<F>>>
+impl<F, O> Future for CatchUnwind<Pin<Box<F>>>
 where
-    F: Future<Output = Result<Value, ToolError>> + ?Sized,
+    F: Future<Output = O> + ?Sized,
 {
-    type Output = Result<Result<Value, ToolError>, Box<dyn Any + Send>>;
+    type Output = Result<O, Box<dyn Any + Send>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;

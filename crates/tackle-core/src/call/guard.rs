@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::{Call, Runtime};
+use super::{Call, Effect, Runtime};
 use crate::context::ToolContext;
 use crate::spec::ToolSpec;
 
@@ -22,7 +22,7 @@ pub trait MemoryGuard: Send + Sync {
 
 /// The snapshot before the call, when the tool is watched and will run.
 #[inline]
-pub(super) fn before(door: &Runtime, call: &mut Call<'_>) -> Option<Value> {
+pub(super) fn before<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Option<Value> {
     let guard = door.memory_guard.as_ref()?;
     if call.outcome.is_some() {
         return None;
@@ -32,7 +32,7 @@ pub(super) fn before(door: &Runtime, call: &mut Call<'_>) -> Option<Value> {
 
 /// Compares the snapshot after the call with the one before.
 #[inline]
-pub(super) fn after(door: &Runtime, call: &mut Call<'_>, before: Option<Value>) {
+pub(super) fn after<X: Effect>(door: &Runtime, call: &mut Call<'_, X>, before: Option<Value>) {
     let (Some(before), Some(guard)) = (before, door.memory_guard.as_ref()) else {
         return;
     };

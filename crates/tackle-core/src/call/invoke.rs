@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Input, Runtime};
+use super::{Input, Json, Runtime};
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
 
@@ -133,7 +133,7 @@ impl Runtime {
         let begun = Instant::now();
         let mut held = None;
         let tool = self.early(name, &mut held);
-        let mut call = self.start(None, name, tool, None, Input::Value(input_data), ctx);
+        let mut call = self.start::<Json>(None, name, tool, None, Input::Value(input_data), ctx);
         call.validate = validate;
         let start = self.audit.is_some().then_some(begun);
         let result = self.pass(&mut call, start).await;

@@ -10,8 +10,10 @@
 //! [operations](Operation): model completions (`llm.<provider>.complete@<model>`),
 //! broker requests, anything else with an effect. Whoever makes a call (user code, the
 //! executor, a chain, an agent loop, a pipeline, the MCP server) makes it here, so no
-//! caller can skip a stage. Each stage is a small unit in its own file, with one job,
-//! run in this order:
+//! caller can skip a stage. An operation's outcome keeps its own types through the
+//! door (see [`effect`]: a model completion gives its reply and its error as they
+//! are, and the stages that need JSON make a view when they need it); a tool's is
+//! JSON. Each stage is a small unit in its own file, with one job, run in this order:
 //!
 //! 0. **bounds** (`bounds.rs`): the input is within the runtime's depth and size limits,
 //!    measured without recursion before anything walks it ([`crate::bounds`]); the
@@ -66,6 +68,7 @@ mod audit;
 mod bounds;
 mod capability;
 pub(crate) mod dedupe;
+pub mod effect;
 mod execute;
 mod guard;
 mod invoke;
@@ -92,6 +95,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::Instrument;
 
+pub use effect::{Effect, Json};
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
@@ -196,18 +200,25 @@ pub struct CallReport {
     pub findings: Vec<Finding>,
 }
 
+/// A call's outcome, in its effect's types.
+pub(crate) type Outcome<X> = Result<<X as Effect>::Output, <X as Effect>::Error>;
+
 /// What a stage does with the call: let it go on, or end it with this outcome.
-pub(crate) type Flow = ControlFlow<Result<Value, ToolError>>;
+pub(crate) type Flow<X = Json> = ControlFlow<Outcome<X>>;
+
+/// Ends the call with one of the door's errors, as the effect's error.
+#[inline]
+pub(crate) fn stop<X: Effect>(error: ToolError) -> Flow<X> {
+    ControlFlow::Break(Err(X::from_error(error)))
+}
 
 /// The code of an operation's call, given by its caller; it gets the call's id.
-type OperationCode<'a> = Box<
-    dyn FnOnce(u64) -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>
-        + Send
-        + 'a,
->;
+type OperationCode<'a, X> =
+    Box<dyn FnOnce(u64) -> Pin<Box<dyn Future<Output = Outcome<X>> + Send + 'a>> + Send + 'a>;
 
-/// One call on its way through the door: what the stages read and write.
-pub(crate) struct Call<'a> {
+/// One call on its way through the door: what the stages read and write. `X` is its
+/// effect: [`Json`] for a tool, an operation's own for an operation.
+pub(crate) struct Call<'a, X: Effect = Json> {
     /// Unique within the run; taken when first read (see [`Call::id`]).
     id: Option<u64>,
     next_id: &'a AtomicU64,
@@ -240,13 +251,13 @@ pub(crate) struct Call<'a> {
     /// Its spec, once resolved (read by most stages).
     pub(crate) spec: Option<&'a ToolSpec>,
     /// The code an operation runs (tools run their registered handler).
-    pub(crate) code: Option<OperationCode<'a>>,
+    pub(crate) code: Option<OperationCode<'a, X>>,
     pub(crate) input: Input<'a>,
     pub(crate) ctx: &'a ToolContext,
     /// Whether the schema stages check (a trusted caller may skip them).
     pub(crate) validate: bool,
     /// The outcome so far: set by the router (replayed) or by execution, then shaped.
-    pub(crate) outcome: Option<Result<Value, ToolError>>,
+    pub(crate) outcome: Option<Outcome<X>>,
     /// Whether a replayed output was recorded shaped.
     pub(crate) served_shaped: bool,
     /// What the router asked to record once the outcome is final.
@@ -309,7 +320,7 @@ impl Input<'_> {
     }
 }
 
-impl<'a> Call<'a> {
+impl<'a, X: Effect> Call<'a, X> {
     /// The call's id, unique within the run. Taken from the run's counter when
     /// someone first reads it (an audit sink, a report, a tool that sees its context,
     /// an approver, a spilled result), so a call nobody identifies costs no atomic.
@@ -668,7 +679,7 @@ impl Runtime {
         // The body of `call_in`, not a call of it: one future less on the hot path.
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start(None, key, tool, None, Input::Value(input), ctx);
+        let mut call = self.start::<Json>(None, key, tool, None, Input::Value(input), ctx);
         let start = self.audit.is_some().then(Instant::now);
         self.pass(&mut call, start).await
     }
@@ -690,7 +701,7 @@ impl Runtime {
     ) -> Result<Value, ToolError> {
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start(run, key, tool, None, Input::Value(input), ctx);
+        let mut call = self.start::<Json>(run, key, tool, None, Input::Value(input), ctx);
         call.given_id = given_id;
         // Time is taken only for someone who reads it.
         let start = self.audit.is_some().then(Instant::now);
@@ -709,7 +720,7 @@ impl Runtime {
         let start = Instant::now();
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start(run, key, tool, None, Input::Value(input), ctx);
+        let mut call = self.start::<Json>(run, key, tool, None, Input::Value(input), ctx);
         call.given_id = given_id;
         let result = self.pass(&mut call, Some(start)).await;
         CallReport {
@@ -757,17 +768,18 @@ impl Runtime {
     /// assert_eq!(sent.unwrap(), json!("queued"));
     /// # }
     /// ```
-    pub async fn perform<'a, I, F, Fut>(
+    pub async fn perform<'a, X, I, F, Fut>(
         &'a self,
-        operation: &'a Operation,
+        operation: &'a Operation<X>,
         input: I,
         ctx: &'a ToolContext,
         run: F,
-    ) -> Result<Value, ToolError>
+    ) -> Result<X::Output, X::Error>
     where
+        X: Effect,
         I: FnOnce() -> Value + Send + 'a,
         F: FnOnce() -> Fut + Send + 'a,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+        Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {
         self.perform_identified(None, operation, input, ctx, move |_| run())
             .await
@@ -777,21 +789,22 @@ impl Runtime {
     /// [`Runtime::perform`] as a call of `run` (or a plain call), where `code` gets the
     /// call's id (as events and audit events give it), and the id comes back with the
     /// outcome, whether `code` ran or the call was replayed or stopped.
-    pub(crate) async fn perform_identified<'a, I, F, Fut>(
+    pub(crate) async fn perform_identified<'a, X, I, F, Fut>(
         &'a self,
         run: Option<&'a RunState>,
-        operation: &'a Operation,
+        operation: &'a Operation<X>,
         input: I,
         ctx: &'a ToolContext,
         code: F,
-    ) -> (Result<Value, ToolError>, u64)
+    ) -> (Outcome<X>, u64)
     where
+        X: Effect,
         I: FnOnce() -> Value + Send + 'a,
         F: FnOnce(u64) -> Fut + Send + 'a,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'a,
+        Fut: Future<Output = Outcome<X>> + Send + 'a,
     {
-        let code: OperationCode<'a> = Box::new(move |id| Box::pin(code(id)));
-        let mut call = self.start(
+        let code: OperationCode<'a, X> = Box::new(move |id| Box::pin(code(id)));
+        let mut call = self.start::<X>(
             run,
             operation.key(),
             Some(operation.tool()),
@@ -799,7 +812,7 @@ impl Runtime {
             Input::Lazy(Box::new(input)),
             ctx,
         );
-        call.operation = Some(operation.kind());
+        call.operation = Some(X::KIND);
         let start = self.audit.is_some().then(Instant::now);
         let result = self.pass(&mut call, start).await;
         (result, call.id())
@@ -807,15 +820,15 @@ impl Runtime {
 
     /// A call, before the first stage: of `tool` when it is known (an operation's, or
     /// a live tool), with `code` for an operation.
-    fn start<'a>(
+    fn start<'a, X: Effect>(
         &'a self,
         run: Option<&'a RunState>,
         asked: &'a str,
         tool: Option<&'a Tool>,
-        code: Option<OperationCode<'a>>,
+        code: Option<OperationCode<'a, X>>,
         input: Input<'a>,
         ctx: &'a ToolContext,
-    ) -> Call<'a> {
+    ) -> Call<'a, X> {
         let next_id = match run {
             Some(run) => &run.memory.next_call,
             None => &self.next_call,
@@ -856,7 +869,7 @@ impl Runtime {
     /// The door's stages, in order (see the [module docs](self)). A stage that ends
     /// the call breaks with the call's outcome; the audit stage runs after them all,
     /// in [`Runtime::pass`], however they ended.
-    async fn stages<'a>(&'a self, call: &mut Call<'a>) -> Flow {
+    async fn stages<'a, X: Effect>(&'a self, call: &mut Call<'a, X>) -> Flow<X> {
         bounds::input(self, call)?;
         resolve::stage(self, call)?;
         secrets::arguments(self, call);
@@ -877,11 +890,11 @@ impl Runtime {
     }
 
     /// One call through every stage, then the audit stage.
-    async fn pass<'a>(
+    async fn pass<'a, X: Effect>(
         &'a self,
-        call: &mut Call<'a>,
+        call: &mut Call<'a, X>,
         start: Option<Instant>,
-    ) -> Result<Value, ToolError> {
+    ) -> Outcome<X> {
         call.span = audit::span(call);
         // The span's duration needs a clock even without an audit sink.
         let start = start.or_else(|| (!call.span.is_disabled()).then(Instant::now));
@@ -897,13 +910,13 @@ impl Runtime {
         // own is not scrubbed again.
         let (mut result, scrubbed) = match flow {
             ControlFlow::Break(outcome) => (outcome, false),
-            ControlFlow::Continue(()) => (
-                call.outcome.take().unwrap_or(Ok(Value::Null)),
-                call.scrubbed,
-            ),
+            ControlFlow::Continue(()) => match call.outcome.take() {
+                Some(outcome) => (outcome, call.scrubbed),
+                None => (X::from_view(Value::Null), call.scrubbed),
+            },
         };
         if !scrubbed && result.is_err() {
-            call.scrubber().outcome(&mut result, true);
+            X::scrub(&mut result, &call.scrubber(), true);
         }
         dedupe::settle(call, &result);
         audit::stage(self, call, &result, start);

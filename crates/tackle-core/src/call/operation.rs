@@ -8,7 +8,17 @@
 //! stage of the door with the code the caller gives. So an operation is refused
 //! without its permissions (deny by default), replays from a cassette (in recorded
 //! order), and leaves an audit event, counters and a span, like any tool call.
+//!
+//! An operation's outcome has the types of its [`Effect`]: JSON and [`ToolError`]
+//! for [`Operation::new`] ([`Json`]), its own for [`Operation::typed`] (a model
+//! completion gives its reply and its error as they are; see [`super::effect`]).
+//!
+//! [`ToolError`]: crate::ToolError
 
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::effect::{Effect, Json};
 use crate::registry::Tool;
 use crate::spec::ToolSpec;
 
@@ -18,15 +28,25 @@ use crate::spec::ToolSpec;
 /// side effects, replay policy, time limit) and performed with
 /// [`Runtime::perform`](super::Runtime::perform), which runs every stage of the door
 /// with the code the caller gives: refused without its permissions, replayed from a
-/// cassette in recorded order, audited like any call.
-#[derive(Debug)]
-pub struct Operation {
+/// cassette in recorded order, audited like any call. `X` is its [`Effect`]: the
+/// types of its outcome and its kind ([`Json`] unless made with
+/// [`Operation::typed`]).
+pub struct Operation<X: Effect = Json> {
     tool: Tool,
-    kind: OperationKind,
+    effect: PhantomData<fn() -> X>,
 }
 
-/// What kind of effect an [`Operation`] is: the door decides by this, never by the
-/// operation's key.
+impl<X: Effect> fmt::Debug for Operation<X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operation")
+            .field("tool", &self.tool)
+            .field("kind", &X::KIND)
+            .finish()
+    }
+}
+
+/// What kind of effect an [`Operation`] is, as its [`Effect`] type says: the door
+/// decides by this, never by the operation's key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OperationKind {
@@ -41,24 +61,27 @@ pub enum OperationKind {
 }
 
 impl Operation {
-    /// An operation described by `spec`, of kind [`OperationKind::Effect`]. Its key is
-    /// the spec's key; the spec's version may be any text (a model's name, for
-    /// example).
+    /// An operation described by `spec` whose outcome is JSON ([`Json`], of kind
+    /// [`OperationKind::Effect`]). Its key is the spec's key; the spec's version may
+    /// be any text (a model's name, for example).
     pub fn new(spec: ToolSpec) -> Operation {
-        Operation::of_kind(spec, OperationKind::Effect)
+        Operation::typed(spec)
     }
+}
 
-    /// An operation of `kind` described by `spec`.
-    pub fn of_kind(spec: ToolSpec, kind: OperationKind) -> Operation {
+impl<X: Effect> Operation<X> {
+    /// An operation described by `spec` whose outcome has the types of the effect `X`
+    /// (and whose kind is `X`'s).
+    pub fn typed(spec: ToolSpec) -> Operation<X> {
         Operation {
             tool: Tool::for_operation(spec),
-            kind,
+            effect: PhantomData,
         }
     }
 
-    /// What kind of effect it is.
+    /// What kind of effect it is: its effect type's [`Effect::KIND`].
     pub fn kind(&self) -> OperationKind {
-        self.kind
+        X::KIND
     }
 
     /// The key: `namespace.name@version`.

@@ -12,13 +12,13 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-use super::{Call, Flow};
+use super::{Call, Effect, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
 use crate::replay::InteractionKind;
 
 #[inline]
-pub(super) fn stage(call: &mut Call<'_>) -> Flow {
+pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let Some(cassette) = call.cassette() else {
         return ControlFlow::Continue(());
     };
@@ -57,11 +57,15 @@ pub(super) fn stage(call: &mut Call<'_>) -> Flow {
     let routed = cassette.route(kind, tool.key(), policy, routed, &mut key, fingerprint);
     call.key = key;
     match routed {
-        Err(error) => ControlFlow::Break(Err(error)),
+        Err(error) => ControlFlow::Break(Err(X::from_error(error))),
         Ok(Route::Serve { outcome, shaped }) => {
             call.trail.execution = Execution::Replayed;
             call.served_shaped = shaped;
-            call.outcome = Some(outcome);
+            // A typed effect's outcome is made from its recorded view.
+            call.outcome = Some(match outcome {
+                Ok(view) => X::from_view(view),
+                Err(error) => Err(X::from_error(error)),
+            });
             ControlFlow::Continue(())
         }
         Ok(Route::Run(pending)) => {

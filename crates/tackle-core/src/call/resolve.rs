@@ -10,18 +10,18 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Runtime};
+use super::{stop, Call, Effect, Flow, Runtime};
 use crate::error::ToolError;
 use crate::sandbox::{SandboxKind, SandboxPolicy};
 use crate::spec::ToolSpec;
 
 #[inline]
-pub(super) fn stage<'a>(door: &'a Runtime, call: &mut Call<'a>) -> Flow {
+pub(super) fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> Flow<X> {
     let tool = match call.tool {
         Some(tool) => tool,
         None => match door.registry.resolve(call.asked) {
             Ok(tool) => &**tool,
-            Err(error) => return ControlFlow::Break(Err(with_live(door, call.asked, error))),
+            Err(error) => return stop::<X>(with_live(door, call.asked, error)),
         },
     };
     let spec: &ToolSpec = tool.spec();

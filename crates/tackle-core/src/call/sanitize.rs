@@ -5,13 +5,13 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Gate, Runtime};
+use super::{Call, Effect, Flow, Gate, Runtime};
 use crate::audit::{Execution, GateDecision};
 use crate::error::ToolError;
 use crate::sanitize::{sanitize, SanitizePolicy};
 
 #[inline]
-pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+pub(super) fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
@@ -31,7 +31,21 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
             .set(Gate::Sanitization, GateDecision::Passed);
         return ControlFlow::Continue(());
     }
-    call.trail.findings = sanitize(output, policy, tool.key(), trust);
+    match X::as_json_mut(output) {
+        Some(value) => call.trail.findings = sanitize(value, policy, tool.key(), trust),
+        None => {
+            // A typed output is sanitized as its JSON view, which stands for it when
+            // the policy changed it.
+            let view = X::view(output).map(std::borrow::Cow::into_owned);
+            let Ok(mut view) = view else {
+                return ControlFlow::Continue(());
+            };
+            call.trail.findings = sanitize(&mut view, policy, tool.key(), trust);
+            if !call.trail.findings.is_empty() && policy != SanitizePolicy::DetectAndFlag {
+                call.outcome = Some(X::from_view(view));
+            }
+        }
+    }
     if !call.span.is_disabled() {
         call.span.record(
             "tool.inbound.sanitization.patterns_hit_count",
@@ -58,6 +72,6 @@ pub(super) fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     call.trail
         .gates
         .set(Gate::Sanitization, GateDecision::Refused(error.to_string()));
-    call.outcome = Some(Err(error));
+    call.outcome = Some(Err(X::from_error(error)));
     ControlFlow::Continue(())
 }

@@ -27,7 +27,7 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Effect, Flow, Runtime};
 use crate::audit::Execution;
 use crate::registry::tool::SecretArguments;
 use crate::registry::Tool;
@@ -38,7 +38,7 @@ const MAX_ARGUMENT_SECRETS: usize = 64;
 
 /// Takes the values of the call's secret arguments (see the module docs).
 #[inline]
-pub(super) fn arguments(door: &Runtime, call: &mut Call<'_>) {
+pub(super) fn arguments<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) {
     if call.operation.is_some() {
         return;
     }
@@ -141,20 +141,20 @@ fn values(value: &Value, found: &mut Vec<String>) {
 /// see the record stage), its error in every case. A replayed outcome was recorded
 /// scrubbed; a replayed error is scrubbed when it leaves the door.
 #[inline]
-pub(super) fn outcome(call: &mut Call<'_>) -> Flow {
+pub(super) fn outcome<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
     let reveals = call.spec().reveals_secrets;
     let cassette = call.cassette();
     if let Some(outcome) = &mut call.outcome {
-        super::scrubber(
+        let scrubber = super::scrubber(
             call.ctx,
             &call.arg_secrets,
             &call.arg_secret_fields,
             cassette,
-        )
-        .outcome(outcome, reveals);
+        );
+        X::scrub(outcome, &scrubber, reveals);
         call.scrubbed = true;
     }
     ControlFlow::Continue(())

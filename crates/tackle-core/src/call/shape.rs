@@ -4,16 +4,20 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Flow, Runtime};
+use super::{Call, Effect, Flow, Runtime};
 use crate::audit::Execution;
 use crate::shape::surely_fits;
 
 #[inline]
-pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
+pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
-    if !matches!(&call.outcome, Some(Ok(_))) {
+    // Only JSON is shaped: a typed output cut would no longer be of its type.
+    let Some(Ok(output)) = &call.outcome else {
+        return ControlFlow::Continue(());
+    };
+    if X::as_json(output).is_none() {
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
@@ -21,7 +25,12 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
     let Some(max) = spec.result_token_limit() else {
         return ControlFlow::Continue(());
     };
-    if let Some(Ok(output)) = &call.outcome {
+    if let Some(output) = call
+        .outcome
+        .as_ref()
+        .and_then(|o| o.as_ref().ok())
+        .and_then(X::as_json)
+    {
         // Most results are far below the limit: no need to measure them.
         if surely_fits(output, u64::from(max) * 4) {
             return ControlFlow::Continue(());
@@ -36,7 +45,12 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
             number.as_str()
         }
     };
-    let Some(Ok(output)) = &call.outcome else {
+    let Some(output) = call
+        .outcome
+        .as_ref()
+        .and_then(|o| o.as_ref().ok())
+        .and_then(X::as_json)
+    else {
         return ControlFlow::Continue(());
     };
     // Boxed: rare, and it keeps the common call's future small.
@@ -57,7 +71,7 @@ pub(super) async fn stage(door: &Runtime, call: &mut Call<'_>) -> Flow {
             call.span.record("tool.result.truncation.applied", true);
         }
         call.trail.shaped = Some(Box::new(report));
-        call.outcome = Some(Ok(shaped));
+        call.outcome = Some(X::from_view(shaped));
     }
     ControlFlow::Continue(())
 }

@@ -13,13 +13,13 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
-use super::{Call, Flow, Gate};
+use super::{stop, Call, Effect, Flow, Gate};
 use crate::audit::GateDecision;
 use crate::error::{SchemaSide, ToolError};
 use crate::validate::SchemaValidator;
 
 #[inline]
-pub(super) fn input(call: &mut Call<'_>) -> Flow {
+pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     if !call.validate {
         call.trail.gates.set(Gate::Input, GateDecision::Skipped);
         return ControlFlow::Continue(());
@@ -27,7 +27,7 @@ pub(super) fn input(call: &mut Call<'_>) -> Flow {
     let tool = call.tool();
     let validators = match tool.validators() {
         Ok(v) => v,
-        Err(error) => return ControlFlow::Break(Err(error)),
+        Err(error) => return stop::<X>(error),
     };
     if validators.input.accepts_anything() {
         call.trail.gates.set(Gate::Input, GateDecision::NotRequired);
@@ -45,14 +45,14 @@ pub(super) fn input(call: &mut Call<'_>) -> Flow {
         }
         Some((decision, error)) => {
             call.trail.gates.set(Gate::Input, decision);
-            ControlFlow::Break(Err(error))
+            stop::<X>(error)
         }
     }
 }
 
 #[inline]
-pub(super) fn output(call: &mut Call<'_>) -> Flow {
-    let Some(Ok(value)) = &call.outcome else {
+pub(super) fn output<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
+    let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
     if call.served_shaped {
@@ -68,7 +68,7 @@ pub(super) fn output(call: &mut Call<'_>) -> Flow {
     let tool = call.tool();
     let validators = match tool.validators() {
         Ok(v) => v,
-        Err(error) => return ControlFlow::Break(Err(error)),
+        Err(error) => return stop::<X>(error),
     };
     if validators.output.accepts_anything() {
         call.trail
@@ -76,11 +76,22 @@ pub(super) fn output(call: &mut Call<'_>) -> Flow {
             .set(Gate::Output, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    match check(&validators.output, value, SchemaSide::Output, tool.key()) {
+    // A typed output is checked as its JSON view, made only here.
+    let checked = match X::view(output) {
+        Ok(value) => check(&validators.output, &value, SchemaSide::Output, tool.key()),
+        Err(why) => Some((
+            GateDecision::Refused(why.clone()),
+            ToolError::Execution {
+                key: tool.key().to_owned(),
+                message: format!("the output has no JSON form to check: {why}"),
+            },
+        )),
+    };
+    match checked {
         None => call.trail.gates.set(Gate::Output, GateDecision::Passed),
         Some((decision, error)) => {
             call.trail.gates.set(Gate::Output, decision);
-            call.outcome = Some(Err(error));
+            call.outcome = Some(Err(X::from_error(error)));
         }
     }
     ControlFlow::Continue(())

@@ -274,7 +274,7 @@ impl Cassette {
     pub(crate) fn record(
         &self,
         pending: Pending,
-        result: &Result<Value, ToolError>,
+        result: Result<Value, ToolError>,
         shaped: bool,
     ) -> Result<(), String> {
         // The door scrubbed the outcome with this cassette's secrets among the rest.
@@ -282,8 +282,8 @@ impl Cassette {
             Outcome::Tombstone
         } else {
             match result {
-                Ok(value) => Outcome::Ok(value.clone()),
-                Err(error) => Outcome::Error(error.clone()),
+                Ok(value) => Outcome::Ok(value),
+                Err(error) => Outcome::Error(error),
             }
         };
         let interaction = Interaction {

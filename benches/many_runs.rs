@@ -7,8 +7,9 @@
 //! * `many_runs/no_cassette`: the in-run baseline, the same runs with no cassette.
 //!
 //! Criterion reports runs per second (throughput: 1,000 elements an iteration).
-//! Before measuring, the bench prints the peak heap memory per run of each, measured
-//! by a counting allocator over one round of 1,000 runs at once. The same workload on
+//! Before measuring, the bench prints the peak heap memory per run of each and how
+//! many allocations a run makes, measured by a counting allocator over one round of
+//! 1,000 runs at once. The same workload on
 //! pydantic-ai: `scripts/bench-pydantic-ai` (see `docs/performance.md`).
 
 #[path = "../tests/support/fleet.rs"]
@@ -33,6 +34,7 @@ struct Counting;
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static NOW: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
+static ALLOCATIONS: AtomicIsize = AtomicIsize::new(0);
 
 // SAFETY: every call goes to the system allocator with the same arguments; the
 // counters only observe.
@@ -42,6 +44,7 @@ unsafe impl GlobalAlloc for Counting {
             let size = layout.size() as isize;
             let now = NOW.fetch_add(size, Ordering::Relaxed) + size;
             PEAK.fetch_max(now, Ordering::Relaxed);
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: the caller's layout, as given.
         unsafe { System.alloc(layout) }
@@ -88,21 +91,25 @@ async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&Pat
     }
 }
 
-/// The peak heap bytes per run of one round of `fleet`.
+/// The peak heap bytes per run of one round of `fleet`, and the allocations per run.
 fn peak_per_run(
     tokio_rt: &tokio::runtime::Runtime,
     runtime: &Arc<Runtime>,
     skill: &Arc<ReactSkill>,
     dir: Option<&PathBuf>,
-) -> f64 {
+) -> (f64, f64) {
     // Counted from here: what is freed later but allocated before counts as negative
     // growth, so the peak is measured against this round's start.
     NOW.store(0, Ordering::Relaxed);
     PEAK.store(0, Ordering::Relaxed);
+    ALLOCATIONS.store(0, Ordering::Relaxed);
     COUNTING.store(true, Ordering::Relaxed);
     tokio_rt.block_on(fleet(runtime, skill, dir));
     COUNTING.store(false, Ordering::Relaxed);
-    PEAK.load(Ordering::Relaxed) as f64 / RUNS as f64
+    (
+        PEAK.load(Ordering::Relaxed) as f64 / RUNS as f64,
+        ALLOCATIONS.load(Ordering::Relaxed) as f64 / RUNS as f64,
+    )
 }
 
 fn many_runs(c: &mut Criterion) {
@@ -119,9 +126,10 @@ fn many_runs(c: &mut Criterion) {
     for (name, dir) in [("recording", Some(&dir)), ("no_cassette", None)] {
         // Warm up once, so the first round's one-time allocations do not count.
         tokio_rt.block_on(fleet(&runtime, &skill, dir));
-        let peak = peak_per_run(&tokio_rt, &runtime, &skill, dir);
+        let (peak, allocations) = peak_per_run(&tokio_rt, &runtime, &skill, dir);
         eprintln!(
-            "many_runs/{name}: peak heap {:.1} KiB per run ({RUNS} runs at once)",
+            "many_runs/{name}: peak heap {:.1} KiB per run ({RUNS} runs at once), \
+             {allocations:.0} allocations per run",
             peak / 1024.0
         );
     }

@@ -380,6 +380,57 @@ async fn model_calls_record_and_replay_in_order() {
     assert!(err.to_string().contains("/messages/0: 1 -> 7"), "{err}");
 }
 
+/// An operation's input is made only when a stage needs it; when it cannot be made
+/// (its input function fails), a run that would key or record the call by it fails the
+/// call with `Execution` and records nothing, never a stand-in such as `null`. With
+/// no stage that needs it (no cassette, no schema to check), the operation runs.
+#[tokio::test]
+async fn an_input_with_no_json_form_fails_the_call_and_is_never_recorded() {
+    let path = temp("unmade");
+    let mut spec = ToolSpec::new(
+        "nautilus",
+        "submit",
+        "1",
+        SideEffects::External,
+        "Submits an order.",
+    );
+    // Typed on both sides, as a model completion's: no schema to check it against.
+    spec.input_schema = json!(true);
+    let submit = Operation::new(spec);
+    let ctx = ToolContext::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let unmade = || Err::<Value, _>("a map with a non-string key");
+    let code = || {
+        let ran = Arc::clone(&ran);
+        move || async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok(json!("queued"))
+        }
+    };
+
+    let run = run_of(Runtime::default(), open(&path, Mode::Rewrite));
+    let err = run
+        .perform(&submit, unmade, &ctx, code())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::Execution, "{err}");
+    assert!(
+        err.to_string()
+            .contains("the call's input has no JSON form: a map with a non-string key"),
+        "{err}"
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "it never ran");
+    run.cassette().unwrap().finish().unwrap();
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(file["interactions"], json!([]), "nothing recorded");
+
+    // No cassette: nothing needs the view, and the operation runs.
+    let plain = Run::new(&Arc::new(Runtime::default()));
+    let out = plain.perform(&submit, unmade, &ctx, code()).await.unwrap();
+    assert_eq!(out, json!("queued"));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     let path = temp("redaction");

@@ -59,7 +59,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approver;
-use crate::call::{CallReport, Effect, Operation, RunState, Runtime};
+use crate::call::{CallReport, Effect, InputView, Operation, RunState, Runtime};
 use crate::context::{RunScope, ToolContext};
 use crate::error::ToolError;
 use crate::events::EventSink;
@@ -295,7 +295,7 @@ impl Run {
 
     /// Performs an [`Operation`] through the door as a call of this run (see
     /// [`Runtime::perform`]).
-    pub async fn perform<'a, X, I, F, Fut>(
+    pub async fn perform<'a, X, I, V, F, Fut>(
         &'a self,
         operation: &'a Operation<X>,
         input: I,
@@ -304,7 +304,8 @@ impl Run {
     ) -> Result<X::Output, X::Error>
     where
         X: Effect,
-        I: FnOnce() -> Value + Send + 'a,
+        I: FnOnce() -> V + Send + 'a,
+        V: InputView,
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {
@@ -316,7 +317,7 @@ impl Run {
     /// [`Run::perform`], with the call's number (as in audit and progress events)
     /// given to the operation's code and returned with its outcome: what code that
     /// streams or reports about the call it makes (a model completion) needs.
-    pub async fn perform_numbered<'a, X, I, F, Fut>(
+    pub async fn perform_numbered<'a, X, I, V, F, Fut>(
         &'a self,
         operation: &'a Operation<X>,
         input: I,
@@ -325,7 +326,8 @@ impl Run {
     ) -> (Result<X::Output, X::Error>, u64)
     where
         X: Effect,
-        I: FnOnce() -> Value + Send + 'a,
+        I: FnOnce() -> V + Send + 'a,
+        V: InputView,
         F: FnOnce(u64) -> Fut + Send + 'a,
         Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {

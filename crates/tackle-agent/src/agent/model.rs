@@ -658,12 +658,11 @@ async fn complete_in_door(
     let (outcome, call_id) = run
         .perform_numbered(
             completion,
-            || {
-                if let Some(cassette) = run.cassette() {
-                    recorded_request(cassette, request, conversation)
-                } else {
-                    serde_json::to_value(request).unwrap_or(Value::Null)
-                }
+            // Made only when a stage needs it; a request with no JSON form ends the
+            // call rather than being keyed by a stand-in.
+            || match run.cassette() {
+                Some(cassette) => recorded_request(cassette, request, conversation),
+                None => serde_json::to_value(request),
             },
             ctx,
             |call_id| async move {
@@ -805,8 +804,8 @@ fn recorded_request(
     cassette: &Cassette,
     request: &ChatRequest,
     conversation: Option<&Conversation>,
-) -> Value {
-    let whole = || serde_json::to_value(request).unwrap_or(Value::Null);
+) -> Result<Value, serde_json::Error> {
+    let whole = || serde_json::to_value(request);
     let memory = cassette.request_memory();
     let unchanged = conversation.and_then(Conversation::unchanged);
     let mut slot = memory.lock().unwrap_or_else(PoisonError::into_inner);
@@ -835,16 +834,12 @@ fn recorded_request(
     let new = &request.messages[shared..];
     let mut input = Map::new();
     input.insert("extends".into(), json!(shared));
-    input.insert(
-        "messages".into(),
-        serde_json::to_value(new).unwrap_or(Value::Null),
-    );
+    // Made before the run's memory of its last request changes: a request that
+    // cannot be serialized leaves it as it was.
+    input.insert("messages".into(), serde_json::to_value(new)?);
     let tools = tools_hash(&request.tools);
     if !last.started || tools != last.tools {
-        input.insert(
-            "tools".into(),
-            serde_json::to_value(&request.tools).unwrap_or(Value::Null),
-        );
+        input.insert("tools".into(), serde_json::to_value(&request.tools)?);
         last.tools = tools;
     }
     if !last.started || request.response_schema != last.response_schema {
@@ -871,7 +866,7 @@ fn recorded_request(
     if let Value::Object(fields) = &mut input {
         fields.insert("digest".into(), json!(format!("{:016x}", last.digest)));
     }
-    input
+    Ok(input)
 }
 
 /// Makes the whole requests of model calls journaled as deltas again (see

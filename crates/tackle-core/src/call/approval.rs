@@ -26,7 +26,17 @@ pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> 
         return ControlFlow::Continue(());
     }
     let tool = call.tool();
-    if !tool.may_need_approval() || !tool.needs_approval(call.input.get()) {
+    if !tool.may_need_approval() {
+        call.trail
+            .gates
+            .set(Gate::Approval, GateDecision::NotRequired);
+        return ControlFlow::Continue(());
+    }
+    let input = match call.made_input() {
+        Ok(input) => input,
+        Err(error) => return stop::<X>(error),
+    };
+    if !tool.needs_approval(input) {
         call.trail
             .gates
             .set(Gate::Approval, GateDecision::NotRequired);

@@ -73,8 +73,10 @@ impl Drop for Claim {
 
 #[inline]
 pub(super) async fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
-    let Some((memory, key)) = idempotency_key(call) else {
-        return ControlFlow::Continue(());
+    let (memory, key) = match idempotency_key(call) {
+        Ok(Some(found)) => found,
+        Ok(None) => return ControlFlow::Continue(()),
+        Err(error) => return super::stop::<X>(error),
     };
     // Boxed: rare, and it keeps the common call's future small.
     match Box::pin(claim_or_wait(memory, key)).await {
@@ -124,23 +126,36 @@ pub(super) fn settle<X: Effect>(call: &mut Call<'_, X>, result: &Outcome<X>) {
     claim.slot.changed.notify_waiters();
 }
 
-/// The run's memory and this call's key in it, when the call is one to deduplicate.
+/// The run's memory and this call's key in it, when the call is one to deduplicate;
+/// an error when it is one and its input has no JSON view to key it by.
 #[inline]
-fn idempotency_key<'a, X: Effect>(call: &mut Call<'a, X>) -> Option<(&'a Idempotency, String)> {
+fn idempotency_key<'a, X: Effect>(
+    call: &mut Call<'a, X>,
+) -> Result<Option<(&'a Idempotency, String)>, ToolError> {
     let ctx = call.ctx;
     let tool = call.tool();
     let spec = call.spec();
     if !spec.side_effects.mutates() {
-        return None;
+        return Ok(None);
     }
-    let memory = &call.run?.memory.idempotency;
+    let Some(run) = call.run else {
+        return Ok(None);
+    };
+    let memory = &run.memory.idempotency;
     if let Some(make) = &tool.idempotency_fn {
-        let key = (make.0)(call.input.get(), ctx);
-        return Some((memory, format!("{}\n{key}", tool.key())));
+        let key = (make.0)(call.made_input()?, ctx);
+        return Ok(Some((memory, format!("{}\n{key}", tool.key()))));
     }
-    let field = spec.idempotency_key.as_deref()?;
-    let value = call.input.get().get(field)?;
-    Some((memory, format!("{}\n{}", tool.key(), canonical(value))))
+    let Some(field) = spec.idempotency_key.as_deref() else {
+        return Ok(None);
+    };
+    let Some(value) = call.made_input()?.get(field) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        memory,
+        format!("{}\n{}", tool.key(), canonical(value)),
+    )))
 }
 
 /// The key's claim when no call holds it, else the outcome of the call that did.

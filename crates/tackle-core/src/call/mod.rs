@@ -99,7 +99,7 @@ pub use effect::{Effect, Json};
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
-pub use operation::{Operation, OperationKind};
+pub use operation::{InputView, Operation, OperationKind};
 pub(crate) use state::RunState;
 
 use crate::approval::Approver;
@@ -275,7 +275,10 @@ pub(crate) struct Call<'a, X: Effect = Json> {
 /// serializes its request.
 pub(crate) enum Input<'a> {
     Value(Value),
-    Lazy(Box<dyn FnOnce() -> Value + Send + 'a>),
+    Lazy(Box<dyn FnOnce() -> Result<Value, String> + Send + 'a>),
+    /// A lazy input whose view could not be made, and why: a stage that needs it
+    /// ends the call (see [`Call::made_input`]).
+    Unmade(String),
     Taken,
 }
 
@@ -283,13 +286,23 @@ impl Input<'_> {
     /// The value, made now if it was lazy.
     #[inline]
     pub(crate) fn get(&mut self) -> &Value {
-        if !matches!(self, Input::Value(_)) {
+        if matches!(self, Input::Lazy(_)) {
             self.make();
         }
         match self {
             Input::Value(value) => value,
-            // Taken only by execution, after every stage that reads the input.
+            // Taken only by execution, after every stage that reads the input; an
+            // unmade input is refused by the stage that asked (`Call::made_input`).
             _ => &Value::Null,
+        }
+    }
+
+    /// Why the input's view could not be made, if it could not.
+    #[inline]
+    pub(crate) fn unmade(&self) -> Option<&str> {
+        match self {
+            Input::Unmade(why) => Some(why),
+            _ => None,
         }
     }
 
@@ -307,20 +320,38 @@ impl Input<'_> {
     pub(crate) fn take(&mut self) -> Value {
         match std::mem::replace(self, Input::Taken) {
             Input::Value(value) => value,
-            Input::Lazy(make) => make(),
-            Input::Taken => Value::Null,
+            Input::Lazy(make) => make().unwrap_or(Value::Null),
+            Input::Unmade(_) | Input::Taken => Value::Null,
         }
     }
 
     #[cold]
     fn make(&mut self) {
         if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
-            *self = Input::Value(make());
+            *self = match make() {
+                Ok(value) => Input::Value(value),
+                Err(why) => Input::Unmade(why),
+            };
         }
     }
 }
 
 impl<'a, X: Effect> Call<'a, X> {
+    /// The input, made now if it was lazy; for an operation whose input has no JSON
+    /// view (its input function failed), the error that ends the call: a stage that
+    /// needs the view (validation, replay, approval, deduplication) asks here.
+    #[inline]
+    pub(crate) fn made_input(&mut self) -> Result<&Value, ToolError> {
+        self.input.get();
+        if let Some(why) = self.input.unmade() {
+            return Err(ToolError::Execution {
+                key: self.key().to_owned(),
+                message: format!("the call's input has no JSON form: {why}"),
+            });
+        }
+        Ok(self.input.peek())
+    }
+
     /// The call's id, unique within the run. Taken from the run's counter when
     /// someone first reads it (an audit sink, a report, a tool that sees its context,
     /// an approver, a spilled result), so a call nobody identifies costs no atomic.
@@ -736,8 +767,9 @@ impl Runtime {
 
     /// Performs an [`Operation`] through the door: every stage a tool call passes,
     /// with `run` as the code the execute stage runs. `input` makes the call's input
-    /// (what replay keys and records it by); it is called only when a stage needs it,
-    /// for example when a cassette is attached. A plain call, as [`Runtime::call`];
+    /// (what replay keys and records it by): a `Value`, or a `Result` whose error
+    /// ends the call as `Execution` ([`InputView`]); it is called only when a stage
+    /// needs it, for example when a cassette is attached. A plain call, as [`Runtime::call`];
     /// [`Run::perform`](crate::run::Run::perform) makes it a call of a run.
     ///
     /// ```
@@ -768,7 +800,7 @@ impl Runtime {
     /// assert_eq!(sent.unwrap(), json!("queued"));
     /// # }
     /// ```
-    pub async fn perform<'a, X, I, F, Fut>(
+    pub async fn perform<'a, X, I, V, F, Fut>(
         &'a self,
         operation: &'a Operation<X>,
         input: I,
@@ -777,7 +809,8 @@ impl Runtime {
     ) -> Result<X::Output, X::Error>
     where
         X: Effect,
-        I: FnOnce() -> Value + Send + 'a,
+        I: FnOnce() -> V + Send + 'a,
+        V: InputView,
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Result<X::Output, X::Error>> + Send + 'a,
     {
@@ -789,7 +822,7 @@ impl Runtime {
     /// [`Runtime::perform`] as a call of `run` (or a plain call), where `code` gets the
     /// call's id (as events and audit events give it), and the id comes back with the
     /// outcome, whether `code` ran or the call was replayed or stopped.
-    pub(crate) async fn perform_identified<'a, X, I, F, Fut>(
+    pub(crate) async fn perform_identified<'a, X, I, V, F, Fut>(
         &'a self,
         run: Option<&'a RunState>,
         operation: &'a Operation<X>,
@@ -799,7 +832,8 @@ impl Runtime {
     ) -> (Outcome<X>, u64)
     where
         X: Effect,
-        I: FnOnce() -> Value + Send + 'a,
+        I: FnOnce() -> V + Send + 'a,
+        V: InputView,
         F: FnOnce(u64) -> Fut + Send + 'a,
         Fut: Future<Output = Outcome<X>> + Send + 'a,
     {
@@ -809,7 +843,7 @@ impl Runtime {
             operation.key(),
             Some(operation.tool()),
             Some(code),
-            Input::Lazy(Box::new(input)),
+            Input::Lazy(Box::new(move || input().into_view())),
             ctx,
         );
         call.operation = Some(X::KIND);

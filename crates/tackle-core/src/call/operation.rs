@@ -18,6 +18,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use serde_json::Value;
+
 use super::effect::{Effect, Json};
 use crate::registry::Tool;
 use crate::spec::ToolSpec;
@@ -96,6 +98,31 @@ impl<X: Effect> Operation<X> {
 
     pub(super) fn tool(&self) -> &Tool {
         &self.tool
+    }
+}
+
+/// What an operation's input function gives the door: the input's JSON view (a
+/// [`Value`]), or a `Result` whose error says why there is none. The function is
+/// called only when a stage needs the view (a cassette keys and records the call by
+/// it, an approver is shown it); when it fails, that stage ends the call with
+/// [`ToolError::Execution`](crate::ToolError::Execution), so no call is ever keyed
+/// or recorded by a stand-in.
+pub trait InputView: Send {
+    /// The view, or why there is none.
+    fn into_view(self) -> Result<Value, String>;
+}
+
+impl InputView for Value {
+    #[inline]
+    fn into_view(self) -> Result<Value, String> {
+        Ok(self)
+    }
+}
+
+impl<E: fmt::Display + Send> InputView for Result<Value, E> {
+    #[inline]
+    fn into_view(self) -> Result<Value, String> {
+        self.map_err(|e| e.to_string())
     }
 }
 

@@ -33,8 +33,10 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
     // recording keeps; its canonical form is the call's key, which the router makes
     // when it looks a recording up, and approval and the journal share.
+    if let Err(error) = call.made_input() {
+        return ControlFlow::Break(Err(X::from_error(error)));
+    }
     let owned = {
-        call.input.get();
         match call.scrubber().input(call.input.peek()) {
             Cow::Owned(input) => Some(input),
             Cow::Borrowed(_) => None,

@@ -33,12 +33,11 @@ pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         call.trail.gates.set(Gate::Input, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    match check(
-        &validators.input,
-        call.input.get(),
-        SchemaSide::Input,
-        tool.key(),
-    ) {
+    let input = match call.made_input() {
+        Ok(input) => input,
+        Err(error) => return stop::<X>(error),
+    };
+    match check(&validators.input, input, SchemaSide::Input, tool.key()) {
         None => {
             call.trail.gates.set(Gate::Input, GateDecision::Passed);
             ControlFlow::Continue(())

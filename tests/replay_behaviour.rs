@@ -431,6 +431,103 @@ async fn an_input_with_no_json_form_fails_the_call_and_is_never_recorded() {
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
 
+/// An effect whose output has no JSON view: recording it fails the call, and the
+/// failure is what the cassette keeps (a journal told the call started learns how it
+/// ended), so the replay gives the caller the same error. A live cassette neither
+/// keys nor records: an operation whose input cannot be made still runs under it.
+#[tokio::test]
+async fn an_output_with_no_json_view_is_recorded_as_the_failure_the_caller_got() {
+    use std::borrow::Cow;
+    use tackle::call::{Effect, OperationKind};
+    use tackle::secrets::Scrubber;
+
+    /// An effect whose output is a number that has no JSON form when odd.
+    struct Odd;
+    impl Effect for Odd {
+        type Output = u32;
+        type Error = ToolError;
+        const KIND: OperationKind = OperationKind::Effect;
+        fn view(output: &u32) -> Result<Cow<'_, Value>, String> {
+            if output % 2 == 1 {
+                Err(format!("{output} is odd"))
+            } else {
+                Ok(Cow::Owned(json!(output)))
+            }
+        }
+        fn from_view(view: Value) -> Result<u32, ToolError> {
+            view.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| ToolError::Execution {
+                    key: "odd".into(),
+                    message: format!("not a number: {view}"),
+                })
+        }
+        fn error_view<'e>(error: &'e ToolError, _key: &str) -> Cow<'e, ToolError> {
+            Cow::Borrowed(error)
+        }
+        fn from_error(error: ToolError) -> ToolError {
+            error
+        }
+        fn scrub(outcome: &mut Result<u32, ToolError>, scrubber: &Scrubber<'_>, _keep: bool) {
+            if let Err(error) = outcome {
+                error.for_each_text(&mut |text| {
+                    scrubber.text(text);
+                });
+            }
+        }
+    }
+
+    let path = temp("unviewable");
+    let mut spec = ToolSpec::new("odd", "count", "1", SideEffects::Read, "Counts.");
+    spec.input_schema = json!(true);
+    spec.output_schema = json!(true);
+    let count = Operation::<Odd>::typed(spec);
+    let ctx = ToolContext::new();
+
+    let run = run_of(Runtime::default(), open(&path, Mode::Rewrite));
+    let two = run
+        .perform(&count, || json!({"n": 2}), &ctx, || async { Ok(2) })
+        .await
+        .unwrap();
+    assert_eq!(two, 2);
+    let err = run
+        .perform(&count, || json!({"n": 3}), &ctx, || async { Ok(3) })
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no JSON form to record: 3 is odd"),
+        "{err}"
+    );
+    run.cassette().unwrap().finish().unwrap();
+
+    let run = run_of(Runtime::default(), open(&path, Mode::Replay));
+    let never = || async { Err(ToolError::Cancelled { key: "odd".into() }) };
+    let two = run
+        .perform(&count, || json!({"n": 2}), &ctx, never)
+        .await
+        .unwrap();
+    assert_eq!(two, 2);
+    let replayed = run
+        .perform(&count, || json!({"n": 3}), &ctx, never)
+        .await
+        .unwrap_err();
+    assert_eq!(replayed.to_string(), err.to_string());
+    run.cassette().unwrap().finish().unwrap();
+
+    // Live: nothing keys the call, so an input that cannot be made is never asked for.
+    let run = run_of(Runtime::default(), open(&path, Mode::Live));
+    let four = run
+        .perform(
+            &count,
+            || Err::<Value, _>("no JSON form"),
+            &ctx,
+            || async { Ok(4) },
+        )
+        .await
+        .unwrap();
+    assert_eq!(four, 4);
+}
+
 #[tokio::test]
 async fn secrets_never_reach_disk_and_redacted_inputs_still_match() {
     let path = temp("redaction");

@@ -314,6 +314,52 @@ async fn a_model_reply_is_never_shaped_and_a_200_kb_one_replays() {
     assert_eq!(replayed, live);
 }
 
+/// A model's reply passes the door's limits as a tool's output does, measured where
+/// its parts sit (no JSON is made for it): a reply over the runtime's `max_bytes`, or
+/// a tool call whose arguments nest past `max_depth` counting the three levels they
+/// sit at, is refused as `InvalidOutput`, live; one within them goes through.
+#[tokio::test]
+async fn a_model_reply_over_the_doors_limits_is_refused() {
+    use tackle::agent::model::{complete, completion, Message, ModelError, ToolCallRequest};
+    use tackle::bounds::{nested, Limits};
+
+    let runtime = Arc::new(Runtime::from_inventory().unwrap().with_limits(Limits {
+        max_depth: 10,
+        max_bytes: 1_000,
+    }));
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let request = ChatRequest {
+        messages: vec![Message::user("go")],
+        ..ChatRequest::default()
+    };
+    let answer =
+        |reply: ChatResponse| FunctionModel::new("m", move |_: &ChatRequest| Ok(reply.clone()));
+    let run = Run::new(&runtime);
+    let refused = |result: &Result<ChatResponse, ModelError>| match result {
+        Err(ModelError::Door(error)) => error.kind() == ToolErrorKind::InvalidOutput,
+        _ => false,
+    };
+
+    let long = answer(ChatResponse::text("x".repeat(2_000)));
+    let result = complete(&run, &completion(&long), &long, &request, &ctx).await;
+    assert!(refused(&result), "{result:?}");
+
+    // Seven levels of arguments are ten in the reply: at the limit, let through;
+    // eight are eleven, refused.
+    for (levels, over) in [(7, false), (8, true)] {
+        let call = ToolCallRequest::new("c1", "t", json!({ "x": nested(levels - 1) }));
+        let deep = answer(ChatResponse::calls("", vec![call]));
+        let result = complete(&run, &completion(&deep), &deep, &request, &ctx).await;
+        assert_eq!(refused(&result), over, "{levels}: {result:?}");
+    }
+
+    let short = answer(ChatResponse::text("fits"));
+    let reply = complete(&run, &completion(&short), &short, &request, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "fits");
+}
+
 #[tokio::test]
 async fn runs_of_one_runtime_keep_their_own_cancellation_memory_and_approvals() {
     let runtime = Arc::new(

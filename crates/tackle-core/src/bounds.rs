@@ -73,6 +73,13 @@ impl Limits {
     /// Checks `value` against the limits without recursion; stops at the first one
     /// passed.
     pub fn check(&self, value: &Value) -> Result<(), Exceeded> {
+        self.measure(value).map(|_| ())
+    }
+
+    /// Checks `value` as [`Limits::check`] does and gives its size as counted there
+    /// (about its compact JSON text): what a typed value made of several JSON parts
+    /// adds up to check its whole size.
+    pub fn measure(&self, value: &Value) -> Result<usize, Exceeded> {
         let string = |s: &str| 2 + s.len();
         // Most values are a scalar or one level of scalars: measured without a stack.
         if let Some((depth, bytes)) = flat(value) {
@@ -82,7 +89,7 @@ impl Limits {
             if bytes > self.max_bytes {
                 return Err(Exceeded::Bytes(self.max_bytes));
             }
-            return Ok(());
+            return Ok(bytes);
         }
         let mut bytes = 0usize;
         let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
@@ -110,7 +117,7 @@ impl Limits {
                 return Err(Exceeded::Bytes(self.max_bytes));
             }
         }
-        Ok(())
+        Ok(bytes)
     }
 }
 

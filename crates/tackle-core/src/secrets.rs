@@ -17,7 +17,9 @@
 //!    approval binding and a durable run's journal;
 //! 2. **the outcome**, right after execution, before anything else sees it (shaping and
 //!    its spill files, sanitization, the recording, the audit event, the caller, a
-//!    model, an MCP client): [`Scrubber::outcome`] replaces the caller's secrets and
+//!    model, an MCP client): [`Scrubber::outcome`] (for a typed operation's outcome,
+//!    its effect's [`Effect::scrub`](crate::call::Effect::scrub) with the same
+//!    scrubber) replaces the caller's secrets and
 //!    the secret arguments with `<redacted>`, and token-shaped strings and a cassette's
 //!    secrets with `[REDACTED]`, in an output's strings and in every text of an error.
 //!    A call ended before it ran (invalid input, denied, not found) has its error

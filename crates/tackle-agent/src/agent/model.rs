@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tracing::Instrument;
 
-use crate::bounds::dispose;
+use crate::bounds::{dispose, Exceeded, Limits};
 use crate::call::{Effect, Operation, OperationKind};
 use crate::canonical::{canonical_hash, Fnv};
 use crate::content::ContentPart;
@@ -445,7 +445,10 @@ pub trait ChatModel: Send + Sync {
 /// turned into JSON and back. Its JSON view is made only when a stage needs one (a
 /// recording); a recorded reply comes back through it, and a recorded failure
 /// replays as [`ModelError::Failed`] with the same message. The door's own errors
-/// (denied, a replay miss, cancelled, timed out) are [`ModelError::Door`].
+/// (denied, a replay miss, cancelled, timed out, over the door's limits) are
+/// [`ModelError::Door`], but for its `Execution` failures (a journal that could not
+/// hold the call, a request or reply with no JSON form), which are
+/// [`ModelError::Failed`] as a recorded failure is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Completion;
 
@@ -481,6 +484,33 @@ impl Effect for Completion {
             ToolError::Execution { message, .. } => ModelError::Failed { message },
             other => ModelError::Door(other),
         }
+    }
+
+    /// The reply measured as its view would be, without making it: its texts, and
+    /// each tool call's arguments where they sit (three levels down:
+    /// `{"tool_calls": [{"arguments": ...}]}`).
+    fn check_bounds(output: &ChatResponse, limits: &Limits) -> Result<(), Exceeded> {
+        let text = |s: &str| 2 + s.len();
+        let field = |name: &str| 4 + name.len();
+        let inner = Limits {
+            max_depth: limits.max_depth.saturating_sub(3),
+            max_bytes: limits.max_bytes,
+        };
+        let mut bytes = 2 + field("text") + text(&output.text) + 64;
+        for call in &output.tool_calls {
+            bytes += 3 + field("id") + text(&call.id) + field("name") + text(&call.name);
+            bytes += field("arguments") + inner.measure(&call.arguments)?;
+            if bytes > limits.max_bytes {
+                return Err(Exceeded::Bytes(limits.max_bytes));
+            }
+        }
+        for unreadable in &output.unreadable {
+            bytes += 3 + field("index") + 24 + field("error") + text(&unreadable.error);
+        }
+        if bytes > limits.max_bytes {
+            return Err(Exceeded::Bytes(limits.max_bytes));
+        }
+        Ok(())
     }
 
     fn scrub(

@@ -34,7 +34,13 @@ pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> 
     }
     let input = match call.made_input() {
         Ok(input) => input,
-        Err(error) => return stop::<X>(error),
+        Err(error) => {
+            call.trail.gates.set(
+                Gate::Approval,
+                GateDecision::Refused("the input has no JSON form".to_owned()),
+            );
+            return stop::<X>(error);
+        }
     };
     if !tool.needs_approval(input) {
         call.trail

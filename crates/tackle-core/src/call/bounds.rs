@@ -35,16 +35,11 @@ pub(super) fn input<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X
 
 #[inline]
 pub(super) fn output<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
-    // A typed output (not JSON) is its code's to bound.
-    let Some(value) = call
-        .outcome
-        .as_ref()
-        .and_then(|o| o.as_ref().ok())
-        .and_then(X::as_json)
-    else {
+    let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
-    let Err(exceeded) = door.limits.check(value) else {
+    // JSON as it is; a typed output as its effect measures it (`Effect::check_bounds`).
+    let Err(exceeded) = X::check_bounds(output, &door.limits) else {
         return ControlFlow::Continue(());
     };
     if let Some(Ok(mut output)) = call.outcome.take() {

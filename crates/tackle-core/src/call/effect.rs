@@ -16,14 +16,16 @@
 //! outcome comes back through [`Effect::from_view`] and [`Effect::from_error`]. The
 //! door's own errors (denied, cancelled, timed out, a replay miss) reach the caller
 //! as the effect's error through [`Effect::from_error`]. A typed output is never
-//! shaped (cut, it would no longer be of its type) and its bounds are its code's to
-//! check; scrubbing secrets is the effect's [`Effect::scrub`], so it needs no view.
+//! shaped (cut, it would no longer be of its type); its bounds are checked by
+//! [`Effect::check_bounds`] and its secrets taken out by [`Effect::scrub`], each
+//! without a view when the effect says how.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::OperationKind;
+use crate::bounds::{Exceeded, Limits};
 use crate::error::ToolError;
 use crate::secrets::Scrubber;
 
@@ -64,12 +66,30 @@ pub trait Effect: 'static {
 
     /// Takes the call's secrets out of an outcome (see [`crate::secrets`]): every text
     /// of the output unless `keep_output` (a tool that reveals secrets to its caller),
-    /// every text of the error.
+    /// every text of the error. The door calls it after [`Effect::check_bounds`]
+    /// passed, so a walk of the output's JSON parts
+    /// ([`Scrubber::value`](crate::secrets::Scrubber::value)) is bounded.
     fn scrub(
         outcome: &mut Result<Self::Output, Self::Error>,
         scrubber: &Scrubber<'_>,
         keep_output: bool,
     );
+
+    /// Checks the output, live or replayed, against the door's limits (see
+    /// [`crate::bounds`]): over them, the call ends with `InvalidOutput`. By default
+    /// the JSON output itself, or else the view; an effect whose output holds JSON
+    /// parts checks them where they sit (a completion: its text and each tool call's
+    /// arguments) without making a view.
+    fn check_bounds(output: &Self::Output, limits: &Limits) -> Result<(), Exceeded> {
+        match Self::as_json(output) {
+            Some(value) => limits.check(value),
+            None => match Self::view(output) {
+                Ok(view) => limits.check(&view),
+                // No view: the stages that need one fail the call.
+                Err(_) => Ok(()),
+            },
+        }
+    }
 
     /// The output as JSON when it is JSON already (a tool's): the stages that read
     /// or change JSON in place (bounds, shaping) use it; a typed output has none.

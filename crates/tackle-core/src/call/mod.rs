@@ -297,6 +297,13 @@ impl Input<'_> {
         }
     }
 
+    /// Whether the input is still to be made (an operation's, before any stage
+    /// needed it).
+    #[inline]
+    pub(crate) fn is_lazy(&self) -> bool {
+        matches!(self, Input::Lazy(_))
+    }
+
     /// Why the input's view could not be made, if it could not.
     #[inline]
     pub(crate) fn unmade(&self) -> Option<&str> {
@@ -306,7 +313,8 @@ impl Input<'_> {
         }
     }
 
-    /// The value as made (by [`Input::get`]); `null` before.
+    /// The value as made (by [`Input::get`]); `null` before, and when it could not be
+    /// made.
     #[inline]
     pub(crate) fn peek(&self) -> &Value {
         match self {

@@ -5,10 +5,13 @@
 //! outcome (validated, scrubbed, shaped, sanitized), as its JSON view (see
 //! [`super::effect`]: a typed output is serialized here, once), so a replayed run gives
 //! its caller what the recorded run gave; the output of a tool that `reveals_secrets`
-//! to its caller is scrubbed for the cassette here.
+//! to its caller is scrubbed for the cassette here. An output with no JSON view fails
+//! the call, and that failure is what is recorded (a journal that was told the call
+//! started learns how it ended).
 
-use std::borrow::Cow;
 use std::ops::ControlFlow;
+
+use serde_json::Value;
 
 use super::{Call, Effect, Flow};
 use crate::audit::Execution;
@@ -26,44 +29,45 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let Some(outcome) = &call.outcome else {
         return ControlFlow::Continue(());
     };
+    // The view of what the caller gets; a tombstone keeps no outcome, so needs none.
+    let mut unviewable = None;
     let mut recorded = match outcome {
-        Ok(output) => X::view(output)
-            .map(Cow::into_owned)
-            .map_err(|why| ToolError::Execution {
-                key: key.to_owned(),
-                message: format!("the output has no JSON form to record: {why}"),
-            }),
+        Ok(_) if pending.is_tombstone() => Ok(Value::Null),
+        Ok(output) => match X::view(output) {
+            Ok(view) => Ok(view.into_owned()),
+            Err(why) => {
+                let error = ToolError::Execution {
+                    key: key.to_owned(),
+                    message: format!("the output has no JSON form to record: {why}"),
+                };
+                unviewable = Some(error.clone());
+                Err(error)
+            }
+        },
         Err(error) => Err(X::error_view(error, key).into_owned()),
     };
     // Scrubbed once already, but for the output of a tool that reveals secrets to its
-    // caller: a cassette holds none all the same.
-    if recorded.is_ok() && call.spec().reveals_secrets {
+    // caller: a cassette holds none all the same. (A new error is scrubbed too.)
+    if (recorded.is_ok() && call.spec().reveals_secrets) || unviewable.is_some() {
         call.scrubber().outcome(&mut recorded, false);
     }
-    let unrecordable = match &recorded {
-        Err(error) if outcome.is_ok() => Some(error.clone()),
-        _ => None,
-    };
-    let failed = match unrecordable {
-        // An output with no JSON form cannot be replayed: the call fails as it would
-        // on replay, and nothing is recorded.
-        Some(error) => Some(error),
-        None => cassette
-            .record(*pending, recorded, call.trail.shaped.is_some())
-            .err()
-            // Not in the journal: the outcome is not used.
-            .map(|why| ToolError::Execution {
-                key: key.to_owned(),
-                message: format!("the run's journal could not hold the outcome: {why}"),
-            }),
-    };
-    match failed {
-        None => call.trail.execution = Execution::Recorded,
-        Some(error) => {
-            call.outcome = Some(Err(X::from_error(error)));
-            // A new error: scrubbed when it leaves the door.
-            call.scrubbed = false;
-        }
+    let journal_failed = cassette
+        .record(*pending, recorded, call.trail.shaped.is_some())
+        .err()
+        // Not in the journal: the outcome is not used.
+        .map(|why| ToolError::Execution {
+            key: key.to_owned(),
+            message: format!("the run's journal could not hold the outcome: {why}"),
+        });
+    // The caller gets what was recorded: an unviewable output's failure; or, when the
+    // journal could not hold the outcome, that failure (nothing was recorded).
+    if journal_failed.is_none() {
+        call.trail.execution = Execution::Recorded;
+    }
+    if let Some(error) = journal_failed.or(unviewable) {
+        call.outcome = Some(Err(X::from_error(error)));
+        // A new error: scrubbed when it leaves the door.
+        call.scrubbed = false;
     }
     ControlFlow::Continue(())
 }

@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
+use serde_json::Value;
+
 use super::{Call, Effect, Flow};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed};
@@ -33,17 +35,24 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
     // recording keeps; its canonical form is the call's key, which the router makes
     // when it looks a recording up, and approval and the journal share.
-    if let Err(error) = call.made_input() {
-        return ControlFlow::Break(Err(X::from_error(error)));
+    // A live cassette neither keys nor records: an operation's input, made only
+    // when needed, is not made for it.
+    let unneeded = cassette.is_live() && call.input.is_lazy();
+    if !unneeded {
+        if let Err(error) = call.made_input() {
+            return ControlFlow::Break(Err(X::from_error(error)));
+        }
     }
-    let owned = {
+    let owned = if unneeded {
+        None
+    } else {
         match call.scrubber().input(call.input.peek()) {
             Cow::Owned(input) => Some(input),
             Cow::Borrowed(_) => None,
         }
     };
     // Scrubbed once: approval, when the call may need it, reads the same.
-    if tool.may_need_approval() {
+    if tool.may_need_approval() && !unneeded {
         call.scrubbed_input = Some(owned.clone());
     }
     let mut key = call.key.take();
@@ -53,6 +62,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let hand_over = call.operation.is_some() && !tool.may_need_approval();
     let routed = match owned {
         Some(input) => Routed::Owned(input),
+        None if unneeded => Routed::Borrowed(&Value::Null),
         None if hand_over => Routed::Owned(call.input.take()),
         None => Routed::Borrowed(call.input.peek()),
     };

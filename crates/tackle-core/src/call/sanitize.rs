@@ -36,13 +36,28 @@ pub(super) fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X
         None => {
             // A typed output is sanitized as its JSON view, which stands for it when
             // the policy changed it.
-            let view = X::view(output).map(std::borrow::Cow::into_owned);
-            let Ok(mut view) = view else {
-                return ControlFlow::Continue(());
+            let mut view = match X::view(output) {
+                Ok(view) => view.into_owned(),
+                Err(why) => {
+                    // Unscanned output never reaches the caller.
+                    call.trail.gates.set(
+                        Gate::Sanitization,
+                        GateDecision::Refused("the output has no JSON form".to_owned()),
+                    );
+                    call.outcome = Some(Err(X::from_error(ToolError::Execution {
+                        key: tool.key().to_owned(),
+                        message: format!("the output has no JSON form to sanitize: {why}"),
+                    })));
+                    call.scrubbed = false;
+                    return ControlFlow::Continue(());
+                }
             };
             call.trail.findings = sanitize(&mut view, policy, tool.key(), trust);
             if !call.trail.findings.is_empty() && policy != SanitizePolicy::DetectAndFlag {
-                call.outcome = Some(X::from_view(view));
+                let changed = X::from_view(view);
+                // An error made from the view is new: scrubbed when it leaves the door.
+                call.scrubbed &= changed.is_ok();
+                call.outcome = Some(changed);
             }
         }
     }

@@ -35,7 +35,13 @@ pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     }
     let input = match call.made_input() {
         Ok(input) => input,
-        Err(error) => return stop::<X>(error),
+        Err(error) => {
+            call.trail.gates.set(
+                Gate::Input,
+                GateDecision::Refused("the input has no JSON form".to_owned()),
+            );
+            return stop::<X>(error);
+        }
     };
     match check(&validators.input, input, SchemaSide::Input, tool.key()) {
         None => {
@@ -79,7 +85,8 @@ pub(super) fn output<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let checked = match X::view(output) {
         Ok(value) => check(&validators.output, &value, SchemaSide::Output, tool.key()),
         Err(why) => Some((
-            GateDecision::Refused(why.clone()),
+            // The gate's text holds no value: the reason may quote one.
+            GateDecision::Refused("the output has no JSON form".to_owned()),
             ToolError::Execution {
                 key: tool.key().to_owned(),
                 message: format!("the output has no JSON form to check: {why}"),

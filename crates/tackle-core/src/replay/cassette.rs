@@ -343,6 +343,11 @@ impl Cassette {
         self.inner.mode
     }
 
+    /// Whether the cassette neither replays nor records (mode `live`).
+    pub(crate) fn is_live(&self) -> bool {
+        self.inner.effective == Effective::Live
+    }
+
     /// The redactor, for code that must redact something itself.
     pub fn redactor(&self) -> &Redactor {
         &self.inner.redactor

@@ -68,6 +68,14 @@ pub(crate) struct Pending {
     tombstone: bool,
 }
 
+impl Pending {
+    /// Whether the record will be a tombstone (a `fail-loud` call: its outcome is
+    /// not kept).
+    pub(crate) fn is_tombstone(&self) -> bool {
+        self.tombstone
+    }
+}
+
 impl Cassette {
     /// Decides what to do with a call (see the table in the module docs). `routed` is
     /// the call's scrubbed input; `canonical` holds its canonical form, the call's key

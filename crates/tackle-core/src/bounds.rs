@@ -72,6 +72,7 @@ impl std::fmt::Display for Exceeded {
 impl Limits {
     /// Checks `value` against the limits without recursion; stops at the first one
     /// passed.
+    #[inline]
     pub fn check(&self, value: &Value) -> Result<(), Exceeded> {
         self.measure(value).map(|_| ())
     }
@@ -79,6 +80,7 @@ impl Limits {
     /// Checks `value` as [`Limits::check`] does and gives its size as counted there
     /// (about its compact JSON text): what a typed value made of several JSON parts
     /// adds up to check its whole size.
+    #[inline]
     pub fn measure(&self, value: &Value) -> Result<usize, Exceeded> {
         let string = |s: &str| 2 + s.len();
         // Most values are a scalar or one level of scalars: measured without a stack.

@@ -32,15 +32,9 @@ pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> 
             .set(Gate::Approval, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    let input = match call.made_input() {
+    let input = match call.made_input_at(Gate::Approval) {
         Ok(input) => input,
-        Err(error) => {
-            call.trail.gates.set(
-                Gate::Approval,
-                GateDecision::Refused("the input has no JSON form".to_owned()),
-            );
-            return stop::<X>(error);
-        }
+        Err(error) => return stop::<X>(error),
     };
     if !tool.needs_approval(input) {
         call.trail

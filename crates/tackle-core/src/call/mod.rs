@@ -276,9 +276,9 @@ pub(crate) struct Call<'a, X: Effect = Json> {
 pub(crate) enum Input<'a> {
     Value(Value),
     Lazy(Box<dyn FnOnce() -> Result<Value, String> + Send + 'a>),
-    /// A lazy input whose view could not be made, and why: a stage that needs it
-    /// ends the call (see [`Call::made_input`]).
-    Unmade(String),
+    /// A lazy input whose view could not be made: the stage that needed it ended
+    /// the call, with the reason (see [`Call::made_input`]).
+    Unmade,
     Taken,
 }
 
@@ -304,15 +304,6 @@ impl Input<'_> {
         matches!(self, Input::Lazy(_))
     }
 
-    /// Why the input's view could not be made, if it could not.
-    #[inline]
-    pub(crate) fn unmade(&self) -> Option<&str> {
-        match self {
-            Input::Unmade(why) => Some(why),
-            _ => None,
-        }
-    }
-
     /// The value as made (by [`Input::get`]); `null` before, and when it could not be
     /// made.
     #[inline]
@@ -323,13 +314,20 @@ impl Input<'_> {
         }
     }
 
-    /// The value, for the tool to own.
+    /// The value, for the tool to own (only a tool's input is taken, and it is made).
     #[inline]
     pub(crate) fn take(&mut self) -> Value {
         match std::mem::replace(self, Input::Taken) {
             Input::Value(value) => value,
+            other => Input::take_cold(other),
+        }
+    }
+
+    #[cold]
+    fn take_cold(input: Input<'_>) -> Value {
+        match input {
             Input::Lazy(make) => make().unwrap_or(Value::Null),
-            Input::Unmade(_) | Input::Taken => Value::Null,
+            _ => Value::Null,
         }
     }
 
@@ -338,7 +336,7 @@ impl Input<'_> {
         if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
             *self = match make() {
                 Ok(value) => Input::Value(value),
-                Err(why) => Input::Unmade(why),
+                Err(_) => Input::Unmade,
             };
         }
     }
@@ -350,14 +348,51 @@ impl<'a, X: Effect> Call<'a, X> {
     /// needs the view (validation, replay, approval, deduplication) asks here.
     #[inline]
     pub(crate) fn made_input(&mut self) -> Result<&Value, ToolError> {
-        self.input.get();
-        if let Some(why) = self.input.unmade() {
-            return Err(ToolError::Execution {
-                key: self.key().to_owned(),
-                message: format!("the call's input has no JSON form: {why}"),
-            });
+        if !matches!(self.input, Input::Value(_)) {
+            self.make_input(None)?;
         }
         Ok(self.input.peek())
+    }
+
+    /// [`Call::made_input`] for a gate that reads the input: when there is no view,
+    /// the gate is marked refused.
+    #[inline]
+    pub(crate) fn made_input_at(&mut self, gate: Gate) -> Result<&Value, ToolError> {
+        if !matches!(self.input, Input::Value(_)) {
+            self.make_input(Some(gate))?;
+        }
+        Ok(self.input.peek())
+    }
+
+    /// Makes a lazy input; the error when it cannot be made (with `gate` refused).
+    #[cold]
+    fn make_input(&mut self, gate: Option<Gate>) -> Result<(), ToolError> {
+        let why = match std::mem::replace(&mut self.input, Input::Unmade) {
+            Input::Lazy(make) => match make() {
+                Ok(value) => {
+                    self.input = Input::Value(value);
+                    return Ok(());
+                }
+                Err(why) => why,
+            },
+            Input::Unmade => "it could not be made".to_owned(),
+            // Taken (by execution, after every stage that reads it).
+            other => {
+                self.input = other;
+                return Ok(());
+            }
+        };
+        let error = ToolError::Execution {
+            key: self.key().to_owned(),
+            message: format!("the call's input has no JSON form: {why}"),
+        };
+        if let Some(gate) = gate {
+            self.trail.gates.set(
+                gate,
+                GateDecision::Refused("the input has no JSON form".to_owned()),
+            );
+        }
+        Err(error)
     }
 
     /// The call's id, unique within the run. Taken from the run's counter when

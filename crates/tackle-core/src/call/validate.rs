@@ -33,15 +33,9 @@ pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         call.trail.gates.set(Gate::Input, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    let input = match call.made_input() {
+    let input = match call.made_input_at(Gate::Input) {
         Ok(input) => input,
-        Err(error) => {
-            call.trail.gates.set(
-                Gate::Input,
-                GateDecision::Refused("the input has no JSON form".to_owned()),
-            );
-            return stop::<X>(error);
-        }
+        Err(error) => return stop::<X>(error),
     };
     match check(&validators.input, input, SchemaSide::Input, tool.key()) {
         None => {

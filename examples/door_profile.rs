@@ -13,8 +13,10 @@
 //! `baseline` is `benches/door.rs`'s by-hand baseline (a hash-map lookup, jsonschema
 //! validation of the input, serde decode, the call, serde encode); `door` is
 //! `Runtime::call` on `math.add@1` with validation on; `audited` the same with an
-//! audit sink. Subtract `clone` from the others and divide by the count: instructions
-//! per call. `docs/performance.md` gives the figures and where the door spends them.
+//! audit sink; `recorded` the same call in a run recording to a cassette (held in
+//! memory). Subtract `clone` from the others and divide by the count: instructions
+//! per call. Where `perf stat` has no counters, `valgrind --tool=callgrind` counts
+//! the same (subtract a run of 0 calls). `docs/performance.md` gives the figures and where the door spends them.
 
 #[path = "../benches/support/mod.rs"]
 mod support;
@@ -84,8 +86,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 black_box(out);
             }
         }
+        "recorded" => {
+            // A run recording every call to a cassette (kept in memory: never finished).
+            let dir =
+                std::env::temp_dir().join(format!("tackle-door-profile-{}", std::process::id()));
+            let config = tackle::replay::CassetteConfig::new()
+                .with_mode(tackle::replay::Mode::Rewrite)
+                .with_env_overrides(false);
+            let cassette = tackle::Cassette::open(dir.join("recorded.json"), config)?;
+            let runtime = std::sync::Arc::new(Runtime::from_inventory()?);
+            let run = tackle::Run::new(&runtime).with_cassette(cassette);
+            for _ in 0..count {
+                let out: Value = ready(run.call(black_box("math.add@1"), input.clone(), &ctx))?;
+                black_box(out);
+            }
+        }
         other => {
-            return Err(format!("unknown kind `{other}`: clone, baseline, door, audited").into())
+            return Err(
+                format!("unknown kind `{other}`: clone, baseline, door, audited, recorded").into(),
+            )
         }
     }
     if count > 0 {

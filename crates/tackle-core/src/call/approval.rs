@@ -32,7 +32,7 @@ pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> 
             .set(Gate::Approval, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    let input = match call.made_input_at(Gate::Approval) {
+    let input = match call.made_input(Some(Gate::Approval)) {
         Ok(input) => input,
         Err(error) => return stop::<X>(error),
     };

@@ -143,13 +143,13 @@ fn idempotency_key<'a, X: Effect>(
     };
     let memory = &run.memory.idempotency;
     if let Some(make) = &tool.idempotency_fn {
-        let key = (make.0)(call.made_input()?, ctx);
+        let key = (make.0)(call.made_input(None)?, ctx);
         return Ok(Some((memory, format!("{}\n{key}", tool.key()))));
     }
     let Some(field) = spec.idempotency_key.as_deref() else {
         return Ok(None);
     };
-    let Some(value) = call.made_input()?.get(field) else {
+    let Some(value) = call.made_input(None)?.get(field) else {
         return Ok(None);
     };
     Ok(Some((

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, stop, Call, Effect, Flow, OperationKind, Outcome, RunState, Runtime};
+use super::{panics, stop, Call, Effect, Flow, Json, OperationKind, Outcome, RunState, Runtime};
 use crate::audit::Execution;
 use crate::context::{
     CallScope, CancellationToken, Checkpoints, RunScope, ToolContext, DEFAULT_GRACE,
@@ -92,7 +92,7 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
             // (cancellation cannot stop it mid-way; it was checked above).
             let input = call.input.take();
             let secrets = panics::secrets_of(ctx);
-            of_tool::<X>(settle(
+            of_tool::<X>(settle::<Json>(
                 tool,
                 catch_unwind(AssertUnwindSafe(|| {
                     panics::guarded(secrets.as_ref(), || run(ctx, input))
@@ -262,7 +262,12 @@ async fn sandboxed<X: Effect>(
         call.span.record("tool.sandbox.no_network", no_network);
         call.span.record("tool.sandbox.contained", contained);
     }
-    result.map_err(|e| rekey(e, tool.key()))
+    result.map_err(|mut e| {
+        if let Some(named) = e.key_mut() {
+            rekey(named, tool.key());
+        }
+        e
+    })
 }
 
 /// Whether a call of `tool` runs on a blocking thread: a synchronous tool under a
@@ -410,7 +415,7 @@ async fn guarded(
             message: "this operation was called without its code".to_owned(),
         })),
     };
-    settle(tool, outcome)
+    settle::<Json>(tool, outcome)
 }
 
 /// An operation's code, with the same panic guard; its errors name the operation by
@@ -419,14 +424,19 @@ async fn guard_future<'f, X: Effect>(
     tool: &Tool,
     work: Pin<Box<dyn Future<Output = Outcome<X>> + Send + 'f>>,
 ) -> Outcome<X> {
+    settle::<X>(tool, CatchUnwind(work, None).await)
+}
+
+/// What a handler or an operation's code ended with, as the call's outcome: a panic
+/// is `Panicked`, and an error names the tool by its registered key.
+#[inline]
+fn settle<X: Effect>(tool: &Tool, outcome: Result<Outcome<X>, Box<dyn Any + Send>>) -> Outcome<X> {
     let key = tool.key();
-    match CatchUnwind(work, None).await {
+    match outcome {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(mut error)) => {
             if let Some(named) = X::error_key(&mut error) {
-                if named != key {
-                    key.clone_into(named);
-                }
+                rekey(named, key);
             }
             Err(error)
         }
@@ -437,31 +447,12 @@ async fn guard_future<'f, X: Effect>(
     }
 }
 
-#[inline]
-fn settle(
-    tool: &Tool,
-    outcome: Result<Result<Value, ToolError>, Box<dyn Any + Send>>,
-) -> Result<Value, ToolError> {
-    let key = tool.key();
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(rekey(e, key)),
-        Err(payload) => Err(ToolError::Panicked {
-            key: key.to_owned(),
-            message: panic_message(payload.as_ref()),
-        }),
-    }
-}
-
 /// Errors made inside a handler carry the key the tool was defined with; a tool moved
 /// by a collision strategy answers to its registered key.
-fn rekey(mut error: ToolError, registered: &str) -> ToolError {
-    if let Some(key) = error.key_mut() {
-        if key != registered {
-            *key = registered.to_owned();
-        }
+fn rekey(named: &mut String, registered: &str) {
+    if named != registered {
+        registered.clone_into(named);
     }
-    error
 }
 
 /// Polls a future, catching a panic in any poll.

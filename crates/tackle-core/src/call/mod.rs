@@ -344,22 +344,13 @@ impl Input<'_> {
 
 impl<'a, X: Effect> Call<'a, X> {
     /// The input, made now if it was lazy; for an operation whose input has no JSON
-    /// view (its input function failed), the error that ends the call: a stage that
-    /// needs the view (validation, replay, approval, deduplication) asks here.
+    /// view (its input function failed), the error that ends the call, with `gate`
+    /// (the gate that reads it, if any) refused: a stage that needs the view
+    /// (validation, replay, approval, deduplication) asks here.
     #[inline]
-    pub(crate) fn made_input(&mut self) -> Result<&Value, ToolError> {
+    pub(crate) fn made_input(&mut self, gate: Option<Gate>) -> Result<&Value, ToolError> {
         if !matches!(self.input, Input::Value(_)) {
-            self.make_input(None)?;
-        }
-        Ok(self.input.peek())
-    }
-
-    /// [`Call::made_input`] for a gate that reads the input: when there is no view,
-    /// the gate is marked refused.
-    #[inline]
-    pub(crate) fn made_input_at(&mut self, gate: Gate) -> Result<&Value, ToolError> {
-        if !matches!(self.input, Input::Value(_)) {
-            self.make_input(Some(gate))?;
+            self.make_input(gate)?;
         }
         Ok(self.input.peek())
     }

@@ -39,7 +39,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     // when needed, is not made for it.
     let unneeded = cassette.is_live() && call.input.is_lazy();
     if !unneeded {
-        if let Err(error) = call.made_input() {
+        if let Err(error) = call.made_input(None) {
             return ControlFlow::Break(Err(X::from_error(error)));
         }
     }

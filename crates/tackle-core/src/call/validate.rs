@@ -33,7 +33,7 @@ pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         call.trail.gates.set(Gate::Input, GateDecision::NotRequired);
         return ControlFlow::Continue(());
     }
-    let input = match call.made_input_at(Gate::Input) {
+    let input = match call.made_input(Some(Gate::Input)) {
         Ok(input) => input,
         Err(error) => return stop::<X>(error),
     };

@@ -157,6 +157,23 @@ fn keyword(r#type: String) -> String {
     r#type
 }
 
+/// Hands out a session token.
+#[tool(
+    namespace = "vault",
+    side_effects = read,
+    result_shaping = spill_to_file,
+    secrets = ["VAULT_TOKEN"],
+    sensitivity = secret,
+    preferred_model = "smart",
+    defer_loading,
+    reveals_secrets,
+    sandbox = in_process,
+    blocking = true,
+)]
+fn session_token(user: String) -> String {
+    format!("token-for-{user}")
+}
+
 #[test]
 fn key_and_spec_exist_and_the_function_is_unchanged() {
     assert_eq!(add::KEY, "math.add@1");
@@ -221,6 +238,32 @@ fn every_attribute_reaches_the_spec() {
     assert_eq!(json["replay_policy"], "fail-loud");
     assert_eq!(json["side_effects"], "external");
     assert_eq!(serde_json::from_value::<ToolSpec>(json).unwrap(), spec);
+}
+
+#[test]
+fn the_other_attributes_reach_the_spec_too() {
+    use tackle::spec::{ModelHint, PreferredModel, ResultShaping, SandboxKind, Sensitivity};
+    let spec = session_token::spec();
+    assert_eq!(spec.result_shaping, Some(ResultShaping::SpillToFile));
+    assert_eq!(spec.secrets, ["VAULT_TOKEN"]);
+    assert_eq!(spec.sensitivity, Sensitivity::Secret);
+    assert_eq!(
+        spec.preferred_model,
+        Some(PreferredModel::Hint(ModelHint::Smart))
+    );
+    assert!(spec.defer_loading && spec.reveals_secrets && spec.blocking);
+    assert_eq!(spec.sandbox, SandboxKind::InProcess);
+    assert!(!spec.needs_approval && !spec.deprecated);
+
+    let plain = add::spec();
+    assert_eq!(plain.result_shaping, None);
+    assert!(plain.secrets.is_empty() && plain.preferred_model.is_none());
+    assert_eq!(plain.sensitivity, Sensitivity::Internal);
+    assert_eq!(plain.sandbox, SandboxKind::InProcess);
+    assert!(!plain.defer_loading && !plain.reveals_secrets && !plain.blocking);
+    assert_eq!((plain.timeout_ms, plain.max_result_tokens), (None, None));
+    assert_eq!(plain.idempotency_key, None);
+    assert_eq!(plain.cost_estimate, None);
 }
 
 #[test]

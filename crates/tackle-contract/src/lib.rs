@@ -20,112 +20,356 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// The name of every `#[tool(...)]` attribute: the macro's parser matches on these.
+/// Every attribute of `#[tool(...)]`, each defined once: its name, how its value is
+/// written (which is how the macro parses it), where the static spec holds it, and the
+/// reference table's cells. The macro's parser, the spec it writes and the table in
+/// `docs/macro.md` all follow from these.
 pub mod attr {
-    /// `name = "..."`: the tool's name (default: the function's).
-    pub const NAME: &str = "name";
-    /// `namespace = "..."`: dot-separated namespace segments.
-    pub const NAMESPACE: &str = "namespace";
-    /// `version = "..."`: the version (default `"1"`).
-    pub const VERSION: &str = "version";
-    /// `side_effects = none | read | write | external` (required).
-    pub const SIDE_EFFECTS: &str = "side_effects";
-    /// `replay_policy = must_stub | fail_loud | recorded_result`.
-    pub const REPLAY_POLICY: &str = "replay_policy";
-    /// `requires_capability = "..."` or a list: permissions a caller needs.
-    pub const REQUIRES_CAPABILITY: &str = "requires_capability";
-    /// `description = "..."` (default: the doc comment's first paragraph).
-    pub const DESCRIPTION: &str = "description";
-    /// `idempotency_key = "field"`.
-    pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
-    /// `cost_estimate = "0.25"`: a decimal string.
-    pub const COST_ESTIMATE: &str = "cost_estimate";
-    /// `tags = ["..."]`.
-    pub const TAGS: &str = "tags";
-    /// `examples = [...]`: JSON inputs or (input, output) pairs.
-    pub const EXAMPLES: &str = "examples";
-    /// `deprecated` or `deprecated = "note"`.
-    pub const DEPRECATED: &str = "deprecated";
-    /// `input_schema = "{...}"`: a hand-written input schema.
-    pub const INPUT_SCHEMA: &str = "input_schema";
-    /// `output_schema = "{...}"`: a hand-written output schema.
-    pub const OUTPUT_SCHEMA: &str = "output_schema";
-    /// `execution_mode = auto | parallel | sequential`.
-    pub const EXECUTION_MODE: &str = "execution_mode";
-    /// `needs_approval` or `needs_approval = predicate`.
-    pub const NEEDS_APPROVAL: &str = "needs_approval";
-    /// `timeout_ms = 500`.
-    pub const TIMEOUT_MS: &str = "timeout_ms";
-    /// `max_result_tokens = 2000`.
-    pub const MAX_RESULT_TOKENS: &str = "max_result_tokens";
-    /// `result_shaping = middle | tail | spill_to_file | summarize`.
-    pub const RESULT_SHAPING: &str = "result_shaping";
-    /// `secrets = ["..."]`: the secrets the tool may read.
-    pub const SECRETS: &str = "secrets";
-    /// `trust = first_party | trusted | untrusted | mcp`.
-    pub const TRUST: &str = "trust";
-    /// `blocking`: a synchronous tool that blocks.
-    pub const BLOCKING: &str = "blocking";
-    /// `sensitivity = public | internal | confidential | secret`.
-    pub const SENSITIVITY: &str = "sensitivity";
-    /// `preferred_model = "fast" | "balanced" | "smart" | "<model>"`.
-    pub const PREFERRED_MODEL: &str = "preferred_model";
-    /// `defer_loading`: the tool is found through `tool_search` instead of being
-    /// offered up front.
-    pub const DEFER_LOADING: &str = "defer_loading";
-    /// `reveals_secrets`: the tool's output may hold the caller's secrets on purpose,
-    /// so the door does not scrub them from it.
-    pub const REVEALS_SECRETS: &str = "reveals_secrets";
-    /// `sandbox = in_process | process`: where the tool runs.
-    pub const SANDBOX: &str = "sandbox";
-    /// `params(a = "...")`: parameter descriptions.
-    pub const PARAMS: &str = "params";
-    /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it
-    /// (it is re-exported by another crate).
-    pub const CRATE: &str = "crate";
+    use super::*;
 
-    /// Every attribute, in the order the reference lists them.
-    pub const ALL: &[&str] = &[
-        NAME,
-        NAMESPACE,
-        VERSION,
-        SIDE_EFFECTS,
-        REPLAY_POLICY,
-        REQUIRES_CAPABILITY,
-        DESCRIPTION,
-        IDEMPOTENCY_KEY,
-        COST_ESTIMATE,
-        TAGS,
-        EXAMPLES,
-        DEPRECATED,
-        INPUT_SCHEMA,
-        OUTPUT_SCHEMA,
-        EXECUTION_MODE,
-        NEEDS_APPROVAL,
-        TIMEOUT_MS,
-        MAX_RESULT_TOKENS,
-        RESULT_SHAPING,
-        SECRETS,
-        TRUST,
-        BLOCKING,
-        SENSITIVITY,
-        PREFERRED_MODEL,
-        DEFER_LOADING,
-        REVEALS_SECRETS,
-        SANDBOX,
-        PARAMS,
-        CRATE,
-    ];
+    /// `side_effects = none | read | write | external` (required).
+    pub const SIDE_EFFECTS: Attribute = Attribute {
+        name: "side_effects",
+        form: Form::Word(SideEffects::SET),
+        spec: InSpec::Required("side_effects"),
+        written: r##"`side_effects`"##,
+        value: r##"`none` \| `read` \| `write` \| `external`"##,
+        default: r##"**required**"##,
+        meaning: r##"what calling the tool does to the world"##,
+    };
+
+    /// `name = "..."`: the tool's name (default: the function's).
+    pub const NAME: Attribute = Attribute {
+        name: "name",
+        form: Form::Text,
+        spec: InSpec::Settled("name"),
+        written: r##"`name`"##,
+        value: r##"string: ASCII letters, digits, `_`, `-`"##,
+        default: r##"the function's name"##,
+        meaning: r##"the tool's name in its namespace"##,
+    };
+
+    /// `namespace = "..."`: dot-separated namespace segments.
+    pub const NAMESPACE: Attribute = Attribute {
+        name: "namespace",
+        form: Form::Text,
+        spec: InSpec::Settled("namespace"),
+        written: r##"`namespace`"##,
+        value: r##"string: dot-separated segments of the same characters"##,
+        default: r##"the crate name"##,
+        meaning: r##"groups tools; `llm.openai` is fine"##,
+    };
+
+    /// `version = "..."`: the version (default `"1"`).
+    pub const VERSION: Attribute = Attribute {
+        name: "version",
+        form: Form::Text,
+        spec: InSpec::Settled("version"),
+        written: r##"`version`"##,
+        value: r##"string: ASCII letters, digits, `.`, `_`, `-`, `+`"##,
+        default: r##"`"1"`"##,
+        meaning: r##"compared semver-aware when resolving `namespace.name`"##,
+    };
+
+    /// `description = "..."` (default: the doc comment's first paragraph).
+    pub const DESCRIPTION: Attribute = Attribute {
+        name: "description",
+        form: Form::Text,
+        spec: InSpec::Settled("description"),
+        written: r##"`description`"##,
+        value: r##"string"##,
+        default: r##"the first paragraph of the doc comment"##,
+        meaning: r##"what the tool does, for the model; one of the two is required"##,
+    };
+
+    /// `replay_policy = must_stub | fail_loud | recorded_result`.
+    pub const REPLAY_POLICY: Attribute = Attribute {
+        name: "replay_policy",
+        form: Form::Word(ReplayPolicy::SET),
+        spec: InSpec::Field("replay_policy"),
+        written: r##"`replay_policy`"##,
+        value: r##"`must_stub` \| `fail_loud` \| `recorded_result`"##,
+        default: r##"from `side_effects`: `none`/`read` -> `recorded_result`, `write`/`external` -> `must_stub`"##,
+        meaning: r##"what replay does with the tool's calls; `recorded_result` is refused on `write`/`external`"##,
+    };
+
+    /// `requires_capability = "..."` or a list: permissions a caller needs.
+    pub const REQUIRES_CAPABILITY: Attribute = Attribute {
+        name: "requires_capability",
+        form: Form::Texts,
+        spec: InSpec::Field("permissions"),
+        written: r##"`requires_capability`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"permissions the caller must hold, every one"##,
+    };
+
+    /// `idempotency_key = "field"`.
+    pub const IDEMPOTENCY_KEY: Attribute = Attribute {
+        name: "idempotency_key",
+        form: Form::Text,
+        spec: InSpec::Field("idempotency_key"),
+        written: r##"`idempotency_key`"##,
+        value: r##"string: an input parameter's name"##,
+        default: r##"none"##,
+        meaning: r##"the input field identifying a call for deduplication"##,
+    };
+
+    /// `cost_estimate = "0.25"`: a decimal string.
+    pub const COST_ESTIMATE: Attribute = Attribute {
+        name: "cost_estimate",
+        form: Form::Decimal,
+        spec: InSpec::Field("cost_estimate"),
+        written: r##"`cost_estimate`"##,
+        value: r##"decimal **string**, e.g. `"0.015"`"##,
+        default: r##"none"##,
+        meaning: r##"cost of one call, an exact `rust_decimal::Decimal`"##,
+    };
+
+    /// `tags = ["..."]`.
+    pub const TAGS: Attribute = Attribute {
+        name: "tags",
+        form: Form::Texts,
+        spec: InSpec::Field("tags"),
+        written: r##"`tags`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"labels for search"##,
+    };
+
+    /// `examples = [...]`: JSON inputs or (input, output) pairs.
+    pub const EXAMPLES: Attribute = Attribute {
+        name: "examples",
+        form: Form::Examples,
+        spec: InSpec::No,
+        written: r##"`examples`"##,
+        value: r##"list of JSON strings: `r#"{...}"#` (an input) or `(input, output)` pairs"##,
+        default: r##"none"##,
+        meaning: r##"checked as JSON at compile time, against the schemas when the registry is built"##,
+    };
+
+    /// `deprecated` or `deprecated = "note"`.
+    pub const DEPRECATED: Attribute = Attribute {
+        name: "deprecated",
+        form: Form::FlagOrText,
+        spec: InSpec::FlagAnd {
+            flag: "deprecated",
+            value: "deprecation_note",
+            set: true,
+        },
+        written: r##"`deprecated`"##,
+        value: r##"flag, `= true/false`, or `= "note"`"##,
+        default: r##"not deprecated"##,
+        meaning: r##"hides the tool from search unless asked; the note says what to use instead"##,
+    };
+
+    /// `input_schema = "{...}"`: a hand-written input schema.
+    pub const INPUT_SCHEMA: Attribute = Attribute {
+        name: "input_schema",
+        form: Form::Schema,
+        spec: InSpec::No,
+        written: r##"`input_schema`"##,
+        value: r##"JSON string"##,
+        default: r##"derived from the parameters"##,
+        meaning: r##"replaces the derived input schema (normalized; must be an object schema)"##,
+    };
+
+    /// `output_schema = "{...}"`: a hand-written output schema.
+    pub const OUTPUT_SCHEMA: Attribute = Attribute {
+        name: "output_schema",
+        form: Form::Schema,
+        spec: InSpec::No,
+        written: r##"`output_schema`"##,
+        value: r##"JSON string"##,
+        default: r##"derived from the return type"##,
+        meaning: r##"replaces the derived output schema"##,
+    };
+
+    /// `execution_mode = auto | parallel | sequential`.
+    pub const EXECUTION_MODE: Attribute = Attribute {
+        name: "execution_mode",
+        form: Form::Word(ExecutionMode::SET),
+        spec: InSpec::WordOr("execution_mode", "auto"),
+        written: r##"`execution_mode`"##,
+        value: r##"`auto` \| `parallel` \| `sequential`"##,
+        default: r##"`auto`"##,
+        meaning: r##"in an executor batch: `auto` runs `none`/`read` tools in parallel and `write`/`external` tools one at a time in call order; `parallel` opts a write tool into parallel; `sequential` runs alone"##,
+    };
+
+    /// `needs_approval` or `needs_approval = predicate`.
+    pub const NEEDS_APPROVAL: Attribute = Attribute {
+        name: "needs_approval",
+        form: Form::FlagOrPath,
+        spec: InSpec::FlagAnd {
+            flag: "needs_approval",
+            value: "approval_when",
+            set: false,
+        },
+        written: r##"`needs_approval`"##,
+        value: r##"flag, `= true/false`, or `= predicate`"##,
+        default: r##"false"##,
+        meaning: r##"every call (flag), or the calls whose validated input `predicate: fn(&serde_json::Value) -> bool` accepts, must be approved by the runtime's `Approver`; with none configured they are denied"##,
+    };
+
+    /// `timeout_ms = 500`.
+    pub const TIMEOUT_MS: Attribute = Attribute {
+        name: "timeout_ms",
+        form: Form::Whole { max: u64::MAX },
+        spec: InSpec::Field("timeout_ms"),
+        written: r##"`timeout_ms`"##,
+        value: r##"whole number"##,
+        default: r##"none"##,
+        meaning: r##"per-call time limit; past it the call fails with `Timeout`"##,
+    };
+
+    /// `max_result_tokens = 2000`.
+    pub const MAX_RESULT_TOKENS: Attribute = Attribute {
+        name: "max_result_tokens",
+        form: Form::Whole {
+            max: u32::MAX as u64,
+        },
+        spec: InSpec::Field("max_result_tokens"),
+        written: r##"`max_result_tokens`"##,
+        value: r##"whole number"##,
+        default: r##"16384"##,
+        meaning: r##"longest result (4 characters a token) before the door shapes it; `0` never shapes (warned once)"##,
+    };
+
+    /// `result_shaping = middle | tail | spill_to_file | summarize`.
+    pub const RESULT_SHAPING: Attribute = Attribute {
+        name: "result_shaping",
+        form: Form::Word(ResultShaping::SET),
+        spec: InSpec::Field("result_shaping"),
+        written: r##"`result_shaping`"##,
+        value: r##"`middle` \| `tail` \| `spill_to_file` \| `summarize`"##,
+        default: r##"by name: `tail` for `code_execution`, `summarize` for `web_search`, else `middle`"##,
+        meaning: r##"how a longer result is shaped (see [executor.md](executor.md))"##,
+    };
+
+    /// `secrets = ["..."]`: the secrets the tool may read.
+    pub const SECRETS: Attribute = Attribute {
+        name: "secrets",
+        form: Form::Texts,
+        spec: InSpec::Field("secrets"),
+        written: r##"`secrets`"##,
+        value: r##"string or list of strings"##,
+        default: r##"none"##,
+        meaning: r##"the secrets the tool may read with `ctx.secret(name)`; any other is refused"##,
+    };
+
+    /// `trust = first_party | trusted | untrusted | mcp`.
+    pub const TRUST: Attribute = Attribute {
+        name: "trust",
+        form: Form::Word(Trust::SET),
+        spec: InSpec::WordOr("trust", "first-party"),
+        written: r##"`trust`"##,
+        value: r##"`first_party` \| `trusted` \| `untrusted` \| `mcp`"##,
+        default: r##"`first_party`"##,
+        meaning: r##"the trust ladder: the `priority` collision strategy, and which sanitization policy applies to results"##,
+    };
+
+    /// `blocking`: a synchronous tool that blocks.
+    pub const BLOCKING: Attribute = Attribute {
+        name: "blocking",
+        form: Form::Flag,
+        spec: InSpec::Field("blocking"),
+        written: r##"`blocking`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"a synchronous tool that blocks: it runs on tokio's blocking threads, off the async workers"##,
+    };
+
+    /// `sensitivity = public | internal | confidential | secret`.
+    pub const SENSITIVITY: Attribute = Attribute {
+        name: "sensitivity",
+        form: Form::Word(Sensitivity::SET),
+        spec: InSpec::WordOr("sensitivity", "internal"),
+        written: r##"`sensitivity`"##,
+        value: r##"`public` \| `internal` \| `confidential` \| `secret`"##,
+        default: r##"`internal`"##,
+        meaning: r##"how sensitive results are: recorded on the span, given to the spill writer; `secret` results are never spilled"##,
+    };
+
+    /// `preferred_model = "fast" | "balanced" | "smart" | "<model>"`.
+    pub const PREFERRED_MODEL: Attribute = Attribute {
+        name: "preferred_model",
+        form: Form::Text,
+        spec: InSpec::Field("preferred_model"),
+        written: r##"`preferred_model`"##,
+        value: r##"string: `"fast"`, `"balanced"`, `"smart"` or a model's name"##,
+        default: r##"none"##,
+        meaning: r##"the model a ReAct run asks in the step after this tool (`ReactSkill::with_model_for`)"##,
+    };
+
+    /// `defer_loading`: the tool is found through `tool_search` instead of being offered up front.
+    pub const DEFER_LOADING: Attribute = Attribute {
+        name: "defer_loading",
+        form: Form::Flag,
+        spec: InSpec::Field("defer_loading"),
+        written: r##"`defer_loading`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"a ReAct run does not offer the tool up front; the model finds it with `tool_search`"##,
+    };
+
+    /// `reveals_secrets`: the tool's output may hold the caller's secrets on purpose, so the door does not scrub them from it.
+    pub const REVEALS_SECRETS: Attribute = Attribute {
+        name: "reveals_secrets",
+        form: Form::Flag,
+        spec: InSpec::Field("reveals_secrets"),
+        written: r##"`reveals_secrets`"##,
+        value: r##"flag or `= true/false`"##,
+        default: r##"false"##,
+        meaning: r##"the tool's output may hold secrets on purpose (it hands out a credential); otherwise the door replaces the caller's secrets with `<redacted>` and token-shaped strings with `[REDACTED]`"##,
+    };
+
+    /// `sandbox = in_process | process`: where the tool runs.
+    pub const SANDBOX: Attribute = Attribute {
+        name: "sandbox",
+        form: Form::Word(SandboxKind::SET),
+        spec: InSpec::WordOr("sandbox", "in-process"),
+        written: r##"`sandbox`"##,
+        value: r##"`in_process` \| `process`"##,
+        default: r##"`in_process`"##,
+        meaning: r##"where the tool runs: `process` runs each call in a child process with a cleared environment, CPU-time and memory limits, no network, and a hard kill on timeout (see [security.md](security.md#sandboxes)); the runtime's sandbox resolver may decide otherwise"##,
+    };
+
+    /// `params(a = "...")`: parameter descriptions.
+    pub const PARAMS: Attribute = Attribute {
+        name: "params",
+        form: Form::Params,
+        spec: InSpec::No,
+        written: r##"`params(a = "...", ...)`"##,
+        value: r##"descriptions by parameter name"##,
+        default: r##"none"##,
+        meaning: r##"parameter descriptions"##,
+    };
+
+    /// `crate = "path"`: where the `tackle` crate is, when the macro cannot find it (it is re-exported by another crate).
+    pub const CRATE: Attribute = Attribute {
+        name: "crate",
+        form: Form::Path,
+        spec: InSpec::No,
+        written: r##"`crate`"##,
+        value: r##"string: a path, e.g. `"::my_framework::tackle"`"##,
+        default: r##"found from `Cargo.toml`"##,
+        meaning: r##"where the `tackle` crate is, for crates that reach it through a re-export; a renamed dependency (`tackle2 = { package = "tackle" }`) is found without it"##,
+    };
 }
 
-/// One attribute of `#[tool]` as the reference describes it: its name, how it is
-/// written, what it takes, its default and what it means. Defined once, here: the
-/// macro's parser knows the attributes by [`ATTRIBUTES`], and the reference table in
+/// One attribute of `#[tool]`: its name, the form its value takes, where the tool's
+/// static spec holds it, and the cells of its row in the reference table (Markdown).
+/// Defined once, in [`attr`]: the macro's parser reads a value by its [`Form`], the
+/// macro fills the static spec's fields by its [`InSpec`], and the reference table in
 /// `docs/macro.md` is [`reference_table`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Attribute {
     /// The attribute's name (`side_effects`).
     pub name: &'static str,
+    /// How its value is written: what the parser accepts.
+    pub form: Form,
+    /// Which field of the static spec holds it, and what that field holds without it.
+    pub spec: InSpec,
     /// How it is written, as the table's first cell shows it (Markdown).
     pub written: &'static str,
     /// What it takes (Markdown).
@@ -136,213 +380,99 @@ pub struct Attribute {
     pub meaning: &'static str,
 }
 
+/// How an attribute's value is written, which is how the macro reads it.
+#[derive(Clone, Copy, Debug)]
+pub enum Form {
+    /// A string literal: `name = "add"`.
+    Text,
+    /// A string literal or a list of them: `tags = ["math", "fast"]`.
+    Texts,
+    /// One word of a set, bare or quoted, `_` for `-`: `side_effects = write`.
+    Word(WordSet),
+    /// The attribute alone, or `= true` / `= false`: `blocking`.
+    Flag,
+    /// A flag, or a string literal instead: `deprecated = "use add2"`.
+    FlagOrText,
+    /// A flag, or the path of a function instead: `needs_approval = is_large`.
+    FlagOrPath,
+    /// A whole number no larger than `max`: `timeout_ms = 500`.
+    Whole {
+        /// The largest value the spec's field holds.
+        max: u64,
+    },
+    /// A decimal number as a string, never a float: `cost_estimate = "0.25"`.
+    Decimal,
+    /// A JSON Schema object as a string: `input_schema = r#"{...}"#`.
+    Schema,
+    /// A list of JSON strings, each an input or an (input, output) pair.
+    Examples,
+    /// Descriptions by parameter name: `params(a = "...", b = "...")`.
+    Params,
+    /// A Rust path as a string: `crate = "::my_framework::tackle"`.
+    Path,
+}
+
+/// Where a tool's static spec holds an attribute, and what it holds without it.
+#[derive(Clone, Copy, Debug)]
+pub enum InSpec {
+    /// Nowhere: the attribute shapes the expansion itself (schemas, examples,
+    /// parameter descriptions, the crate's path).
+    No,
+    /// The field of this name: what was written, or when the attribute is absent its
+    /// form's nothing (`None`, `false`, `&[]`).
+    Field(&'static str),
+    /// The field of this name: what was written; a tool without it does not compile.
+    Required(&'static str),
+    /// The field of this name: the word written, or this default word.
+    WordOr(&'static str, &'static str),
+    /// The field of this name, always filled: what was written, or what the macro
+    /// finds (the function's name, the crate's, the doc comment's first paragraph).
+    Settled(&'static str),
+    /// A flag field (`flag`), and a field (`value`) for the value the attribute may take
+    /// instead of a flag; when that value is given the flag is `set`.
+    FlagAnd {
+        /// The flag's field.
+        flag: &'static str,
+        /// The field of the value given instead of a flag.
+        value: &'static str,
+        /// The flag when the value is given.
+        set: bool,
+    },
+}
+
 /// Every attribute of `#[tool]`, in the order of the reference table in
 /// `docs/macro.md`, which is made from this list (a test of this crate checks that the
 /// table is this list, row by row).
 pub const ATTRIBUTES: &[Attribute] = &[
-    Attribute {
-        name: "side_effects",
-        written: r##"`side_effects`"##,
-        value: r##"`none` \| `read` \| `write` \| `external`"##,
-        default: r##"**required**"##,
-        meaning: r##"what calling the tool does to the world"##,
-    },
-    Attribute {
-        name: "name",
-        written: r##"`name`"##,
-        value: r##"string: ASCII letters, digits, `_`, `-`"##,
-        default: r##"the function's name"##,
-        meaning: r##"the tool's name in its namespace"##,
-    },
-    Attribute {
-        name: "namespace",
-        written: r##"`namespace`"##,
-        value: r##"string: dot-separated segments of the same characters"##,
-        default: r##"the crate name"##,
-        meaning: r##"groups tools; `llm.openai` is fine"##,
-    },
-    Attribute {
-        name: "version",
-        written: r##"`version`"##,
-        value: r##"string: ASCII letters, digits, `.`, `_`, `-`, `+`"##,
-        default: r##"`"1"`"##,
-        meaning: r##"compared semver-aware when resolving `namespace.name`"##,
-    },
-    Attribute {
-        name: "description",
-        written: r##"`description`"##,
-        value: r##"string"##,
-        default: r##"the first paragraph of the doc comment"##,
-        meaning: r##"what the tool does, for the model; one of the two is required"##,
-    },
-    Attribute {
-        name: "replay_policy",
-        written: r##"`replay_policy`"##,
-        value: r##"`must_stub` \| `fail_loud` \| `recorded_result`"##,
-        default: r##"from `side_effects`: `none`/`read` -> `recorded_result`, `write`/`external` -> `must_stub`"##,
-        meaning: r##"what replay does with the tool's calls; `recorded_result` is refused on `write`/`external`"##,
-    },
-    Attribute {
-        name: "requires_capability",
-        written: r##"`requires_capability`"##,
-        value: r##"string or list of strings"##,
-        default: r##"none"##,
-        meaning: r##"permissions the caller must hold, every one"##,
-    },
-    Attribute {
-        name: "idempotency_key",
-        written: r##"`idempotency_key`"##,
-        value: r##"string: an input parameter's name"##,
-        default: r##"none"##,
-        meaning: r##"the input field identifying a call for deduplication"##,
-    },
-    Attribute {
-        name: "cost_estimate",
-        written: r##"`cost_estimate`"##,
-        value: r##"decimal **string**, e.g. `"0.015"`"##,
-        default: r##"none"##,
-        meaning: r##"cost of one call, an exact `rust_decimal::Decimal`"##,
-    },
-    Attribute {
-        name: "tags",
-        written: r##"`tags`"##,
-        value: r##"string or list of strings"##,
-        default: r##"none"##,
-        meaning: r##"labels for search"##,
-    },
-    Attribute {
-        name: "examples",
-        written: r##"`examples`"##,
-        value: r##"list of JSON strings: `r#"{...}"#` (an input) or `(input, output)` pairs"##,
-        default: r##"none"##,
-        meaning: r##"checked as JSON at compile time, against the schemas when the registry is built"##,
-    },
-    Attribute {
-        name: "deprecated",
-        written: r##"`deprecated`"##,
-        value: r##"flag, `= true/false`, or `= "note"`"##,
-        default: r##"not deprecated"##,
-        meaning: r##"hides the tool from search unless asked; the note says what to use instead"##,
-    },
-    Attribute {
-        name: "input_schema",
-        written: r##"`input_schema`"##,
-        value: r##"JSON string"##,
-        default: r##"derived from the parameters"##,
-        meaning: r##"replaces the derived input schema (normalized; must be an object schema)"##,
-    },
-    Attribute {
-        name: "output_schema",
-        written: r##"`output_schema`"##,
-        value: r##"JSON string"##,
-        default: r##"derived from the return type"##,
-        meaning: r##"replaces the derived output schema"##,
-    },
-    Attribute {
-        name: "execution_mode",
-        written: r##"`execution_mode`"##,
-        value: r##"`auto` \| `parallel` \| `sequential`"##,
-        default: r##"`auto`"##,
-        meaning: r##"in an executor batch: `auto` runs `none`/`read` tools in parallel and `write`/`external` tools one at a time in call order; `parallel` opts a write tool into parallel; `sequential` runs alone"##,
-    },
-    Attribute {
-        name: "needs_approval",
-        written: r##"`needs_approval`"##,
-        value: r##"flag, `= true/false`, or `= predicate`"##,
-        default: r##"false"##,
-        meaning: r##"every call (flag), or the calls whose validated input `predicate: fn(&serde_json::Value) -> bool` accepts, must be approved by the runtime's `Approver`; with none configured they are denied"##,
-    },
-    Attribute {
-        name: "timeout_ms",
-        written: r##"`timeout_ms`"##,
-        value: r##"whole number"##,
-        default: r##"none"##,
-        meaning: r##"per-call time limit; past it the call fails with `Timeout`"##,
-    },
-    Attribute {
-        name: "max_result_tokens",
-        written: r##"`max_result_tokens`"##,
-        value: r##"whole number"##,
-        default: r##"16384"##,
-        meaning: r##"longest result (4 characters a token) before the door shapes it; `0` never shapes (warned once)"##,
-    },
-    Attribute {
-        name: "result_shaping",
-        written: r##"`result_shaping`"##,
-        value: r##"`middle` \| `tail` \| `spill_to_file` \| `summarize`"##,
-        default: r##"by name: `tail` for `code_execution`, `summarize` for `web_search`, else `middle`"##,
-        meaning: r##"how a longer result is shaped (see [executor.md](executor.md))"##,
-    },
-    Attribute {
-        name: "secrets",
-        written: r##"`secrets`"##,
-        value: r##"string or list of strings"##,
-        default: r##"none"##,
-        meaning: r##"the secrets the tool may read with `ctx.secret(name)`; any other is refused"##,
-    },
-    Attribute {
-        name: "trust",
-        written: r##"`trust`"##,
-        value: r##"`first_party` \| `trusted` \| `untrusted` \| `mcp`"##,
-        default: r##"`first_party`"##,
-        meaning: r##"the trust ladder: the `priority` collision strategy, and which sanitization policy applies to results"##,
-    },
-    Attribute {
-        name: "blocking",
-        written: r##"`blocking`"##,
-        value: r##"flag or `= true/false`"##,
-        default: r##"false"##,
-        meaning: r##"a synchronous tool that blocks: it runs on tokio's blocking threads, off the async workers"##,
-    },
-    Attribute {
-        name: "sensitivity",
-        written: r##"`sensitivity`"##,
-        value: r##"`public` \| `internal` \| `confidential` \| `secret`"##,
-        default: r##"`internal`"##,
-        meaning: r##"how sensitive results are: recorded on the span, given to the spill writer; `secret` results are never spilled"##,
-    },
-    Attribute {
-        name: "preferred_model",
-        written: r##"`preferred_model`"##,
-        value: r##"string: `"fast"`, `"balanced"`, `"smart"` or a model's name"##,
-        default: r##"none"##,
-        meaning: r##"the model a ReAct run asks in the step after this tool (`ReactSkill::with_model_for`)"##,
-    },
-    Attribute {
-        name: "defer_loading",
-        written: r##"`defer_loading`"##,
-        value: r##"flag or `= true/false`"##,
-        default: r##"false"##,
-        meaning: r##"a ReAct run does not offer the tool up front; the model finds it with `tool_search`"##,
-    },
-    Attribute {
-        name: "reveals_secrets",
-        written: r##"`reveals_secrets`"##,
-        value: r##"flag or `= true/false`"##,
-        default: r##"false"##,
-        meaning: r##"the tool's output may hold secrets on purpose (it hands out a credential); otherwise the door replaces the caller's secrets with `<redacted>` and token-shaped strings with `[REDACTED]`"##,
-    },
-    Attribute {
-        name: "sandbox",
-        written: r##"`sandbox`"##,
-        value: r##"`in_process` \| `process`"##,
-        default: r##"`in_process`"##,
-        meaning: r##"where the tool runs: `process` runs each call in a child process with a cleared environment, CPU-time and memory limits, no network, and a hard kill on timeout (see [security.md](security.md#sandboxes)); the runtime's sandbox resolver may decide otherwise"##,
-    },
-    Attribute {
-        name: "params",
-        written: r##"`params(a = "...", ...)`"##,
-        value: r##"descriptions by parameter name"##,
-        default: r##"none"##,
-        meaning: r##"parameter descriptions"##,
-    },
-    Attribute {
-        name: "crate",
-        written: r##"`crate`"##,
-        value: r##"string: a path, e.g. `"::my_framework::tackle"`"##,
-        default: r##"found from `Cargo.toml`"##,
-        meaning: r##"where the `tackle` crate is, for crates that reach it through a re-export; a renamed dependency (`tackle2 = { package = "tackle" }`) is found without it"##,
-    },
+    attr::SIDE_EFFECTS,
+    attr::NAME,
+    attr::NAMESPACE,
+    attr::VERSION,
+    attr::DESCRIPTION,
+    attr::REPLAY_POLICY,
+    attr::REQUIRES_CAPABILITY,
+    attr::IDEMPOTENCY_KEY,
+    attr::COST_ESTIMATE,
+    attr::TAGS,
+    attr::EXAMPLES,
+    attr::DEPRECATED,
+    attr::INPUT_SCHEMA,
+    attr::OUTPUT_SCHEMA,
+    attr::EXECUTION_MODE,
+    attr::NEEDS_APPROVAL,
+    attr::TIMEOUT_MS,
+    attr::MAX_RESULT_TOKENS,
+    attr::RESULT_SHAPING,
+    attr::SECRETS,
+    attr::TRUST,
+    attr::BLOCKING,
+    attr::SENSITIVITY,
+    attr::PREFERRED_MODEL,
+    attr::DEFER_LOADING,
+    attr::REVEALS_SECRETS,
+    attr::SANDBOX,
+    attr::PARAMS,
+    attr::CRATE,
 ];
 
 /// The attribute with this name, if `#[tool]` has one.
@@ -404,11 +534,37 @@ impl fmt::Display for UnknownWord {
 
 impl std::error::Error for UnknownWord {}
 
+/// The words of one enum, as an attribute's [`Form`] names them: what the macro needs
+/// to read an attribute's word and write it into an expansion, without the enum.
+#[derive(Clone, Copy, Debug)]
+pub struct WordSet {
+    /// The enum's name, as the runtime re-exports it (`SideEffects`).
+    pub type_name: &'static str,
+    /// Every value's word, in declaration order.
+    pub words: &'static [&'static str],
+    /// The word a word or an alias names.
+    parse: fn(&str) -> Option<&'static str>,
+}
+
+impl WordSet {
+    /// The word an attribute's spelling names (`_` allowed for `-`, aliases read).
+    pub fn from_attribute(&self, spelling: &str) -> Option<&'static str> {
+        (self.parse)(&spelling.replace('_', "-"))
+    }
+
+    /// How an attribute spells each word: the word with `_` for `-`.
+    pub fn attribute_spellings(&self) -> Vec<String> {
+        self.words.iter().map(|w| w.replace('-', "_")).collect()
+    }
+}
+
 /// An enum whose values are words: what the macro needs to check an attribute and
 /// write its value into an expansion.
 pub trait Words: Copy + Sized + 'static {
     /// The type's name, as the runtime re-exports it.
     const TYPE_NAME: &'static str;
+    /// The type's words, as an attribute's form names them.
+    const SET: WordSet;
     /// Every value, in declaration order.
     const ALL: &'static [Self];
     /// The value's word.
@@ -488,8 +644,18 @@ macro_rules! words {
             }
         }
 
+        impl $name {
+            /// The type's words, as an attribute's form names them.
+            pub const SET: WordSet = WordSet {
+                type_name: stringify!($name),
+                words: $name::WORDS,
+                parse: |word| $name::parse(word).map($name::as_str),
+            };
+        }
+
         impl Words for $name {
             const TYPE_NAME: &'static str = stringify!($name);
+            const SET: WordSet = $name::SET;
             const ALL: &'static [$name] = $name::ALL;
             fn word(self) -> &'static str {
                 self.as_str()
@@ -866,12 +1032,6 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "an attribute described twice");
-        let mut all = attr::ALL.to_vec();
-        all.sort_unstable();
-        assert_eq!(
-            sorted, all,
-            "ATTRIBUTES and attr::ALL name the same attributes"
-        );
         for a in ATTRIBUTES {
             assert!(a.written.starts_with(&format!("`{}", a.name)), "{a:?}");
         }
@@ -999,11 +1159,42 @@ mod tests {
     }
 
     #[test]
-    fn every_attribute_is_listed_once() {
-        let mut names = attr::ALL.to_vec();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), attr::ALL.len());
+    fn a_words_default_in_the_spec_is_its_types_default() {
+        fn default_of(set: &WordSet) -> &'static str {
+            match set.type_name {
+                "ExecutionMode" => ExecutionMode::default().as_str(),
+                "Trust" => Trust::default().as_str(),
+                "Sensitivity" => Sensitivity::default().as_str(),
+                "SandboxKind" => SandboxKind::default().as_str(),
+                other => panic!("{other} has no default"),
+            }
+        }
+        let mut defaulted = 0;
+        for a in ATTRIBUTES {
+            if let InSpec::WordOr(_, word) = a.spec {
+                let Form::Word(set) = a.form else {
+                    panic!("{}: a default word for a form with no words", a.name)
+                };
+                assert_eq!(word, default_of(&set), "{}", a.name);
+                assert_eq!(set.from_attribute(word), Some(word), "{}", a.name);
+                defaulted += 1;
+            }
+        }
+        assert_eq!(defaulted, 4);
+    }
+
+    #[test]
+    fn a_word_set_reads_spellings_and_aliases() {
+        assert_eq!(SideEffects::SET.from_attribute("read_only"), Some("read"));
+        assert_eq!(
+            ReplayPolicy::SET.from_attribute("must_stub"),
+            Some("must-stub")
+        );
+        assert_eq!(ReplayPolicy::SET.from_attribute("stub"), None);
+        assert_eq!(
+            ResultShaping::SET.attribute_spellings(),
+            ["middle", "tail", "spill_to_file", "summarize"]
+        );
     }
 
     #[test]

@@ -1,30 +1,22 @@
-//! Parsing `#[tool(...)]`'s arguments into [`ToolAttrs`].
+//! Parsing `#[tool(...)]`'s arguments into [`ToolAttrs`]: each attribute is known by
+//! the contract's table (`tackle_contract::ATTRIBUTES`) and read by the form the table
+//! gives it, in one function (`read`).
 //!
 //! Every problem becomes a `syn::Error` at the offending token; parsing goes on after
 //! an error so that one compile shows every mistake.
 
 use proc_macro2::{Span, TokenStream};
 use rust_decimal::Decimal;
-use serde_json::Value;
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, MetaNameValue, Token};
 
-use tackle_contract::{
-    attr, ExecutionMode, ReplayPolicy, ResultShaping, SandboxKind, Sensitivity, SideEffects, Trust,
-    Words,
-};
+use tackle_contract::{attr, Attribute, Form, WordSet, Words};
 
 use crate::errors::Errors;
 use crate::json;
-
-/// Whether `#[tool]` has an attribute named `key` (the contract's `ATTRIBUTES`, which
-/// the reference table is made from, say which).
-fn known(key: &str) -> bool {
-    tackle_contract::attribute(key).is_some()
-}
 
 /// A word-valued attribute: its value and where it was written.
 #[derive(Clone, Copy, Debug)]
@@ -33,47 +25,129 @@ pub struct Word<T> {
     pub span: Span,
 }
 
-/// The parsed attributes, before they are checked against the function.
-#[derive(Default)]
-pub struct ToolAttrs {
-    pub name: Option<LitStr>,
-    pub namespace: Option<LitStr>,
-    pub version: Option<LitStr>,
-    pub side_effects: Option<Word<SideEffects>>,
-    pub replay_policy: Option<Word<ReplayPolicy>>,
-    pub requires_capability: Vec<LitStr>,
-    pub description: Option<LitStr>,
-    pub idempotency_key: Option<LitStr>,
-    pub cost_estimate: Option<Decimal>,
-    pub tags: Vec<LitStr>,
-    pub examples: Vec<(Value, Option<Value>)>,
-    pub deprecated: bool,
-    pub deprecation_note: Option<LitStr>,
-    pub input_schema: Option<Value>,
-    pub output_schema: Option<Value>,
-    pub execution_mode: Option<Word<ExecutionMode>>,
-    pub needs_approval: bool,
-    /// `needs_approval = predicate`: a function deciding per validated input.
-    pub approval_when: Option<syn::Path>,
-    pub timeout_ms: Option<u64>,
-    pub max_result_tokens: Option<u32>,
-    pub result_shaping: Option<Word<ResultShaping>>,
-    pub secrets: Vec<LitStr>,
-    pub trust: Option<Word<Trust>>,
-    pub blocking: bool,
-    pub sensitivity: Option<Word<Sensitivity>>,
-    pub sandbox: Option<Word<SandboxKind>>,
-    pub preferred_model: Option<LitStr>,
-    pub defer_loading: bool,
-    pub reveals_secrets: bool,
-    pub params: Vec<(Ident, LitStr)>,
-    /// `crate = "path"`: where the `tackle` crate is.
-    pub krate: Option<syn::Path>,
-    /// Every known attribute that was written, valid or not.
-    pub given: Vec<String>,
+/// An attribute's value, read by its [`Form`].
+pub enum Value {
+    /// `Form::Text`; also `FlagOrText`'s text.
+    Text(LitStr),
+    /// `Form::Texts`.
+    Texts(Vec<LitStr>),
+    /// `Form::Word`: the word (as the runtime spells it) and where it was written.
+    Word(&'static str, Span),
+    /// `Form::Flag`; also `FlagOrText`'s and `FlagOrPath`'s flag.
+    Flag(bool),
+    /// `Form::Path`; also `FlagOrPath`'s path.
+    Path(syn::Path),
+    /// `Form::Whole`.
+    Whole(u64),
+    /// `Form::Decimal`.
+    Decimal(Decimal),
+    /// `Form::Schema`.
+    Schema(serde_json::Value),
+    /// `Form::Examples`.
+    Examples(Vec<(serde_json::Value, Option<serde_json::Value>)>),
+    /// `Form::Params`.
+    Params(Vec<(Ident, LitStr)>),
 }
 
-/// An attribute's value as written, before it is interpreted.
+/// One attribute as written: which, and its value.
+pub struct Given {
+    pub attribute: &'static Attribute,
+    pub value: Value,
+}
+
+/// The parsed attributes, before they are checked against the function: each known
+/// attribute written once, in the order written, read by its form.
+#[derive(Default)]
+pub struct ToolAttrs {
+    given: Vec<Given>,
+    /// Every known attribute written, valid or not (a bad value is still "given").
+    names: Vec<&'static str>,
+}
+
+impl ToolAttrs {
+    /// Whether the attribute was written, valid or not.
+    pub fn written(&self, attribute: &Attribute) -> bool {
+        self.names.contains(&attribute.name)
+    }
+
+    /// The attribute's value, when it was written with a valid one.
+    pub fn get(&self, attribute: &Attribute) -> Option<&Value> {
+        self.given
+            .iter()
+            .find(|g| g.attribute.name == attribute.name)
+            .map(|g| &g.value)
+    }
+
+    /// A text attribute's string (`FlagOrText`'s, when given as text).
+    pub fn text(&self, attribute: &Attribute) -> Option<&LitStr> {
+        match self.get(attribute) {
+            Some(Value::Text(lit)) => Some(lit),
+            _ => None,
+        }
+    }
+
+    /// A list-of-strings attribute's strings (none when absent).
+    pub fn texts(&self, attribute: &Attribute) -> &[LitStr] {
+        match self.get(attribute) {
+            Some(Value::Texts(list)) => list,
+            _ => &[],
+        }
+    }
+
+    /// A flag: `false` when absent or when given a value instead of a flag.
+    pub fn flag(&self, attribute: &Attribute) -> bool {
+        matches!(self.get(attribute), Some(Value::Flag(true)))
+    }
+
+    /// A path attribute's path (`FlagOrPath`'s, when given as a path).
+    pub fn path(&self, attribute: &Attribute) -> Option<&syn::Path> {
+        match self.get(attribute) {
+            Some(Value::Path(path)) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// A word attribute's value as its enum.
+    pub fn word<T: Words>(&self, attribute: &Attribute) -> Option<Word<T>> {
+        match self.get(attribute) {
+            Some(Value::Word(word, span)) => {
+                T::from_attribute(word).map(|value| Word { value, span: *span })
+            }
+            _ => None,
+        }
+    }
+
+    /// A JSON Schema attribute's schema.
+    pub fn schema(&self, attribute: &Attribute) -> Option<&serde_json::Value> {
+        match self.get(attribute) {
+            Some(Value::Schema(schema)) => Some(schema),
+            _ => None,
+        }
+    }
+
+    /// `examples`: the inputs and outputs given (none when absent).
+    pub fn examples(&self) -> &[(serde_json::Value, Option<serde_json::Value>)] {
+        match self.get(&attr::EXAMPLES) {
+            Some(Value::Examples(list)) => list,
+            _ => &[],
+        }
+    }
+
+    /// `params(...)`: the descriptions given (none when absent).
+    pub fn params(&self) -> &[(Ident, LitStr)] {
+        match self.get(&attr::PARAMS) {
+            Some(Value::Params(list)) => list,
+            _ => &[],
+        }
+    }
+
+    /// `crate = "..."`: where the `tackle` crate is, when given.
+    pub fn krate(&self) -> Option<&syn::Path> {
+        self.path(&attr::CRATE)
+    }
+}
+
+/// An attribute's value as written, before it is read by its form.
 enum Raw {
     Flag,
     Expr(Expr),
@@ -92,17 +166,17 @@ pub fn parse(args: TokenStream) -> (ToolAttrs, Errors) {
             .map(Ident::to_string)
             .unwrap_or_else(|| path_text(&meta.path));
         let raw = raw_value(&meta)?;
-        if !known(&key) {
-            errors.push(unknown(&key, span));
-        } else if attrs.given.contains(&key) {
-            errors.push(syn::Error::new(
-                span,
-                format!("`{key}` is given twice; keep one"),
-            ));
-        } else {
-            attrs.given.push(key.clone());
-            if let Err(e) = attrs.set(&key, span, raw) {
-                errors.push(e);
+        match tackle_contract::attribute(&key) {
+            None => errors.push(unknown(&key, span)),
+            Some(attribute) if attrs.names.contains(&attribute.name) => errors.push(
+                syn::Error::new(span, format!("`{key}` is given twice; keep one")),
+            ),
+            Some(attribute) => {
+                attrs.names.push(attribute.name);
+                match read(attribute, span, raw) {
+                    Ok(value) => attrs.given.push(Given { attribute, value }),
+                    Err(e) => errors.push(e),
+                }
             }
         }
         Ok(())
@@ -147,86 +221,52 @@ fn unknown(key: &str, span: Span) -> syn::Error {
     syn::Error::new(span, format!("unknown attribute `{key}`; {hint}"))
 }
 
-impl ToolAttrs {
-    fn set(&mut self, key: &str, span: Span, raw: Raw) -> syn::Result<()> {
-        match key {
-            attr::NAME => self.name = Some(lit_str(key, span, raw)?),
-            attr::NAMESPACE => self.namespace = Some(lit_str(key, span, raw)?),
-            attr::VERSION => self.version = Some(lit_str(key, span, raw)?),
-            attr::DESCRIPTION => self.description = Some(lit_str(key, span, raw)?),
-            attr::IDEMPOTENCY_KEY => self.idempotency_key = Some(lit_str(key, span, raw)?),
-            attr::SIDE_EFFECTS => self.side_effects = Some(word(key, span, raw)?),
-            attr::REPLAY_POLICY => self.replay_policy = Some(word(key, span, raw)?),
-            attr::EXECUTION_MODE => self.execution_mode = Some(word(key, span, raw)?),
-            attr::TRUST => self.trust = Some(word(key, span, raw)?),
-            attr::RESULT_SHAPING => self.result_shaping = Some(word(key, span, raw)?),
-            attr::REQUIRES_CAPABILITY => self.requires_capability = str_list(key, span, raw)?,
-            attr::TAGS => self.tags = str_list(key, span, raw)?,
-            attr::SECRETS => self.secrets = str_list(key, span, raw)?,
-            attr::NEEDS_APPROVAL => match raw {
-                Raw::Expr(Expr::Path(p)) => {
-                    self.needs_approval = false;
-                    self.approval_when = Some(p.path);
-                }
-                other => self.needs_approval = flag(key, span, other)?,
-            },
-            attr::BLOCKING => self.blocking = flag(key, span, raw)?,
-            attr::DEFER_LOADING => self.defer_loading = flag(key, span, raw)?,
-            attr::REVEALS_SECRETS => self.reveals_secrets = flag(key, span, raw)?,
-            attr::SENSITIVITY => self.sensitivity = Some(word(key, span, raw)?),
-            attr::SANDBOX => self.sandbox = Some(word(key, span, raw)?),
-            attr::PREFERRED_MODEL => {
-                let lit = lit_str(key, span, raw)?;
-                if lit.value().trim().is_empty() {
-                    return Err(syn::Error::new(
-                        lit.span(),
-                        "`preferred_model` is a tier (\"fast\", \"balanced\", \"smart\") or a model's name, not empty",
-                    ));
-                }
-                self.preferred_model = Some(lit);
-            }
-            attr::TIMEOUT_MS => self.timeout_ms = Some(int(key, span, raw)?),
-            attr::MAX_RESULT_TOKENS => self.max_result_tokens = Some(int(key, span, raw)?),
-            attr::COST_ESTIMATE => self.cost_estimate = Some(decimal(span, raw)?),
-            attr::DEPRECATED => match raw {
-                Raw::Expr(Expr::Lit(ExprLit {
-                    lit: Lit::Str(s), ..
-                })) => {
-                    self.deprecated = true;
-                    self.deprecation_note = Some(s);
-                }
-                other => self.deprecated = flag(key, span, other)?,
-            },
-            attr::INPUT_SCHEMA | attr::OUTPUT_SCHEMA => {
-                let lit = lit_str(key, span, raw)?;
-                let value = json::parse(&lit, &format!("`{key}`"))?;
-                if !value.is_object() && !value.is_boolean() {
-                    return Err(syn::Error::new(
-                        lit.span(),
-                        format!("`{key}` must be a JSON Schema object"),
-                    ));
-                }
-                if key == attr::INPUT_SCHEMA {
-                    self.input_schema = Some(value);
-                } else {
-                    self.output_schema = Some(value);
-                }
-            }
-            attr::EXAMPLES => self.examples = examples(span, raw)?,
-            attr::PARAMS => self.params = params(span, raw)?,
-            attr::CRATE => {
-                let lit = lit_str(key, span, raw)?;
-                self.krate = Some(lit.parse().map_err(|_| {
-                    syn::Error::new(
-                        lit.span(),
-                        "`crate` takes the path of the tackle crate: crate = \"::my_reexport::tackle\"",
-                    )
-                })?);
-            }
-            _ => return Err(unknown(key, span)),
+/// Reads an attribute's value by its form: the one place a form becomes a value.
+fn read(attribute: &Attribute, span: Span, raw: Raw) -> syn::Result<Value> {
+    let key = attribute.name;
+    Ok(match attribute.form {
+        Form::Text => Value::Text(lit_str(key, span, raw)?),
+        Form::Texts => Value::Texts(str_list(key, span, raw)?),
+        Form::Word(set) => {
+            let (word, span) = word(key, &set, span, raw)?;
+            Value::Word(word, span)
         }
-        Ok(())
-    }
+        Form::Flag => Value::Flag(flag(key, span, raw)?),
+        Form::FlagOrText => match raw {
+            Raw::Expr(Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            })) => Value::Text(s),
+            other => Value::Flag(flag(key, span, other)?),
+        },
+        Form::FlagOrPath => match raw {
+            Raw::Expr(Expr::Path(p)) => Value::Path(p.path),
+            other => Value::Flag(flag(key, span, other)?),
+        },
+        Form::Whole { max } => Value::Whole(whole(key, span, raw, max)?),
+        Form::Decimal => Value::Decimal(decimal(key, span, raw)?),
+        Form::Schema => {
+            let lit = lit_str(key, span, raw)?;
+            let value = json::parse(&lit, &format!("`{key}`"))?;
+            if !value.is_object() && !value.is_boolean() {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    format!("`{key}` must be a JSON Schema object"),
+                ));
+            }
+            Value::Schema(value)
+        }
+        Form::Examples => Value::Examples(examples(span, raw)?),
+        Form::Params => Value::Params(params(span, raw)?),
+        Form::Path => {
+            let lit = lit_str(key, span, raw)?;
+            Value::Path(lit.parse().map_err(|_| {
+                syn::Error::new(
+                    lit.span(),
+                    format!("`{key}` takes the path of the tackle crate: {key} = \"::my_reexport::tackle\""),
+                )
+            })?)
+        }
+    })
 }
 
 fn expected(key: &str, span: Span, what: &str) -> syn::Error {
@@ -250,7 +290,7 @@ fn lit_str(key: &str, span: Span, raw: Raw) -> syn::Result<LitStr> {
     }
 }
 
-fn word<T: Words>(key: &str, span: Span, raw: Raw) -> syn::Result<Word<T>> {
+fn word(key: &str, set: &WordSet, span: Span, raw: Raw) -> syn::Result<(&'static str, Span)> {
     let (spelling, span) = match raw {
         Raw::Expr(Expr::Path(p)) if p.path.get_ident().is_some() => (
             p.path.get_ident().map(Ident::to_string).unwrap_or_default(),
@@ -262,15 +302,15 @@ fn word<T: Words>(key: &str, span: Span, raw: Raw) -> syn::Result<Word<T>> {
         Raw::Expr(e) => (String::new(), e.span()),
         _ => (String::new(), span),
     };
-    match T::from_attribute(&spelling) {
-        Some(value) => Ok(Word { value, span }),
-        None => {
-            let allowed: Vec<String> = T::ALL.iter().map(|v| v.attribute_spelling()).collect();
-            Err(syn::Error::new(
-                span,
-                format!("`{key}` must be one of: {}", allowed.join(", ")),
-            ))
-        }
+    match set.from_attribute(&spelling) {
+        Some(word) => Ok((word, span)),
+        None => Err(syn::Error::new(
+            span,
+            format!(
+                "`{key}` must be one of: {}",
+                set.attribute_spellings().join(", ")
+            ),
+        )),
     }
 }
 
@@ -318,14 +358,20 @@ fn flag(key: &str, span: Span, raw: Raw) -> syn::Result<bool> {
     }
 }
 
-fn int<T: std::str::FromStr>(key: &str, span: Span, raw: Raw) -> syn::Result<T>
-where
-    T::Err: std::fmt::Display,
-{
+fn whole(key: &str, span: Span, raw: Raw, max: u64) -> syn::Result<u64> {
     match raw {
         Raw::Expr(Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        })) => i.base10_parse(),
+        })) => {
+            let n: u64 = i.base10_parse()?;
+            if n > max {
+                return Err(syn::Error::new(
+                    i.span(),
+                    format!("`{key}` is at most {max}"),
+                ));
+            }
+            Ok(n)
+        }
         Raw::Expr(e) => Err(syn::Error::new(
             e.span(),
             format!("`{key}` takes a whole number: {key} = 500"),
@@ -334,24 +380,27 @@ where
     }
 }
 
-fn decimal(span: Span, raw: Raw) -> syn::Result<Decimal> {
+fn decimal(key: &str, span: Span, raw: Raw) -> syn::Result<Decimal> {
     match raw {
         Raw::Expr(Expr::Lit(ExprLit { lit: Lit::Str(s), .. })) => Decimal::from_str_exact(s.value().trim())
-            .map_err(|e| syn::Error::new(s.span(), format!("`cost_estimate` is not a decimal number ({e}): write it like \"0.25\""))),
+            .map_err(|e| syn::Error::new(s.span(), format!("`{key}` is not a decimal number ({e}): write it like \"0.25\""))),
         Raw::Expr(Expr::Lit(ExprLit { lit: Lit::Float(f), .. })) => Err(syn::Error::new(
             f.span(),
-            format!("`cost_estimate` must be a decimal string, never a float (money is exact): write cost_estimate = \"{f}\""),
+            format!("`{key}` must be a decimal string, never a float (money is exact): write {key} = \"{f}\""),
         )),
         Raw::Expr(Expr::Lit(ExprLit { lit: Lit::Int(i), .. })) => Err(syn::Error::new(
             i.span(),
-            format!("`cost_estimate` must be a decimal string: write cost_estimate = \"{}\"", i.base10_digits()),
+            format!("`{key}` must be a decimal string: write {key} = \"{}\"", i.base10_digits()),
         )),
-        Raw::Expr(e) => Err(syn::Error::new(e.span(), "`cost_estimate` takes a decimal string: cost_estimate = \"0.25\"")),
-        _ => Err(expected("cost_estimate", span, "a decimal string: cost_estimate = \"0.25\"")),
+        Raw::Expr(e) => Err(syn::Error::new(e.span(), format!("`{key}` takes a decimal string: {key} = \"0.25\""))),
+        _ => Err(expected(key, span, &format!("a decimal string: {key} = \"0.25\""))),
     }
 }
 
-fn examples(span: Span, raw: Raw) -> syn::Result<Vec<(Value, Option<Value>)>> {
+fn examples(
+    span: Span,
+    raw: Raw,
+) -> syn::Result<Vec<(serde_json::Value, Option<serde_json::Value>)>> {
     const FORM: &str = "`examples` takes a list of JSON strings, each an input or an (input, output) pair: examples = [r#\"{\"a\": 1}\"#, (r#\"{\"a\": 2}\"#, \"2\")]";
     let elems = match raw {
         Raw::Expr(Expr::Array(a)) => a.elems,

@@ -5,11 +5,11 @@ use quote::{format_ident, quote};
 use syn::ItemFn;
 
 use tackle_contract::{
-    attr, is_name, is_namespace, is_version, ExecutionMode, SandboxKind, Sensitivity, SideEffects,
-    Trust, Words, NAME_CHARACTERS, VERSION_CHARACTERS,
+    attr, is_name, is_namespace, is_version, Form, InSpec, ReplayPolicy, SideEffects, ATTRIBUTES,
+    NAME_CHARACTERS, VERSION_CHARACTERS,
 };
 
-use crate::attrs::{self, ToolAttrs};
+use crate::attrs::{self, ToolAttrs, Value};
 use crate::docs;
 use crate::errors::Errors;
 use crate::json;
@@ -51,7 +51,7 @@ fn fallback_companion(attrs: &ToolAttrs, checked: Option<&Checked>, func: &ItemF
     if func.sig.receiver().is_some() {
         return TokenStream::new();
     }
-    let p = krate::private(attrs.krate.as_ref());
+    let p = krate::private(attrs.krate());
     let fn_ident = &func.sig.ident;
     let vis = &func.vis;
     let key = checked.map_or_else(
@@ -100,8 +100,9 @@ fn check(
     check_params_name_inputs(attrs, &inputs, &fn_name, errors);
     check_idempotency_key(attrs, &inputs, &fn_name, errors);
     check_blocking_is_sync(attrs, analysed, func, errors);
+    check_preferred_model_named(attrs, errors);
     let param_docs = param_docs(attrs, analysed, &doc_lines);
-    attrs.side_effects.as_ref()?;
+    attrs.word::<SideEffects>(&attr::SIDE_EFFECTS)?;
     Some(Checked {
         name,
         namespace,
@@ -114,7 +115,7 @@ fn check(
 /// Why: replay, approval and the executor route every call by what it does to the
 /// world, so a tool must say it.
 fn check_side_effects_given(attrs: &ToolAttrs, errors: &mut Errors) {
-    if !attrs.given.iter().any(|g| g == attr::SIDE_EFFECTS) {
+    if !attrs.written(&attr::SIDE_EFFECTS) {
         errors.push(syn::Error::new(
             Span::call_site(),
             format!(
@@ -128,7 +129,10 @@ fn check_side_effects_given(attrs: &ToolAttrs, errors: &mut Errors) {
 /// Why: `recorded-result` runs the tool again on a replay miss, which a write or an
 /// external effect must never do.
 fn check_replay_policy(attrs: &ToolAttrs, errors: &mut Errors) {
-    if let (Some(policy), Some(effects)) = (&attrs.replay_policy, &attrs.side_effects) {
+    if let (Some(policy), Some(effects)) = (
+        attrs.word::<ReplayPolicy>(&attr::REPLAY_POLICY),
+        attrs.word::<SideEffects>(&attr::SIDE_EFFECTS),
+    ) {
         if !policy.value.allowed_for(effects.value) {
             errors.push(syn::Error::new(
                 policy.span,
@@ -145,15 +149,15 @@ fn check_replay_policy(attrs: &ToolAttrs, errors: &mut Errors) {
 /// Name, namespace and version. Why checked: they make the registry key
 /// `namespace.name@version`, which must be one the registry and MCP accept.
 fn identity(attrs: &ToolAttrs, fn_name: &str, errors: &mut Errors) -> (String, String, String) {
-    let name = match &attrs.name {
+    let name = match attrs.text(&attr::NAME) {
         Some(lit) => checked_text(lit.value(), lit.span(), "name", false, errors),
         None => fn_name.to_owned(),
     };
-    let namespace = match &attrs.namespace {
+    let namespace = match attrs.text(&attr::NAMESPACE) {
         Some(lit) => checked_text(lit.value(), lit.span(), "namespace", true, errors),
         None => std::env::var("CARGO_CRATE_NAME").unwrap_or_else(|_| "tools".to_owned()),
     };
-    let version = match &attrs.version {
+    let version = match attrs.text(&attr::VERSION) {
         Some(lit) => {
             let v = lit.value();
             if !is_version(&v) {
@@ -178,7 +182,7 @@ fn description(
     fn_ident: &syn::Ident,
     errors: &mut Errors,
 ) -> String {
-    match &attrs.description {
+    match attrs.text(&attr::DESCRIPTION) {
         Some(lit) if lit.value().trim().is_empty() => {
             errors.push(syn::Error::new(lit.span(), "`description` is empty: say what the tool does"));
             String::new()
@@ -244,7 +248,7 @@ fn check_params_name_inputs(
     fn_name: &str,
     errors: &mut Errors,
 ) {
-    for (ident, _) in &attrs.params {
+    for (ident, _) in attrs.params() {
         if !inputs.contains(&ident.to_string()) {
             errors.push(syn::Error::new(
                 ident.span(),
@@ -264,7 +268,7 @@ fn check_idempotency_key(
     fn_name: &str,
     errors: &mut Errors,
 ) {
-    if let Some(key) = &attrs.idempotency_key {
+    if let Some(key) = attrs.text(&attr::IDEMPOTENCY_KEY) {
         if !inputs.whole && !inputs.contains(&key.value()) {
             errors.push(syn::Error::new(
                 key.span(),
@@ -286,11 +290,24 @@ fn check_blocking_is_sync(
     func: &ItemFn,
     errors: &mut Errors,
 ) {
-    if attrs.blocking && analysed.is_async {
+    if attrs.flag(&attr::BLOCKING) && analysed.is_async {
         errors.push(syn::Error::new(
             func.sig.asyncness.map_or(Span::call_site(), |a| a.span),
             "`blocking` is for synchronous tools that block; an async tool must not block (move blocking work into `tokio::task::spawn_blocking`)",
         ));
+    }
+}
+
+/// Why: a ReAct run asks the model a tool prefers by this name; an empty one names
+/// no model.
+fn check_preferred_model_named(attrs: &ToolAttrs, errors: &mut Errors) {
+    if let Some(lit) = attrs.text(&attr::PREFERRED_MODEL) {
+        if lit.value().trim().is_empty() {
+            errors.push(syn::Error::new(
+                lit.span(),
+                "`preferred_model` is a tier (\"fast\", \"balanced\", \"smart\") or a model's name, not empty",
+            ));
+        }
     }
 }
 
@@ -317,7 +334,7 @@ fn param_docs(attrs: &ToolAttrs, analysed: &Analysed, doc_lines: &[String]) -> V
                 return Some(own);
             }
             attrs
-                .params
+                .params()
                 .iter()
                 .find(|(i, _)| *i == plain)
                 .map(|(_, lit)| lit.value())
@@ -358,13 +375,115 @@ fn checked_text(
     value
 }
 
-/// An enum value in the expansion: its word, turned back into the value at compile
-/// time by the contract's table (see `tackle_contract`), so no variant name crosses
-/// from the macro to the runtime.
-fn word_tokens<T: Words>(p: &TokenStream, value: T) -> TokenStream {
-    let ty = format_ident!("{}", T::TYPE_NAME);
-    let word = value.word();
-    quote!(#p::#ty::expect(#word))
+/// The static spec's fields, walked from the contract's attributes: each attribute's
+/// [`InSpec`] says which field holds it and what that field holds when it is absent,
+/// its [`Form`] how its value is written in Rust.
+fn spec_fields(attrs: &ToolAttrs, checked: &Checked, p: &TokenStream) -> Vec<TokenStream> {
+    let mut fields = Vec::new();
+    for attribute in ATTRIBUTES {
+        let given = attrs.get(attribute);
+        let value = |v: &Value| value_tokens(p, attribute.form, v);
+        match attribute.spec {
+            InSpec::No => {}
+            InSpec::Field(field) => {
+                let field = format_ident!("{field}");
+                let value = match attribute.form {
+                    Form::Texts => {
+                        let list = attrs.texts(attribute);
+                        quote!(&[#(#list),*])
+                    }
+                    Form::Flag => {
+                        let flag = attrs.flag(attribute);
+                        quote!(#flag)
+                    }
+                    _ => opt(given.map(value)),
+                };
+                fields.push(quote!(#field: #value));
+            }
+            InSpec::Required(field) => {
+                let field = format_ident!("{field}");
+                let value = given.map_or_else(
+                    || missing(&format!("`{}` is required", attribute.name)),
+                    value,
+                );
+                fields.push(quote!(#field: #value));
+            }
+            InSpec::WordOr(field, default) => {
+                let field = format_ident!("{field}");
+                let value = match given {
+                    Some(v) => value(v),
+                    None => value(&Value::Word(default, Span::call_site())),
+                };
+                fields.push(quote!(#field: #value));
+            }
+            InSpec::Settled(field) => {
+                let value = match field {
+                    "name" => &checked.name,
+                    "namespace" => &checked.namespace,
+                    "version" => &checked.version,
+                    "description" => &checked.description,
+                    other => {
+                        fields.push(missing(&format!("no settled value for `{other}`")));
+                        continue;
+                    }
+                };
+                let field = format_ident!("{field}");
+                fields.push(quote!(#field: #value));
+            }
+            InSpec::FlagAnd {
+                flag,
+                value: other,
+                set,
+            } => {
+                let (flag_value, other_value) = match given {
+                    Some(Value::Flag(b)) => (*b, opt(None::<TokenStream>)),
+                    Some(v) => (set, opt(Some(value(v)))),
+                    None => (false, opt(None::<TokenStream>)),
+                };
+                let (flag, other) = (format_ident!("{flag}"), format_ident!("{other}"));
+                fields.push(quote!(#flag: #flag_value));
+                fields.push(quote!(#other: #other_value));
+            }
+        }
+    }
+    fields
+}
+
+/// An attribute's value as a Rust expression of its spec field's type. An enum value
+/// is its word, turned back into the value at compile time by the contract's table
+/// (see `tackle_contract`), so no variant name crosses from the macro to the runtime.
+fn value_tokens(p: &TokenStream, form: Form, value: &Value) -> TokenStream {
+    match (form, value) {
+        (Form::Word(set), Value::Word(word, _)) => {
+            let ty = format_ident!("{}", set.type_name);
+            quote!(#p::#ty::expect(#word))
+        }
+        (Form::FlagOrPath, Value::Path(path)) => quote! {{
+            let __f: fn(&#p::serde_json::Value) -> bool = #path;
+            __f
+        }},
+        (_, Value::Text(lit)) => quote!(#lit),
+        (_, Value::Texts(list)) => quote!(&[#(#list),*]),
+        (_, Value::Flag(flag)) => quote!(#flag),
+        (_, Value::Whole(n)) => {
+            let n = proc_macro2::Literal::u64_unsuffixed(*n);
+            quote!(#n)
+        }
+        (_, Value::Decimal(d)) => {
+            let m = d.mantissa().unsigned_abs();
+            let (lo, mid, hi) = (m as u32, (m >> 32) as u32, (m >> 64) as u32);
+            let (negative, scale) = (d.is_sign_negative(), d.scale());
+            quote!(#p::rust_decimal::Decimal::from_parts(#lo, #mid, #hi, #negative, #scale))
+        }
+        _ => missing("an attribute's value that the static spec cannot hold"),
+    }
+}
+
+/// A compile error in the expansion, for a contract the macro cannot follow (an
+/// attribute placed in the spec in a form it cannot write): never a user's mistake.
+fn missing(what: &str) -> TokenStream {
+    let message = format!("tackle's `#[tool]` contract: {what}");
+    quote!(::core::compile_error!(#message))
 }
 
 fn opt<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
@@ -380,7 +499,7 @@ fn generate(
     checked: &Checked,
     func: &ItemFn,
 ) -> TokenStream {
-    let p = krate::private(attrs.krate.as_ref());
+    let p = krate::private(attrs.krate());
     let serde_path = format!("{}::serde", tokens_text(&p));
     let schemars_path = format!("{}::schemars", tokens_text(&p));
     let fn_ident = &func.sig.ident;
@@ -389,8 +508,8 @@ fn generate(
         name,
         namespace,
         version,
-        description,
         param_docs,
+        ..
     } = checked;
     let key = format!("{namespace}.{name}@{version}");
 
@@ -426,19 +545,19 @@ fn generate(
         None => quote!(__TackleArgs),
     };
 
-    let input_schema = match &attrs.input_schema {
+    let input_schema = match attrs.schema(&attr::INPUT_SCHEMA) {
         Some(v) => {
             let v = json::to_tokens(&p, v);
             quote!(#p::Schema::Written(#v))
         }
         None => quote!(#p::Schema::Derived(#p::input_schema::<#input_type>())),
     };
-    let output_schema = match (&attrs.output_schema, &analysed.output) {
+    let output_schema = match (attrs.schema(&attr::OUTPUT_SCHEMA), &analysed.output) {
         (Some(v), _) => json::to_tokens(&p, v),
         (None, Output::Unit) => quote!(#p::output_schema::<()>()),
         (None, Output::Plain(t) | Output::Fallible(t)) => quote!(#p::output_schema::<#t>()),
     };
-    let examples = attrs.examples.iter().map(|(input, output)| {
+    let examples = attrs.examples().iter().map(|(input, output)| {
         let input = json::to_tokens(&p, input);
         let output = opt(output.as_ref().map(|o| json::to_tokens(&p, o)));
         quote!(#p::example(#input, #output))
@@ -464,7 +583,8 @@ fn generate(
     }
     // In the call, `__ctx` is always a `&ToolContext`.
     let invoke = quote!(#fn_ident(#(#call_args),*));
-    let call = if attrs.blocking {
+    let blocking = attrs.flag(&attr::BLOCKING);
+    let call = if blocking {
         quote!(#p::run_blocking(KEY, move || {
             let __ctx: &#p::ToolContext = &__ctx;
             #invoke
@@ -489,65 +609,13 @@ fn generate(
         Output::Fallible(_) => quote!(#p::encode_result(KEY, #call)),
     };
 
-    // `check` made sure it is there.
-    let side_effects = word_tokens(
-        &p,
-        attrs.side_effects.map_or(SideEffects::None, |w| w.value),
-    );
-    let replay_policy = opt(attrs.replay_policy.map(|w| word_tokens(&p, w.value)));
-    let execution_mode = word_tokens(
-        &p,
-        attrs
-            .execution_mode
-            .map_or(ExecutionMode::default(), |w| w.value),
-    );
-    let result_shaping = opt(attrs.result_shaping.map(|w| word_tokens(&p, w.value)));
-    let sensitivity = word_tokens(
-        &p,
-        attrs
-            .sensitivity
-            .map_or(Sensitivity::default(), |w| w.value),
-    );
-    let sandbox = word_tokens(
-        &p,
-        attrs.sandbox.map_or(SandboxKind::default(), |w| w.value),
-    );
-    let preferred_model = opt(attrs.preferred_model.as_ref());
-    let defer_loading = attrs.defer_loading;
-    let reveals_secrets = attrs.reveals_secrets;
-    let secrets = &attrs.secrets;
-    let approval_when = match &attrs.approval_when {
-        Some(path) => quote! {
-            ::core::option::Option::Some({
-                let __f: fn(&#p::serde_json::Value) -> bool = #path;
-                __f
-            })
-        },
-        None => quote!(::core::option::Option::None),
-    };
-    let trust = word_tokens(&p, attrs.trust.map_or(Trust::default(), |w| w.value));
-    let capabilities = &attrs.requires_capability;
-    let tags = &attrs.tags;
-    let idempotency_key = opt(attrs.idempotency_key.as_ref());
-    let cost_estimate = opt(attrs.cost_estimate.map(|d| {
-        let m = d.mantissa().unsigned_abs();
-        let (lo, mid, hi) = (m as u32, (m >> 32) as u32, (m >> 64) as u32);
-        let (negative, scale) = (d.is_sign_negative(), d.scale());
-        quote!(#p::rust_decimal::Decimal::from_parts(#lo, #mid, #hi, #negative, #scale))
-    }));
-    let deprecated = attrs.deprecated;
-    let deprecation_note = opt(attrs.deprecation_note.as_ref());
-    let needs_approval = attrs.needs_approval;
-    let timeout_ms = opt(attrs.timeout_ms);
-    let max_result_tokens = opt(attrs.max_result_tokens);
-    let blocking = attrs.blocking;
     let uses_context = analysed
         .params
         .iter()
         .any(|p| matches!(p, Param::Context { .. }));
     // A sync tool that does not block runs to completion in the door, with no future
     // to allocate; async and blocking tools get a boxed future.
-    let (handler, registered_handler) = if !analysed.is_async && !attrs.blocking {
+    let (handler, registered_handler) = if !analysed.is_async && !blocking {
         let handler = quote! {
             #[allow(unused_variables, clippy::unit_arg)]
             fn __tackle_handler(
@@ -582,10 +650,11 @@ fn generate(
             quote!(#p::RegisteredHandler::Async(__tackle_handler)),
         )
     };
+    let spec_fields = spec_fields(attrs, checked, &p);
     // Specs are built lazily at run time; these need checks the macro cannot make.
-    let check_at_build = !attrs.examples.is_empty()
-        || attrs.input_schema.is_some()
-        || attrs.output_schema.is_some()
+    let check_at_build = !attrs.examples().is_empty()
+        || attrs.schema(&attr::INPUT_SCHEMA).is_some()
+        || attrs.schema(&attr::OUTPUT_SCHEMA).is_some()
         || whole.is_some();
     let companion_doc = format!("The `{key}` tool generated by `#[tool]`: its key and spec.");
 
@@ -600,32 +669,7 @@ fn generate(
             const KEY: &str = #key;
 
             static SPEC: #p::StaticSpec = #p::StaticSpec {
-                name: #name,
-                namespace: #namespace,
-                version: #version,
-                description: #description,
-                side_effects: #side_effects,
-                replay_policy: #replay_policy,
-                permissions: &[#(#capabilities),*],
-                idempotency_key: #idempotency_key,
-                cost_estimate: #cost_estimate,
-                tags: &[#(#tags),*],
-                deprecated: #deprecated,
-                deprecation_note: #deprecation_note,
-                execution_mode: #execution_mode,
-                needs_approval: #needs_approval,
-                timeout_ms: #timeout_ms,
-                max_result_tokens: #max_result_tokens,
-                result_shaping: #result_shaping,
-                secrets: &[#(#secrets),*],
-                approval_when: #approval_when,
-                trust: #trust,
-                sensitivity: #sensitivity,
-                preferred_model: #preferred_model,
-                defer_loading: #defer_loading,
-                reveals_secrets: #reveals_secrets,
-                sandbox: #sandbox,
-                blocking: #blocking,
+                #(#spec_fields,)*
                 uses_context: #uses_context,
             };
 

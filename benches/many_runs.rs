@@ -82,11 +82,14 @@ async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&Pat
         runs.spawn(async move {
             let state = skill.run(&run, &fleet::task(i), &ctx).await;
             let right = state.is_ok_and(|s| s.final_answer == Some(fleet::answer(i)));
-            black_box((right, run))
+            // The run ends in its task, as a server's would: its recording is freed
+            // by the thread that made it.
+            drop(black_box(run));
+            right
         });
     }
     while let Some(joined) = runs.join_next().await {
-        let (right, _run) = joined.expect("no run panics");
+        let right = joined.expect("no run panics");
         assert!(right, "every run answers right");
     }
 }

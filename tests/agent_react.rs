@@ -204,6 +204,102 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A recording holds the offered tools on a run's first model call and again only
+/// when they change (a deferred tool found), each as the tool's definition serialized;
+/// the recording replays as the run went.
+#[tokio::test]
+async fn a_recording_holds_the_tools_when_they_change_and_replays() {
+    use tackle::agent::model::ScriptedModel;
+    let script = || {
+        Arc::new(ScriptedModel::new([
+            ChatResponse::calls(
+                "",
+                vec![call(
+                    "a",
+                    "geo_distance",
+                    json!({"from": "Oslo", "to": "Bergen"}),
+                )],
+            ),
+            ChatResponse::calls(
+                "",
+                vec![call(
+                    "b",
+                    "tool_search",
+                    json!({"query": "weather forecast"}),
+                )],
+            ),
+            ChatResponse::calls(
+                "",
+                vec![call("c", "weather_tomorrow", json!({"city": "Bergen"}))],
+            ),
+            ChatResponse::text("rain, and 463 km"),
+        ]))
+    };
+    let skill_of = |model: Arc<ScriptedModel>, run: &Run| {
+        let registry = run.runtime().registry();
+        ReactSkill::new(model, registry, &["geo.distance"])
+            .unwrap()
+            .with_deferred(registry, &["weather.tomorrow"])
+            .unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("tackle-react-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tools.json");
+    let config = |mode| {
+        CassetteConfig::new()
+            .with_mode(mode)
+            .with_env_overrides(false)
+    };
+    let ctx = ToolContext::new().with_grant("llm:*");
+    let model = script();
+    let run = new_run(Some(Cassette::open(&path, config(Mode::Rewrite)).unwrap()));
+    let live = skill_of(model.clone(), &run)
+        .run(&run, "weather in Bergen?", &ctx)
+        .await
+        .unwrap();
+    assert!(live.done, "{live:?}");
+    run.cassette().unwrap().finish().unwrap();
+
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let model_inputs: Vec<&Value> = file["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "operation")
+        .map(|i| &i["input"])
+        .collect();
+    let requests = model.requests();
+    assert_eq!(model_inputs.len(), 4);
+    assert_eq!(requests.len(), 4);
+    let recorded: Vec<Option<&Value>> = model_inputs.iter().map(|i| i.get("tools")).collect();
+    assert_eq!(
+        recorded.iter().map(Option::is_some).collect::<Vec<_>>(),
+        [true, false, true, false],
+        "the tools on the first call and when one is found, not otherwise"
+    );
+    for at in [0, 2] {
+        assert_eq!(
+            recorded[at],
+            Some(&serde_json::to_value(&requests[at].tools).unwrap()),
+            "call {at}: the tools as their definitions serialize"
+        );
+    }
+
+    let replay_model = script();
+    let run = new_run(Some(Cassette::open(&path, config(Mode::Replay)).unwrap()));
+    let replayed = skill_of(replay_model.clone(), &run)
+        .run(&run, "weather in Bergen?", &ctx)
+        .await
+        .unwrap();
+    assert_eq!(replayed, live, "the same trajectory, step for step");
+    assert!(
+        replay_model.requests().is_empty(),
+        "the model is never called"
+    );
+    run.cassette().unwrap().finish().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Always asks for a distance with a number where a city should be.
 fn stubborn(_r: &ChatRequest) -> Result<ChatResponse, ModelError> {
     Ok(ChatResponse::calls(

@@ -42,7 +42,7 @@ pub mod attr {
     pub const NAME: Attribute = Attribute {
         name: "name",
         form: Form::Text,
-        spec: InSpec::Settled("name"),
+        spec: InSpec::Settled(Settled::Name),
         written: r##"`name`"##,
         value: r##"string: ASCII letters, digits, `_`, `-`"##,
         default: r##"the function's name"##,
@@ -53,7 +53,7 @@ pub mod attr {
     pub const NAMESPACE: Attribute = Attribute {
         name: "namespace",
         form: Form::Text,
-        spec: InSpec::Settled("namespace"),
+        spec: InSpec::Settled(Settled::Namespace),
         written: r##"`namespace`"##,
         value: r##"string: dot-separated segments of the same characters"##,
         default: r##"the crate name"##,
@@ -64,7 +64,7 @@ pub mod attr {
     pub const VERSION: Attribute = Attribute {
         name: "version",
         form: Form::Text,
-        spec: InSpec::Settled("version"),
+        spec: InSpec::Settled(Settled::Version),
         written: r##"`version`"##,
         value: r##"string: ASCII letters, digits, `.`, `_`, `-`, `+`"##,
         default: r##"`"1"`"##,
@@ -75,7 +75,7 @@ pub mod attr {
     pub const DESCRIPTION: Attribute = Attribute {
         name: "description",
         form: Form::Text,
-        spec: InSpec::Settled("description"),
+        spec: InSpec::Settled(Settled::Description),
         written: r##"`description`"##,
         value: r##"string"##,
         default: r##"the first paragraph of the doc comment"##,
@@ -425,9 +425,10 @@ pub enum InSpec {
     Required(&'static str),
     /// The field of this name: the word written, or this default word.
     WordOr(&'static str, &'static str),
-    /// The field of this name, always filled: what was written, or what the macro
-    /// finds (the function's name, the crate's, the doc comment's first paragraph).
-    Settled(&'static str),
+    /// A field of the tool's identity, always filled: what was written, or what the
+    /// macro finds (the function's name, the crate's, the doc comment's first
+    /// paragraph).
+    Settled(Settled),
     /// A flag field (`flag`), and a field (`value`) for the value the attribute may take
     /// instead of a flag; when that value is given the flag is `set`.
     FlagAnd {
@@ -438,6 +439,32 @@ pub enum InSpec {
         /// The flag when the value is given.
         set: bool,
     },
+}
+
+/// The fields of a tool's identity that the macro settles when their attribute is
+/// absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// `name`: the function's name.
+    Name,
+    /// `namespace`: the crate's name.
+    Namespace,
+    /// `version`: `"1"`.
+    Version,
+    /// `description`: the doc comment's first paragraph.
+    Description,
+}
+
+impl Settled {
+    /// The static spec's field.
+    pub const fn field(self) -> &'static str {
+        match self {
+            Settled::Name => "name",
+            Settled::Namespace => "namespace",
+            Settled::Version => "version",
+            Settled::Description => "description",
+        }
+    }
 }
 
 /// Every attribute of `#[tool]`, in the order of the reference table in
@@ -1181,6 +1208,39 @@ mod tests {
             }
         }
         assert_eq!(defaulted, 4);
+    }
+
+    /// The table's cells that the definition also states: a word attribute's value
+    /// cell lists its words (as attributes spell them), a default word's cell is that
+    /// word, and an attribute the spec holds as a flag defaults to false.
+    #[test]
+    fn the_tables_cells_agree_with_the_forms() {
+        let cells = |text: &str| -> Vec<String> {
+            let mut words: Vec<String> = text
+                .split(r"\|")
+                .map(|w| w.trim().trim_matches('`').to_owned())
+                .collect();
+            words.sort();
+            words
+        };
+        for a in ATTRIBUTES {
+            if let Form::Word(set) = a.form {
+                let mut spellings = set.attribute_spellings();
+                spellings.sort();
+                assert_eq!(cells(a.value), spellings, "{}: the value cell", a.name);
+            }
+            if let InSpec::WordOr(_, word) = a.spec {
+                assert_eq!(
+                    a.default,
+                    format!("`{}`", word.replace('-', "_")),
+                    "{}: the default cell",
+                    a.name
+                );
+            }
+            if matches!(a.form, Form::Flag) {
+                assert_eq!(a.default, "false", "{}: the default cell", a.name);
+            }
+        }
     }
 
     #[test]

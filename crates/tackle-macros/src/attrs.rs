@@ -51,7 +51,9 @@ pub enum Value {
 
 /// One attribute as written: which, and its value.
 pub struct Given {
+    /// The attribute, as the contract defines it.
     pub attribute: &'static Attribute,
+    /// Its value, read by its form.
     pub value: Value,
 }
 
@@ -59,6 +61,7 @@ pub struct Given {
 /// attribute written once, in the order written, read by its form.
 #[derive(Default)]
 pub struct ToolAttrs {
+    /// Every attribute written with a valid value.
     given: Vec<Given>,
     /// Every known attribute written, valid or not (a bad value is still "given").
     names: Vec<&'static str>,
@@ -70,7 +73,10 @@ impl ToolAttrs {
         self.names.contains(&attribute.name)
     }
 
-    /// The attribute's value, when it was written with a valid one.
+    /// The attribute's value, when it was written with a valid one. Each accessor
+    /// below reads one form's values: asked for another form, it is a bug of the
+    /// macro's, not the user's (the value was read by the attribute's own form), so a
+    /// debug build stops there.
     pub fn get(&self, attribute: &Attribute) -> Option<&Value> {
         self.given
             .iter()
@@ -80,6 +86,7 @@ impl ToolAttrs {
 
     /// A text attribute's string (`FlagOrText`'s, when given as text).
     pub fn text(&self, attribute: &Attribute) -> Option<&LitStr> {
+        debug_assert!(matches!(attribute.form, Form::Text | Form::FlagOrText));
         match self.get(attribute) {
             Some(Value::Text(lit)) => Some(lit),
             _ => None,
@@ -88,6 +95,7 @@ impl ToolAttrs {
 
     /// A list-of-strings attribute's strings (none when absent).
     pub fn texts(&self, attribute: &Attribute) -> &[LitStr] {
+        debug_assert!(matches!(attribute.form, Form::Texts));
         match self.get(attribute) {
             Some(Value::Texts(list)) => list,
             _ => &[],
@@ -96,11 +104,16 @@ impl ToolAttrs {
 
     /// A flag: `false` when absent or when given a value instead of a flag.
     pub fn flag(&self, attribute: &Attribute) -> bool {
+        debug_assert!(matches!(
+            attribute.form,
+            Form::Flag | Form::FlagOrText | Form::FlagOrPath
+        ));
         matches!(self.get(attribute), Some(Value::Flag(true)))
     }
 
     /// A path attribute's path (`FlagOrPath`'s, when given as a path).
     pub fn path(&self, attribute: &Attribute) -> Option<&syn::Path> {
+        debug_assert!(matches!(attribute.form, Form::Path | Form::FlagOrPath));
         match self.get(attribute) {
             Some(Value::Path(path)) => Some(path),
             _ => None,
@@ -109,6 +122,9 @@ impl ToolAttrs {
 
     /// A word attribute's value as its enum.
     pub fn word<T: Words>(&self, attribute: &Attribute) -> Option<Word<T>> {
+        debug_assert!(
+            matches!(attribute.form, Form::Word(set) if set.type_name == T::SET.type_name)
+        );
         match self.get(attribute) {
             Some(Value::Word(word, span)) => {
                 T::from_attribute(word).map(|value| Word { value, span: *span })
@@ -119,6 +135,7 @@ impl ToolAttrs {
 
     /// A JSON Schema attribute's schema.
     pub fn schema(&self, attribute: &Attribute) -> Option<&serde_json::Value> {
+        debug_assert!(matches!(attribute.form, Form::Schema));
         match self.get(attribute) {
             Some(Value::Schema(schema)) => Some(schema),
             _ => None,
@@ -363,14 +380,16 @@ fn whole(key: &str, span: Span, raw: Raw, max: u64) -> syn::Result<u64> {
         Raw::Expr(Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
         })) => {
-            let n: u64 = i.base10_parse()?;
-            if n > max {
-                return Err(syn::Error::new(
+            // Wide enough for any literal a `u64` field could be given, so every
+            // number too large gets the same message.
+            let n: u128 = i.base10_parse()?;
+            match u64::try_from(n) {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(syn::Error::new(
                     i.span(),
                     format!("`{key}` is at most {max}"),
-                ));
+                )),
             }
-            Ok(n)
         }
         Raw::Expr(e) => Err(syn::Error::new(
             e.span(),

@@ -5,8 +5,8 @@ use quote::{format_ident, quote};
 use syn::ItemFn;
 
 use tackle_contract::{
-    attr, is_name, is_namespace, is_version, Form, InSpec, ReplayPolicy, SideEffects, ATTRIBUTES,
-    NAME_CHARACTERS, VERSION_CHARACTERS,
+    attr, is_name, is_namespace, is_version, Form, InSpec, ReplayPolicy, Settled, SideEffects,
+    ATTRIBUTES, NAME_CHARACTERS, VERSION_CHARACTERS,
 };
 
 use crate::attrs::{self, ToolAttrs, Value};
@@ -416,18 +416,14 @@ fn spec_fields(attrs: &ToolAttrs, checked: &Checked, p: &TokenStream) -> Vec<Tok
                 };
                 fields.push(quote!(#field: #value));
             }
-            InSpec::Settled(field) => {
-                let value = match field {
-                    "name" => &checked.name,
-                    "namespace" => &checked.namespace,
-                    "version" => &checked.version,
-                    "description" => &checked.description,
-                    other => {
-                        fields.push(missing(&format!("no settled value for `{other}`")));
-                        continue;
-                    }
+            InSpec::Settled(settled) => {
+                let value = match settled {
+                    Settled::Name => &checked.name,
+                    Settled::Namespace => &checked.namespace,
+                    Settled::Version => &checked.version,
+                    Settled::Description => &checked.description,
                 };
-                let field = format_ident!("{field}");
+                let field = format_ident!("{}", settled.field());
                 fields.push(quote!(#field: #value));
             }
             InSpec::FlagAnd {
@@ -463,7 +459,6 @@ fn value_tokens(p: &TokenStream, form: Form, value: &Value) -> TokenStream {
             __f
         }},
         (_, Value::Text(lit)) => quote!(#lit),
-        (_, Value::Texts(list)) => quote!(&[#(#list),*]),
         (_, Value::Flag(flag)) => quote!(#flag),
         (_, Value::Whole(n)) => {
             let n = proc_macro2::Literal::u64_unsuffixed(*n);

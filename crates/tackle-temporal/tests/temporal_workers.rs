@@ -173,11 +173,14 @@ fn temporal_cli() -> Result<PathBuf, String> {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+/// `N` distinct free ports: every listener is held until all are bound, so the
+/// system cannot hand out the same port twice (which made a dev server's gRPC and
+/// HTTP ports collide).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("its address").port())
 }
 
 /// A dev server and the workers, killed when dropped.
@@ -217,56 +220,80 @@ impl Cluster {
             std::env::temp_dir().join(format!("tackle-temporal-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
-        let port = free_port();
-        let address = format!("127.0.0.1:{port}");
-        let server = Command::new(&cli)
-            .args([
-                "server",
-                "start-dev",
-                "--headless",
-                "--log-level",
-                "warn",
-                "--ip",
-                "127.0.0.1",
-            ])
-            .args(["--port", &port.to_string()])
-            .args(["--http-port", &free_port().to_string()])
-            .args(["--metrics-port", &free_port().to_string()])
-            .stdout(Stdio::null())
-            // Its log, for when something fails.
-            .stderr(std::fs::File::create(dir.join("server.log")).expect("log"))
-            .spawn()
-            .expect("start the dev server");
-        let mut cluster = Cluster {
-            server,
-            address,
-            workers: Vec::new(),
-            ledger: dir.join("ledger.txt"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let healthy = Command::new(&cli)
+        // A port taken between choosing it and the server binding it ends the server
+        // at once: then it starts again on other ports.
+        let mut attempts = 0;
+        let cluster = loop {
+            attempts += 1;
+            let [port, http_port, metrics_port] = free_ports();
+            let address = format!("127.0.0.1:{port}");
+            let log = dir.join("server.log");
+            let server = Command::new(&cli)
                 .args([
-                    "operator",
-                    "cluster",
-                    "health",
-                    "--address",
-                    &cluster.address,
+                    "server",
+                    "start-dev",
+                    "--headless",
+                    "--log-level",
+                    "warn",
+                    "--ip",
+                    "127.0.0.1",
                 ])
+                .args(["--port", &port.to_string()])
+                .args(["--http-port", &http_port.to_string()])
+                .args(["--metrics-port", &metrics_port.to_string()])
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
+                // Its log, for when something fails.
+                .stderr(std::fs::File::create(&log).expect("log"))
+                .spawn()
+                .expect("start the dev server");
+            let mut cluster = Cluster {
+                server,
+                address,
+                workers: Vec::new(),
+                ledger: dir.join("ledger.txt"),
+            };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let healthy = loop {
+                let healthy = Command::new(&cli)
+                    .args([
+                        "operator",
+                        "cluster",
+                        "health",
+                        "--address",
+                        &cluster.address,
+                    ])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if healthy {
+                    break true;
+                }
+                if let Ok(Some(status)) = cluster.server.try_wait() {
+                    let log = std::fs::read_to_string(&log).unwrap_or_default();
+                    let tail: String = log.lines().rev().take(3).collect::<Vec<_>>().join("\n");
+                    println!(
+                        "the dev server at {} ended ({status}): {tail}",
+                        cluster.address
+                    );
+                    break false;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the dev server at {} was not healthy within 60 s",
+                    cluster.address
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            };
             if healthy {
-                break;
+                break cluster;
             }
             assert!(
-                Instant::now() < deadline,
-                "the dev server at {} was not healthy within 60 s",
-                cluster.address
+                attempts < 3,
+                "the dev server ended at its start three times"
             );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        };
+        let mut cluster = cluster;
         cluster.spawn_worker("a");
         cluster.spawn_worker("b");
         Some(cluster)

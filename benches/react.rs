@@ -111,7 +111,7 @@ fn react(c: &mut Criterion) {
             tokio_rt.block_on(async {
                 let mut request = ChatRequest {
                     messages: vec![Message::system("s"), Message::user("add 2 and 3")],
-                    tools: skill.tools().to_vec(),
+                    tools: skill.tools(),
                     response_schema: None,
                 };
                 let first = by_hand.complete(&request).await.expect("model");

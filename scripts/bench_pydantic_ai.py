@@ -16,7 +16,9 @@ Each repeat runs in a fresh child process (so the RSS high-water mark starts cle
 Output: one JSON line per repeat, a JSON line of medians, then one human summary line.
 
 By default the model function and the tools are `async def`, so nothing leaves the event
-loop. With --sync they are plain `def`, which pydantic-ai runs on worker threads
+loop; the model suspends once a call (`asyncio.sleep(0)`), as one over the network does,
+so the N runs are alive at once. Each run checks its answer and lets its result go in its
+own task. With --sync they are plain `def`, which pydantic-ai runs on worker threads
 (anyio.to_thread), as it does for ordinary sync tools.
 """
 import argparse
@@ -72,6 +74,9 @@ def decide(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 async def decide_async(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    # Suspends once before it answers, as a model over the network does (and as the
+    # Rust workload's model does), so the runs started at once are alive at once.
+    await asyncio.sleep(0)
     return decide(messages, info)
 
 
@@ -102,14 +107,18 @@ def build_agent(sync: bool) -> Agent:
 
 # --- one repeat (runs in a child process) -----------------------------------------------
 
+async def run_one(agent: Agent, i: int) -> None:
+    """One run, checked and let go in its own task (as the Rust workload's runs are)."""
+    result = await agent.run(PROMPT.format(i=i))
+    want = f"The answer is {2 * (i + 1)}."
+    if result.output != want:  # fail loudly on any wrong answer
+        sys.exit(f"run {i}: got {result.output!r}, want {want!r}")
+    if len(result.all_messages()) != 6:  # prompt, 3 model responses, 2 tool returns
+        sys.exit(f"run {i}: expected 6 messages, got {len(result.all_messages())}")
+
+
 async def run_all(agent: Agent, n: int) -> None:
-    results = await asyncio.gather(*(agent.run(PROMPT.format(i=i)) for i in range(n)))
-    for i, result in enumerate(results):  # fail loudly on any wrong answer
-        want = f"The answer is {2 * (i + 1)}."
-        if result.output != want:
-            sys.exit(f"run {i}: got {result.output!r}, want {want!r}")
-        if len(result.all_messages()) != 6:  # prompt, 3 model responses, 2 tool returns
-            sys.exit(f"run {i}: expected 6 messages, got {len(result.all_messages())}")
+    await asyncio.gather(*(run_one(agent, i) for i in range(n)))
 
 
 def maxrss_kib() -> int:

@@ -23,7 +23,7 @@ fn define(word: String, language: Option<String>, max_senses: u8) -> String {
 fn ask(text: &str) -> ChatRequest {
     ChatRequest {
         messages: vec![Message::user(text)],
-        tools: Vec::new(),
+        tools: Default::default(),
         response_schema: None,
     }
 }
@@ -86,7 +86,7 @@ async fn the_test_model_calls_every_tool_with_arguments_its_schema_accepts() {
         .collect();
     let request = ChatRequest {
         messages: vec![Message::user("try everything")],
-        tools: tools.clone(),
+        tools: tools.clone().into(),
         response_schema: None,
     };
     let answer = TestModel.complete(&request).await.unwrap();

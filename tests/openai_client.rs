@@ -47,7 +47,7 @@ fn request() -> ChatRequest {
             Message::system("Be brief."),
             Message::user("Weather in Oslo and Bergen?"),
         ],
-        tools: vec![weather_tool()],
+        tools: vec![weather_tool()].into(),
         response_schema: None,
     }
 }

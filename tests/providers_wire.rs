@@ -38,7 +38,8 @@ fn request() -> ChatRequest {
             name: "weather_tomorrow".into(),
             description: "Tomorrow's forecast.".into(),
             parameters: schema(),
-        }],
+        }]
+        .into(),
         response_schema: None,
     }
 }

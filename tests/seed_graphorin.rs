@@ -590,9 +590,9 @@ async fn a_deferred_tool_is_found_with_tool_search_k_5() {
         ChatResponse::text("42"),
     ]));
     let skill = ReactSkill::new(model, rt.registry(), &["g.lines", "g.payroll"]).unwrap();
-    let offered: Vec<String> = skill.tools().into_iter().map(|t| t.name).collect();
+    let offered: Vec<String> = skill.tools().iter().map(|t| t.name.clone()).collect();
     assert_eq!(offered, ["g_lines", SEARCH_TOOL], "payroll is deferred");
-    let search = skill.tools().pop().unwrap();
+    let search = skill.tools().last().unwrap().clone();
     assert_eq!(search.parameters["properties"]["k"]["default"], 5);
     let ctx = ToolContext::new().with_grant("llm:*");
     let run = skill

@@ -785,13 +785,14 @@ impl StepEffects for WorkflowEffects<'_> {
                     if request.messages.len() >= previous.messages.len()
                         && request.messages[..previous.messages.len()] == previous.messages[..] =>
                 {
-                    let same_tools = request.tools == previous.tools
+                    let same_tools = (Arc::ptr_eq(&request.tools, &previous.tools)
+                        || request.tools == previous.tools)
                         && request.response_schema == previous.response_schema;
                     let kept = previous.messages.len();
                     let sent = ChatRequest {
                         messages: request.messages[kept..].to_vec(),
                         tools: if same_tools {
-                            Vec::new()
+                            Default::default()
                         } else {
                             request.tools.clone()
                         },

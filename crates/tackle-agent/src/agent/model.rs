@@ -45,7 +45,7 @@ use std::future::Future;
 use std::hash::BuildHasher as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -155,14 +155,21 @@ pub struct ToolDefinition {
     pub parameters: Value,
 }
 
+/// Whether a request offers no tools (then its JSON has no `tools`).
+fn no_tools(tools: &Arc<Vec<ToolDefinition>>) -> bool {
+    tools.is_empty()
+}
+
 /// What an agent asks a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// The tools the model may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
+    /// The tools the model may call: shared, so that the requests of a run and the
+    /// runs of a skill hold one copy of the tools' schemas (make one with
+    /// `vec![...].into()`; [`Arc::make_mut`] to change a request's own).
+    #[serde(default, skip_serializing_if = "no_tools")]
+    pub tools: Arc<Vec<ToolDefinition>>,
     /// When set, a final answer (a reply without tool calls) must be a JSON document
     /// matching this schema. A model that [enforces it](ChatModel::structured_output)
     /// is sent it in its provider's form (`response_format`, `output_config`,

@@ -352,8 +352,8 @@ pub struct ReactCheckpoint {
     /// The conversation so far, the system prompt first.
     pub messages: Vec<Message>,
     /// The tools offered to the model now (deferred tools that `tool_search` found
-    /// included).
-    pub tools: Vec<ToolDefinition>,
+    /// included), shared with the skill until the run finds one.
+    pub tools: Arc<Vec<ToolDefinition>>,
     /// Which model the next step asks ([`ReactSkill::ask_model`]): `None` for the
     /// skill's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -550,7 +550,9 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 pub struct ReactSkill {
     model: Arc<dyn ChatModel>,
     completion: Operation<Completion>,
-    tools: Vec<ToolDefinition>,
+    /// The tools a run is offered at its start (`tool_search` among them when some
+    /// are deferred): one copy, shared by every run.
+    tools: Arc<Vec<ToolDefinition>>,
     /// The model name of every offered tool, and its key.
     names: HashMap<String, String>,
     /// The `preferred_model` of offered tools that have one, by key.
@@ -734,7 +736,7 @@ impl ReactSkill {
         let skill = ReactSkill {
             completion: completion(model.as_ref()),
             model,
-            tools,
+            tools: Arc::new(tools),
             names,
             aliases: HashMap::new(),
             preferences,
@@ -937,17 +939,17 @@ impl ReactSkill {
             self.deferred_tools.iter().map(|t| &**t),
             self.embedder.clone(),
         ));
+        let search = search_definition();
+        if !self.tools.iter().any(|t| t.name == search.name) {
+            Arc::make_mut(&mut self.tools).push(search);
+        }
         Ok(self.with_aliases())
     }
 
     /// The tool definitions the model is offered at the start of a run (with
     /// `tool_search` when some tools are deferred).
-    pub fn tools(&self) -> Vec<ToolDefinition> {
-        let mut tools = self.tools.clone();
-        if self.deferred_index.is_some() {
-            tools.push(search_definition());
-        }
-        tools
+    pub fn tools(&self) -> Arc<Vec<ToolDefinition>> {
+        Arc::clone(&self.tools)
     }
 
     /// Runs one turn of a conversation as `run`'s calls: `history` (the messages of
@@ -1234,8 +1236,10 @@ impl ReactSkill {
                 break;
             }
             let (model, _) = self.model_at(preferred);
-            let response = effects
-                .complete(step, preferred, &request)
+            // Boxed, as the tool calls below: a run's future holds the loop's own
+            // state, and each step's call only while it runs, so many runs at once
+            // (each waiting on its model) stay small.
+            let response = Box::pin(effects.complete(step, preferred, &request))
                 .await
                 .map_err(|error| AgentError::Model { step, error })?;
             if let Some(usage) = response.usage {
@@ -1317,16 +1321,15 @@ impl ReactSkill {
                 state.stop_reason = Some(StopReason::Done);
                 break;
             }
-            let observations = self
-                .act(
-                    step,
-                    &response.text,
-                    (&response.tool_calls, &response.unreadable),
-                    effects,
-                    &mut state,
-                    &mut request.tools,
-                )
-                .await;
+            let observations = Box::pin(self.act(
+                step,
+                &response.text,
+                (&response.tool_calls, &response.unreadable),
+                effects,
+                &mut state,
+                &mut request.tools,
+            ))
+            .await;
             let results: Vec<Message> = response
                 .tool_calls
                 .iter()
@@ -1368,7 +1371,7 @@ impl ReactSkill {
         (calls, unreadable): (&[ToolCallRequest], &[UnreadableCall]),
         effects: &E,
         state: &mut ReactState,
-        offered: &mut Vec<ToolDefinition>,
+        offered: &mut Arc<Vec<ToolDefinition>>,
     ) -> Vec<(String, Vec<ContentPart>)> {
         let mut outcomes: Vec<Option<Result<Value, ToolError>>> = vec![None; calls.len()];
         let mut keys = Vec::with_capacity(calls.len());
@@ -1542,12 +1545,13 @@ impl ReactSkill {
     }
 
     /// Offers the deferred tools `found` (keys) and says what they are.
-    fn offer_found(&self, found: Vec<String>, offered: &mut Vec<ToolDefinition>) -> Value {
+    fn offer_found(&self, found: Vec<String>, offered: &mut Arc<Vec<ToolDefinition>>) -> Value {
         let mut listed = Vec::with_capacity(found.len());
         for key in found {
             if let Some(definition) = self.deferred.get(&key) {
                 if !offered.iter().any(|t| t.name == definition.name) {
-                    offered.push(definition.clone());
+                    // The run's own list from here on: the skill's is not changed.
+                    Arc::make_mut(offered).push(definition.clone());
                 }
                 listed.push(serde_json::json!({
                     "name": definition.name,

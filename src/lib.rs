@@ -134,12 +134,16 @@ mod guides {
     struct Cassettes;
     #[doc = include_str!("../docs/cli.md")]
     struct Cli;
+    // These two use `tackle::sqlite` and `tackle::mcp`, as users write them: built
+    // with those features (as `cargo test --workspace` builds the facade).
+    #[cfg(feature = "sqlite")]
     #[doc = include_str!("../docs/durable.md")]
     struct Durable;
     #[doc = include_str!("../docs/executor.md")]
     struct Executor;
     #[doc = include_str!("../docs/macro.md")]
     struct Macro;
+    #[cfg(feature = "mcp")]
     #[doc = include_str!("../docs/mcp.md")]
     struct Mcp;
     #[doc = include_str!("../docs/performance.md")]

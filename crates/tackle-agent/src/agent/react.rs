@@ -804,9 +804,10 @@ impl ReactSkill {
     /// [`ChatRequest::response_schema`]: a model that [enforces
     /// it](ChatModel::structured_output) gets it natively, others in the system prompt.
     /// A reply without tool calls is the answer only when it parses and validates (a
-    /// fenced `json` block is accepted); otherwise it is a failed step that spends the
-    /// error budget, and the model is told what was wrong and asked again (a repair
-    /// turn). The answer's value is [`ReactState::final_value`].
+    /// fenced `json` block is accepted); otherwise the model is told what was wrong and
+    /// asked again (a repair turn, which does not spend the error budget: at most
+    /// [`with_repair_turns`](Self::with_repair_turns) of them). The answer's value is
+    /// [`ReactState::final_value`].
     ///
     /// Without an answer schema, a reply without tool calls is the answer as the
     /// [`TextAnswers`] policy says (by default, one that says something).

@@ -727,8 +727,9 @@ impl Approver for RunApprover {
     }
 }
 
-/// One attempt of a durable run, holding the run while it lasts: its cassette (give it
-/// to the runtime the run's agent uses) and [`drive`](Self::drive). See the
+/// One attempt of a durable run, holding the run while it lasts: its journal (the
+/// cassette its [`Run`]s record to, attached by
+/// [`run`](Self::run) and [`drive`](Self::drive), never by hand). See the
 /// [module docs](self).
 pub struct DurableRun {
     attempt: Arc<Attempt>,

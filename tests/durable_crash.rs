@@ -452,9 +452,10 @@ fn scripted_outcome(dir: &Path) -> (tackle::agent::react::ReactState, Vec<String
     )
 }
 
-/// The scripted run of `docs/durable.md`'s kind, killed (SIGKILL) at every step
-/// boundary and in the middle of every step, then resumed in a new process: each
-/// model turn is played once, and the run ends as the uninterrupted one.
+/// The first example of `docs/durable.md` (the same tool, script, run id and task,
+/// with a model that logs its turns and hooks that kill), killed (SIGKILL) at every
+/// step boundary and in the middle of every step, then resumed in a new process:
+/// each model turn is played once, and the run ends as the uninterrupted one.
 fn a_resumed_scripted_run_plays_each_turn_once() {
     let root = std::env::temp_dir().join(format!("tackle-scripted-{}", std::process::id()));
     let fresh = |name: &str| {

@@ -36,7 +36,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{panics, stop, Call, Effect, Flow, Json, OperationKind, Outcome, RunState, Runtime};
+use super::{
+    panics, stop, Call, Effect, Flow, Json, OperationCode, OperationKind, Outcome, RunState,
+    Runtime,
+};
 use crate::audit::Execution;
 use crate::context::{
     CallScope, CancellationToken, Checkpoints, RunScope, ToolContext, DEFAULT_GRACE,
@@ -99,8 +102,13 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
                 })),
             ))
         }
-        // Boxed: it keeps the common call's future small.
-        _ => Box::pin(run_awaited(call, limit, checkpoint)).await,
+        // Boxed: it keeps the common call's future small. An operation's and a tool's
+        // each in a box of its own size: a run waiting on its model (many at once)
+        // holds the operation's, not the larger one of a tool with its context.
+        _ => match call.code.take() {
+            Some(code) => Box::pin(run_operation(call, code, limit)).await,
+            None => Box::pin(run_awaited(call, limit, checkpoint)).await,
+        },
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
@@ -139,23 +147,30 @@ impl Bounds<'_> {
     }
 }
 
-/// Runs an operation's code, an async tool, or any tool under a limit.
+/// Runs an async tool, or any tool under a limit.
 async fn run_awaited<X: Effect>(
     call: &mut Call<'_, X>,
     limit: Option<Duration>,
     checkpoint: Option<Box<dyn Checkpoints>>,
 ) -> Outcome<X> {
     let bounds = Bounds::of(call, limit);
-    let tool = call.tool();
-    if let Some(code) = call.code.take() {
-        let work = guard_future::<X>(tool, code(call.id()));
-        return if bounds.any() {
-            limit_call(work, tool.key(), bounds, false, X::from_error).await
-        } else {
-            work.await
-        };
-    }
     of_tool::<X>(run_tool(call, bounds, checkpoint).await)
+}
+
+/// Runs an operation's code (taken from the call), under the call's bounds.
+async fn run_operation<'a, X: Effect>(
+    call: &mut Call<'a, X>,
+    code: OperationCode<'a, X>,
+    limit: Option<Duration>,
+) -> Outcome<X> {
+    let bounds = Bounds::of(call, limit);
+    let tool = call.tool();
+    let work = guard_future::<X>(tool, code(call.id()));
+    if bounds.any() {
+        limit_call(work, tool.key(), bounds, false, X::from_error).await
+    } else {
+        work.await
+    }
 }
 
 /// Runs an async tool, or any tool under a limit.

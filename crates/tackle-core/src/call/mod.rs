@@ -213,7 +213,7 @@ pub(crate) fn stop<X: Effect>(error: ToolError) -> Flow<X> {
 }
 
 /// The code of an operation's call, given by its caller; it gets the call's id.
-type OperationCode<'a, X> =
+pub(super) type OperationCode<'a, X> =
     Box<dyn FnOnce(u64) -> Pin<Box<dyn Future<Output = Outcome<X>> + Send + 'a>> + Send + 'a>;
 
 /// One call on its way through the door: what the stages read and write. `X` is its

@@ -592,26 +592,15 @@ pub async fn complete(
 }
 
 /// A conversation that only grows between its model calls (the ReAct loop's: it
-/// appends messages and offered tools, and changes nothing it sent): its calls tell a
-/// journaled run how much of each request it sent before, so the request is journaled
-/// as what it added without comparing the rest again (see `recorded_request`).
+/// appends, and changes nothing it sent): its calls tell a journaled run how much of
+/// each request it sent before, so the request is journaled as what it added
+/// without comparing the rest again (see `recorded_request`).
 pub(crate) struct Conversation {
     id: u64,
-    /// Messages and tools at the latest call (`usize::MAX` before the first).
-    asked: (AtomicUsize, AtomicUsize),
-    /// Messages and tools at the call before it.
-    previous: (AtomicUsize, AtomicUsize),
-}
-
-/// What a [`Conversation`] had at its previous call, unchanged since.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Sent {
-    /// The conversation's id.
-    id: u64,
-    /// How many messages it had.
-    messages: usize,
-    /// How many tools it offered.
-    tools: usize,
+    /// Messages at the latest call (`usize::MAX` before the first).
+    asked: AtomicUsize,
+    /// Messages at the call before it.
+    previous: AtomicUsize,
 }
 
 impl Conversation {
@@ -620,27 +609,21 @@ impl Conversation {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         Conversation {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
-            asked: (AtomicUsize::new(usize::MAX), AtomicUsize::new(usize::MAX)),
-            previous: (AtomicUsize::new(usize::MAX), AtomicUsize::new(usize::MAX)),
+            asked: AtomicUsize::new(usize::MAX),
+            previous: AtomicUsize::new(usize::MAX),
         }
     }
 
-    /// Notes a call with `messages` messages and `tools` offered tools.
-    pub(crate) fn asking(&self, messages: usize, tools: usize) {
-        let before = self.asked.0.swap(messages, Ordering::Relaxed);
-        self.previous.0.store(before, Ordering::Relaxed);
-        let before = self.asked.1.swap(tools, Ordering::Relaxed);
-        self.previous.1.store(before, Ordering::Relaxed);
+    /// Notes a call with `messages` messages.
+    pub(crate) fn asking(&self, messages: usize) {
+        let before = self.asked.swap(messages, Ordering::Relaxed);
+        self.previous.store(before, Ordering::Relaxed);
     }
 
-    /// What it had at its previous call (`None` before its second).
-    fn unchanged(&self) -> Option<Sent> {
-        let messages = self.previous.0.load(Ordering::Relaxed);
-        (messages != usize::MAX).then(|| Sent {
-            id: self.id,
-            messages,
-            tools: self.previous.1.load(Ordering::Relaxed),
-        })
+    /// Its id, and how many messages it had at its previous call (unchanged since).
+    fn unchanged(&self) -> Option<(u64, usize)> {
+        let before = self.previous.load(Ordering::Relaxed);
+        (before != usize::MAX).then_some((self.id, before))
     }
 }
 
@@ -772,6 +755,9 @@ struct LastRequest {
     prefix: Option<DefaultHasher>,
     /// The hash of its tools (see [`tools_hash`]).
     tools: u64,
+    /// Its tools themselves, shared (not a copy): a request offering the very same
+    /// list (a run's requests share the skill's until it finds a tool) needs no hash.
+    offered: Option<Arc<Vec<ToolDefinition>>>,
     response_schema: Option<Value>,
     /// The digest of the request, chained over its deltas.
     digest: u64,
@@ -897,12 +883,9 @@ fn recorded_request(
         return whole();
     }
     let kept = last.messages;
-    // The last request was this conversation's previous call, and it has only grown.
-    let grown = last.started
-        && unchanged.is_some_and(|sent| sent.id == last.conversation && sent.messages == kept);
     let extends = last.started
         && request.messages.len() >= kept
-        && (grown
+        && (unchanged == Some((last.conversation, kept))
             || last.prefix.as_ref().is_some_and(|prefix| {
                 std::hash::Hasher::finish(&messages_hash(None, &request.messages[..kept]))
                     == std::hash::Hasher::finish(prefix)
@@ -914,9 +897,12 @@ fn recorded_request(
     // Made before the run's memory of its last request changes: a request that
     // cannot be serialized leaves it as it was.
     input.insert("messages".into(), serde_json::to_value(new)?);
-    // A grown conversation offering as many tools as at its previous call offers the
-    // same ones (it only appends): nothing to hash.
-    let same_tools = grown && unchanged.is_some_and(|sent| sent.tools == request.tools.len());
+    // The very list the last request offered: nothing to hash.
+    let same_tools = last.started
+        && last
+            .offered
+            .as_ref()
+            .is_some_and(|offered| Arc::ptr_eq(offered, &request.tools));
     if !same_tools {
         let tools = tools_hash(&request.tools);
         if !last.started || tools != last.tools {
@@ -944,7 +930,8 @@ fn recorded_request(
     canonical_hash(&input, &mut hasher);
     last.digest = std::hash::Hasher::finish(&hasher);
     last.started = true;
-    last.conversation = unchanged.map_or(u64::MAX, |sent| sent.id);
+    last.offered = Some(Arc::clone(&request.tools));
+    last.conversation = unchanged.map_or(u64::MAX, |(id, _)| id);
     if let Value::Object(fields) = &mut input {
         fields.insert("digest".into(), json!(format!("{:016x}", last.digest)));
     }

@@ -145,10 +145,8 @@ impl StepEffects for LocalEffects<'_> {
         model: Option<usize>,
         request: &ChatRequest,
     ) -> impl Future<Output = Result<ChatResponse, ModelError>> {
-        // The loop only appends to its conversation and its offered tools between
-        // model calls.
-        self.conversation
-            .asking(request.messages.len(), request.tools.len());
+        // The loop only appends to its conversation between model calls.
+        self.conversation.asking(request.messages.len());
         let (model, operation) = self.skill.model_at(model);
         crate::agent::model::complete_growing(
             self.run,

@@ -152,16 +152,39 @@ pub struct SchemaValidator {
 
 /// A schema whose only constraint is the value's type (the output schema of most
 /// tools returning a number, a string or a boolean) is decided by looking at the type,
-/// as the full validator would, without walking its keyword tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// as the full validator would, without walking its keyword tree. So is a flat object
+/// of such properties (the input schema of most tools: named arguments of plain
+/// types, some required, no others allowed).
+#[derive(Debug, PartialEq, Eq)]
 enum Shortcut {
     /// `true` or `{}`: every value is valid.
     Anything,
     /// Only `type` (a bit per JSON type), besides annotations.
     Types(u8),
+    /// An object of known properties, each constrained by its type only.
+    Object(Box<Shape>),
     /// Anything else: the full validator decides.
     None,
 }
+
+/// A flat object schema (`"type": "object"`, `properties` of [`Shortcut::Types`] or
+/// [`Shortcut::Anything`] schemas, `required`, `additionalProperties` true or false),
+/// decided in one pass over the object's members.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    /// Each property's name and the types it may have.
+    properties: Vec<(String, u8)>,
+    /// The required properties, a bit per index in `properties`.
+    required: u64,
+    /// Whether members other than `properties` are refused.
+    closed: bool,
+}
+
+/// The most properties a [`Shape`] holds (one bit each in `required`).
+const MAX_SHAPE_PROPERTIES: usize = 64;
+
+/// Every JSON type's bit: a property schema that accepts anything.
+const ANY_TYPE: u8 = 127;
 
 const NULL: u8 = 1;
 const BOOLEAN: u8 = 2;
@@ -192,23 +215,116 @@ const ANNOTATION_FORMAT_DRAFTS: [&str; 2] = [
 ];
 
 fn shortcut(schema: &Value) -> Shortcut {
-    let map = match schema {
-        Value::Bool(true) => return Shortcut::Anything,
-        Value::Object(map) if map.is_empty() => return Shortcut::Anything,
-        Value::Object(map) => map,
-        _ => return Shortcut::None,
+    match types_only(schema) {
+        Some(ANY_TYPE) if !matches!(schema, Value::Object(map) if map.contains_key("type")) => {
+            Shortcut::Anything
+        }
+        Some(bits) => Shortcut::Types(bits),
+        None => shape(schema).map_or(Shortcut::None, |shape| Shortcut::Object(Box::new(shape))),
+    }
+}
+
+/// The object schema `schema` is, as a [`Shape`], when it is one.
+fn shape(schema: &Value) -> Option<Shape> {
+    let map = schema.as_object()?;
+    if !draft_has_annotation_formats(map)
+        || map.get("type").and_then(Value::as_str) != Some("object")
+        || map.keys().any(|k| {
+            !matches!(
+                k.as_str(),
+                "type" | "properties" | "required" | "additionalProperties"
+            ) && !ANNOTATIONS.contains(&k.as_str())
+        })
+    {
+        return None;
+    }
+    let mut properties = Vec::new();
+    if let Some(declared) = map.get("properties") {
+        for (name, property) in declared.as_object()? {
+            if property
+                .as_object()
+                .is_some_and(|p| p.contains_key("$schema"))
+            {
+                return None;
+            }
+            properties.push((name.clone(), types_only(property)?));
+        }
+    }
+    if properties.len() > MAX_SHAPE_PROPERTIES {
+        return None;
+    }
+    let mut required = 0u64;
+    if let Some(names) = map.get("required") {
+        for name in names.as_array()? {
+            let name = name.as_str()?;
+            let index = properties.iter().position(|(known, _)| known == name)?;
+            required |= 1 << index;
+        }
+    }
+    let closed = match map.get("additionalProperties") {
+        None | Some(Value::Bool(true)) => false,
+        Some(Value::Bool(false)) => true,
+        Some(Value::Object(any)) if any.is_empty() => false,
+        Some(_) => return None,
     };
-    let draft_ok = match map.get("$schema") {
+    Some(Shape {
+        properties,
+        required,
+        closed,
+    })
+}
+
+/// Whether `value`, an object, has the shape: every member of a known property of
+/// its types, none unknown when the shape is closed, every required one present.
+fn has_shape(value: &Value, shape: &Shape) -> bool {
+    let Value::Object(members) = value else {
+        return false;
+    };
+    let mut present = 0u64;
+    for (at, (name, member)) in members.iter().enumerate() {
+        // Members mostly come in the schema's order: look there first.
+        let found = match shape.properties.get(at) {
+            Some((known, _)) if known == name => Some(at),
+            _ => shape.properties.iter().position(|(known, _)| known == name),
+        };
+        match found {
+            Some(index) => {
+                if !has_type(member, shape.properties[index].1) {
+                    return false;
+                }
+                present |= 1 << index;
+            }
+            None if shape.closed => return false,
+            None => {}
+        }
+    }
+    present & shape.required == shape.required
+}
+
+/// Whether the schema's draft (2020-12 when it names none) takes `format` as an
+/// annotation.
+fn draft_has_annotation_formats(map: &serde_json::Map<String, Value>) -> bool {
+    match map.get("$schema") {
         None => true,
         Some(Value::String(uri)) => ANNOTATION_FORMAT_DRAFTS.contains(&uri.as_str()),
         Some(_) => false,
+    }
+}
+
+/// The types a schema allows when its only constraint is `type` (every type when it
+/// has none: `true`, `{}`, annotations only); `None` when it constrains more.
+fn types_only(schema: &Value) -> Option<u8> {
+    let map = match schema {
+        Value::Bool(true) => return Some(ANY_TYPE),
+        Value::Object(map) => map,
+        _ => return None,
     };
-    if !draft_ok
+    if !draft_has_annotation_formats(map)
         || map
             .keys()
             .any(|k| k != "type" && !ANNOTATIONS.contains(&k.as_str()))
     {
-        return Shortcut::None;
+        return None;
     }
     let bit = |name: &Value| match name.as_str()? {
         "null" => Some(NULL),
@@ -220,15 +336,15 @@ fn shortcut(schema: &Value) -> Shortcut {
         "object" => Some(OBJECT),
         _ => None,
     };
-    let bits = match map.get("type") {
+    match map.get("type") {
+        None => Some(ANY_TYPE),
         Some(Value::Array(names)) if !names.is_empty() => names
             .iter()
             .map(bit)
             .try_fold(0u8, |acc, b| b.map(|b| acc | b)),
         Some(name @ Value::String(_)) => bit(name),
         _ => None,
-    };
-    bits.map_or(Shortcut::None, Shortcut::Types)
+    }
 }
 
 /// Whether `value` has one of the types in `bits` (an integer is a number with no
@@ -286,9 +402,10 @@ impl SchemaValidator {
 
     /// Whether the instance is valid, without collecting errors.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        match self.shortcut {
+        match &self.shortcut {
             Shortcut::Anything => true,
-            Shortcut::Types(bits) => has_type(instance, bits),
+            Shortcut::Types(bits) => has_type(instance, *bits),
+            Shortcut::Object(shape) => has_shape(instance, shape),
             Shortcut::None => self.inner.is_valid(instance),
         }
     }
@@ -350,6 +467,78 @@ mod tests {
         for (i, schema) in schemas.iter().enumerate() {
             let validator = SchemaValidator::compile(schema).unwrap();
             assert_eq!(validator.shortcut != Shortcut::None, i < 7, "{schema}");
+            for value in &values {
+                assert_eq!(
+                    validator.is_valid(value),
+                    validator.inner.is_valid(value),
+                    "{schema} on {value}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn object_shortcuts_agree_with_the_full_validator() {
+        let schemas = [
+            // What `#[tool]` derives for `fn add(a: i64, b: i64)`.
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "title": "AddArgs",
+                "properties": {
+                    "a": {"type": "integer", "format": "int64", "description": "left"},
+                    "b": {"type": "integer", "format": "int64"}
+                },
+                "required": ["a", "b"],
+                "additionalProperties": false
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "note": {"type": ["string", "null"]},
+                    "any": true,
+                    "also": {"description": "anything"}
+                },
+                "required": ["name"]
+            }),
+            json!({"type": "object", "additionalProperties": false}),
+            json!({"type": "object", "properties": {}, "additionalProperties": {}}),
+            // Not shortcuts: a constraint on a property, a required name with no
+            // property, a schema for the other members, no `type`, a nested object.
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}),
+            json!({"type": "object", "properties": {}, "required": ["x"]}),
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            json!({"properties": {"a": {"type": "integer"}}}),
+            json!({"type": "object", "properties": {"o": {"type": "object", "properties": {}}}}),
+        ];
+        let values = [
+            json!({"a": 2, "b": 3}),
+            json!({"a": 2.0, "b": -3}),
+            json!({"a": 2.5, "b": 3}),
+            json!({"a": 2}),
+            json!({"a": 2, "b": 3, "c": 4}),
+            json!({"a": "2", "b": 3}),
+            json!({"name": "x"}),
+            json!({"name": "x", "note": null, "any": [1], "also": {"k": 1}, "extra": 1}),
+            json!({"name": 1}),
+            json!({"note": "x"}),
+            json!({"n": -1}),
+            json!({"n": 1, "x": "y"}),
+            json!({"o": {}}),
+            json!({"x": 1}),
+            json!({}),
+            json!([]),
+            json!("text"),
+            json!(null),
+        ];
+        for (i, schema) in schemas.iter().enumerate() {
+            let validator = SchemaValidator::compile(schema).unwrap();
+            assert_eq!(
+                matches!(validator.shortcut, Shortcut::Object(_)),
+                i < 4,
+                "{schema}"
+            );
             for value in &values {
                 assert_eq!(
                     validator.is_valid(value),

@@ -14,11 +14,28 @@ use std::sync::PoisonError;
 
 use serde_json::Value;
 
-use super::{stop, Call, Effect, Flow, Gate, RunState, Runtime};
+use super::{stop, Call, Effect, Flow, Gate, Now, RunState, Runtime, Step};
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
 use crate::registry::Tool;
+
+/// The stage without waiting: done when the call was answered already, its run was
+/// cancelled (execution says so), or its tool never needs approval; otherwise the call
+/// waits in [`stage`], which may ask the approver.
+#[inline]
+pub(super) fn now<X: Effect>(call: &mut Call<'_, X>) -> Now<X> {
+    if call.outcome.is_some() || call.run.is_some_and(RunState::is_cancelled) {
+        return ControlFlow::Continue(Step::Done);
+    }
+    if !call.tool().may_need_approval() {
+        call.trail
+            .gates
+            .set(Gate::Approval, GateDecision::NotRequired);
+        return ControlFlow::Continue(Step::Done);
+    }
+    ControlFlow::Continue(Step::Wait)
+}
 
 #[inline]
 pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {

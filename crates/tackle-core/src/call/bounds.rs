@@ -33,7 +33,7 @@ pub(super) fn input<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X
     })
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn output<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{Call, Effect, Flow, Outcome};
+use super::{Call, Effect, Flow, Now, Outcome, Step};
 use crate::audit::Execution;
 use crate::canonical::{canonical, FnvMap};
 use crate::error::ToolError;
@@ -69,6 +69,19 @@ impl Drop for Claim {
             self.slot.changed.notify_waiters();
         }
     }
+}
+
+/// The stage without waiting: done when no idempotency key applies to the call (a
+/// plain call, a tool that changes nothing or names no key), which is most calls;
+/// otherwise the call waits in [`stage`], which makes the key and may wait for
+/// another call that holds it.
+#[inline]
+pub(super) fn now<X: Effect>(call: &Call<'_, X>) -> Now<X> {
+    let spec = call.spec();
+    let keyed = spec.side_effects.mutates()
+        && call.run.is_some()
+        && (call.tool().idempotency_fn.is_some() || spec.idempotency_key.is_some());
+    ControlFlow::Continue(if keyed { Step::Wait } else { Step::Done })
 }
 
 #[inline]

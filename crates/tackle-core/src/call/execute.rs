@@ -37,8 +37,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{
-    panics, stop, Call, Effect, Flow, Json, OperationCode, OperationKind, Outcome, RunState,
-    Runtime,
+    panics, Call, Effect, Flow, Json, Now, OperationCode, OperationKind, Outcome, RunState,
+    Runtime, Step,
 };
 use crate::audit::Execution;
 use crate::context::{
@@ -49,58 +49,54 @@ use crate::events::ToolEventKind;
 use crate::registry::{HandlerKind, Tool};
 use crate::sandbox::{SandboxJob, SandboxPolicy};
 
+/// The stage without waiting: done when the call was replayed (nothing runs), or
+/// when its tool is synchronous, sees no context and has no time limit, sandbox or
+/// memory guard, so it runs right here: the common case. Any other call waits in
+/// [`stage`].
+#[inline]
+pub(super) fn now<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> Now<X> {
+    if call.outcome.is_some() {
+        // Replayed: nothing runs.
+        return ControlFlow::Continue(Step::Done);
+    }
+    let tool = call.tool();
+    let HandlerKind::Sync(run) = &tool.handler().0 else {
+        return ControlFlow::Continue(Step::Wait);
+    };
+    if tool.takes_context()
+        || call.operation.is_some()
+        || call.sandbox.is_some()
+        || door.memory_guard.is_some()
+        || call.spec().blocking
+        || limit(call).is_some()
+    {
+        return ControlFlow::Continue(Step::Wait);
+    }
+    begin(call)?;
+    call.outcome = Some(inline::<X>(call, *run));
+    ControlFlow::Continue(Step::Done)
+}
+
 #[inline]
 pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> Flow<X> {
     if call.outcome.is_some() {
         // Replayed: nothing runs.
         return ControlFlow::Continue(());
     }
+    let checkpoint = begin(call)?;
     let tool = call.tool();
-    let ctx = call.ctx;
-    if call.run.is_some_and(RunState::is_cancelled) {
-        return stop::<X>(ToolError::Cancelled {
-            key: tool.key().to_owned(),
-        });
-    }
-    let mut checkpoint = None;
-    if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
-        // Write-ahead: a journal learns of the call before it runs.
-        let rerun_safe =
-            tool.rerun_safe() || call.operation == Some(OperationKind::ModelCompletion);
-        match cassette.start(pending, call.key.as_deref(), rerun_safe) {
-            Ok(kept) => checkpoint = kept,
-            Err(why) => {
-                return stop::<X>(ToolError::Execution {
-                    key: tool.key().to_owned(),
-                    message: format!("the run's journal could not hold the call: {why}"),
-                })
-            }
-        }
-    }
-    call.trail.execution = Execution::Live;
-    let limit = call
-        .spec()
-        .timeout_ms
-        .map(Duration::from_millis)
-        .or(call.run.and_then(|run| run.scope.default_timeout));
+    let limit = limit(call);
     if let Some(policy) = call.sandbox.take() {
         let result = Box::pin(sandboxed(door, call, policy, limit)).await;
         call.outcome = Some(of_tool::<X>(result));
         return ControlFlow::Continue(());
     }
-    let inline = limit.is_none() && !call.spec().blocking;
+    let inline_ok = limit.is_none() && !call.spec().blocking;
     let result = match (&tool.handler().0, tool.takes_context()) {
-        (HandlerKind::Sync(run), false) if inline && call.operation.is_none() => {
-            // The common case: a synchronous tool with no time limit, run right here
-            // (cancellation cannot stop it mid-way; it was checked above).
-            let input = call.input.take();
-            let secrets = panics::secrets_of(ctx);
-            of_tool::<X>(settle::<Json>(
-                tool,
-                catch_unwind(AssertUnwindSafe(|| {
-                    panics::guarded(secrets.as_ref(), || run(ctx, input))
-                })),
-            ))
+        (HandlerKind::Sync(run), false) if inline_ok && call.operation.is_none() => {
+            // A synchronous tool with no time limit (here because a memory guard
+            // watches it), run right here.
+            inline::<X>(call, *run)
         }
         // Boxed: it keeps the common call's future small. An operation's and a tool's
         // each in a box of its own size: a run waiting on its model (many at once)
@@ -112,6 +108,65 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
     };
     call.outcome = Some(result);
     ControlFlow::Continue(())
+}
+
+/// What every call that runs does first: a run already cancelled ends it; with a
+/// journaled cassette, the journal learns of the call before it runs (a journal that
+/// cannot hold it ends it), and hands back the call's checkpoints when it keeps any.
+#[inline(always)]
+fn begin<X: Effect>(
+    call: &mut Call<'_, X>,
+) -> ControlFlow<Outcome<X>, Option<Box<dyn Checkpoints>>> {
+    let tool = call.tool();
+    if call.run.is_some_and(RunState::is_cancelled) {
+        return ControlFlow::Break(Err(X::from_error(ToolError::Cancelled {
+            key: tool.key().to_owned(),
+        })));
+    }
+    let mut checkpoint = None;
+    if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
+        // Write-ahead: a journal learns of the call before it runs.
+        let rerun_safe =
+            tool.rerun_safe() || call.operation == Some(OperationKind::ModelCompletion);
+        match cassette.start(pending, call.key.as_deref(), rerun_safe) {
+            Ok(kept) => checkpoint = kept,
+            Err(why) => {
+                return ControlFlow::Break(Err(X::from_error(ToolError::Execution {
+                    key: tool.key().to_owned(),
+                    message: format!("the run's journal could not hold the call: {why}"),
+                })))
+            }
+        }
+    }
+    call.trail.execution = Execution::Live;
+    ControlFlow::Continue(checkpoint)
+}
+
+/// The call's time limit: its tool's `timeout_ms`, else its run's default.
+#[inline]
+fn limit<X: Effect>(call: &Call<'_, X>) -> Option<Duration> {
+    call.spec()
+        .timeout_ms
+        .map(Duration::from_millis)
+        .or(call.run.and_then(|run| run.scope.default_timeout))
+}
+
+/// Runs a synchronous tool that sees no context right here, under the panic guard
+/// (cancellation cannot stop it mid-way; it was checked before).
+#[inline]
+fn inline<X: Effect>(
+    call: &mut Call<'_, X>,
+    run: fn(&ToolContext, Value) -> Result<Value, ToolError>,
+) -> Outcome<X> {
+    let ctx = call.ctx;
+    let input = call.input.take();
+    let secrets = panics::secrets_of(ctx);
+    of_tool::<X>(settle::<Json>(
+        call.tool(),
+        catch_unwind(AssertUnwindSafe(|| {
+            panics::guarded(secrets.as_ref(), || run(ctx, input))
+        })),
+    ))
 }
 
 /// A tool's outcome as the call's effect's: a tool's effect is [`Json`](super::Json),

@@ -133,11 +133,20 @@ impl Runtime {
         let begun = Instant::now();
         let mut held = None;
         let tool = self.early(name, &mut held);
-        let mut call = self.start::<Json>(None, name, tool, None, Input::Value(input_data), ctx);
-        call.validate = validate;
         let start = self.audit.is_some().then_some(begun);
-        let result = self.pass(&mut call, start).await;
-        let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
-        InvokeResult::from_outcome(call.key(), result, duration_ms)
+        pass!(
+            self,
+            start,
+            {
+                let mut call =
+                    self.start::<Json>(None, name, None, tool, None, Input::Value(input_data), ctx);
+                call.validate = validate;
+                call
+            },
+            |call, result| {
+                let duration_ms = begun.elapsed().as_secs_f64() * 1000.0;
+                InvokeResult::from_outcome(call.key(), result, duration_ms)
+            }
+        )
     }
 }

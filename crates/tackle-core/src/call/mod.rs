@@ -57,11 +57,49 @@
 //! A stage either lets the call go on or ends it with its outcome: denied, invalid,
 //! answered by an earlier call, refused by the router, not approved, cancelled. The
 //! audit stage runs after all the others, whatever they did. Adding a stage is one
-//! new unit and one line in `Runtime::stages`.
+//! new unit and one line in `Runtime::stages_now`.
+//!
+//! Most calls never wait: their stages all run in the first poll of the caller's
+//! future, with the call's state on the stack. Four stages may have to wait (for
+//! another call with the same idempotency key, an approver, an async tool or a time
+//! limit, a spill file); each first decides without waiting whether it must (its
+//! `now`), and a call that must moves, with its state, into a future of its own,
+//! where that stage is awaited and the rest follow in the same order.
 //!
 //! Time limits and the grace window use Tokio's timer: a runtime whose tools set
 //! `timeout_ms`, or whose callers set a default timeout or a cancellation token, must
 //! be driven by a Tokio runtime with time enabled (`#[tokio::main]` is).
+
+/// A call through the door, in an async fn's body: the call `$call` makes passes
+/// [`Runtime::pass_now`], and the rest is awaited when it must wait; then `$then`, with
+/// `$c` the call as it ended (`&mut`) and `$o` its outcome.
+///
+/// A macro, not an async fn: an async fn would keep the call (its argument) in its
+/// future. Here the call is made, passed and done with in a block that ends before
+/// the await, so it lives only in the poll that runs it, unless it must wait: then it
+/// moves to a future of its own, and the caller's future keeps that future's pointer.
+macro_rules! pass {
+    ($door:expr, $start:expr, $call:expr, |$c:ident, $o:ident| $then:expr) => {
+        'pass: {
+            let door = $door;
+            let waiting = {
+                let mut call = $call;
+                match door.pass_now(&mut call, $start) {
+                    ::std::result::Result::Ok($o) => {
+                        let $c = &mut call;
+                        break 'pass ($then);
+                    }
+                    ::std::result::Result::Err((at, start)) => {
+                        ::std::boxed::Box::pin(door.pass_waiting(call, at, start))
+                    }
+                }
+            };
+            let ($o, mut call) = waiting.await;
+            let $c = &mut call;
+            $then
+        }
+    };
+}
 
 mod approval;
 mod audit;
@@ -205,6 +243,30 @@ pub(crate) type Outcome<X> = Result<<X as Effect>::Output, <X as Effect>::Error>
 
 /// What a stage does with the call: let it go on, or end it with this outcome.
 pub(crate) type Flow<X = Json> = ControlFlow<Outcome<X>>;
+
+/// What a stage that may have to wait decided without waiting: it did its work, or
+/// the call must wait in the stage's async form (see [`Runtime::stages_now`]).
+pub(crate) enum Step {
+    /// The stage did its work; the call goes on at once.
+    Done,
+    /// The stage must wait (for another call, an approver, the tool, a spill file),
+    /// and has changed nothing yet.
+    Wait,
+}
+
+/// What a stage that may have to wait does now: end the call with this outcome, or a
+/// [`Step`].
+pub(crate) type Now<X = Json> = ControlFlow<Outcome<X>, Step>;
+
+/// The stages that may have to wait, in their order: where a call that must wait
+/// leaves the stages that run at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Waits {
+    Dedupe,
+    Approval,
+    Execute,
+    Shape,
+}
 
 /// Ends the call with one of the door's errors, as the effect's error.
 #[inline]
@@ -744,9 +806,13 @@ impl Runtime {
         // The body of `call_in`, not a call of it: one future less on the hot path.
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start::<Json>(None, key, tool, None, Input::Value(input), ctx);
         let start = self.audit.is_some().then(Instant::now);
-        self.pass(&mut call, start).await
+        pass!(
+            self,
+            start,
+            self.start::<Json>(None, key, None, tool, None, Input::Value(input), ctx),
+            |_call, result| result
+        )
     }
 
     /// Like [`Runtime::call`], with everything the door learned about the call.
@@ -766,11 +832,14 @@ impl Runtime {
     ) -> Result<Value, ToolError> {
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start::<Json>(run, key, tool, None, Input::Value(input), ctx);
-        call.given_id = given_id;
         // Time is taken only for someone who reads it.
         let start = self.audit.is_some().then(Instant::now);
-        self.pass(&mut call, start).await
+        pass!(
+            self,
+            start,
+            self.start::<Json>(run, key, given_id, tool, None, Input::Value(input), ctx),
+            |_call, result| result
+        )
     }
 
     /// [`Runtime::call_in`], with the report.
@@ -785,18 +854,20 @@ impl Runtime {
         let start = Instant::now();
         let mut held = None;
         let tool = self.early(key, &mut held);
-        let mut call = self.start::<Json>(run, key, tool, None, Input::Value(input), ctx);
-        call.given_id = given_id;
-        let result = self.pass(&mut call, Some(start)).await;
-        CallReport {
-            call_id: call.id(),
-            key: call.key().to_owned(),
-            result,
-            execution: call.trail.execution,
-            duration: start.elapsed(),
-            shaped: call.trail.shaped.map(|s| *s),
-            findings: call.trail.findings,
-        }
+        pass!(
+            self,
+            Some(start),
+            self.start::<Json>(run, key, given_id, tool, None, Input::Value(input), ctx),
+            |call, result| CallReport {
+                call_id: call.id(),
+                key: call.key().to_owned(),
+                result,
+                execution: call.trail.execution,
+                duration: start.elapsed(),
+                shaped: call.trail.shaped.take().map(|s| *s),
+                findings: std::mem::take(&mut call.trail.findings),
+            }
+        )
     }
 
     /// Performs an [`Operation`] through the door: every stage a tool call passes,
@@ -872,26 +943,32 @@ impl Runtime {
         Fut: Future<Output = Outcome<X>> + Send + 'a,
     {
         let code: OperationCode<'a, X> = Box::new(move |id| Box::pin(code(id)));
-        let mut call = self.start::<X>(
-            run,
-            operation.key(),
-            Some(operation.tool()),
-            Some(code),
-            Input::Lazy(Box::new(move || input().into_view())),
-            ctx,
-        );
-        call.operation = Some(X::KIND);
         let start = self.audit.is_some().then(Instant::now);
-        let result = self.pass(&mut call, start).await;
-        (result, call.id())
+        pass!(
+            self,
+            start,
+            self.start::<X>(
+                run,
+                operation.key(),
+                None,
+                Some(operation.tool()),
+                Some(code),
+                Input::Lazy(Box::new(move || input().into_view())),
+                ctx,
+            ),
+            |call, result| (result, call.id())
+        )
     }
 
     /// A call, before the first stage: of `tool` when it is known (an operation's, or
     /// a live tool), with `code` for an operation.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn start<'a, X: Effect>(
         &'a self,
         run: Option<&'a RunState>,
         asked: &'a str,
+        given_id: Option<&'a str>,
         tool: Option<&'a Tool>,
         code: Option<OperationCode<'a, X>>,
         input: Input<'a>,
@@ -905,9 +982,9 @@ impl Runtime {
             id: None,
             next_id,
             run,
-            operation: None,
+            operation: code.as_ref().map(|_| X::KIND),
             asked,
-            given_id: None,
+            given_id,
             arg_secrets: Vec::new(),
             arg_secret_fields: Vec::new(),
             key: None,
@@ -934,45 +1011,136 @@ impl Runtime {
         call
     }
 
-    /// The door's stages, in order (see the [module docs](self)). A stage that ends
-    /// the call breaks with the call's outcome; the audit stage runs after them all,
-    /// in [`Runtime::pass`], however they ended.
-    async fn stages<'a, X: Effect>(&'a self, call: &mut Call<'a, X>) -> Flow<X> {
-        bounds::input(self, call)?;
-        resolve::stage(self, call)?;
-        secrets::arguments(self, call);
-        capability::stage(call)?;
-        validate::input(call)?;
-        dedupe::stage(call).await?;
-        replay::stage(call)?;
-        approval::stage(self, call).await?;
-        let snapshot = guard::before(self, call);
-        execute::stage(self, call).await?;
-        guard::after(self, call, snapshot);
-        bounds::output(self, call)?;
-        validate::output(call)?;
-        secrets::outcome(call)?;
-        shape::stage(self, call).await?;
+    /// The door's stages, in order (see the [module docs](self)), as far as they go
+    /// without waiting: from the first (`after` is `None`), or from the one after the
+    /// stage `after`, which the call waited in. Ends the call (`Break`), passes every
+    /// stage (`Continue(None)`), or stops at a stage that must wait
+    /// (`Continue(Some(_))`), which [`Runtime::stages_waiting`] awaits before it comes
+    /// back here. A stage that ends the call breaks with its outcome; the audit stage
+    /// runs after them all, in [`Runtime::finish`], however they ended.
+    #[inline]
+    fn stages_now<'a, X: Effect>(
+        &'a self,
+        call: &mut Call<'a, X>,
+        after: Option<Waits>,
+    ) -> ControlFlow<Outcome<X>, Option<Waits>> {
+        if after.is_none() {
+            bounds::input(self, call)?;
+            resolve::stage(self, call)?;
+            secrets::arguments(self, call);
+            capability::stage(call)?;
+            validate::input(call)?;
+            if let Step::Wait = dedupe::now(call)? {
+                return ControlFlow::Continue(Some(Waits::Dedupe));
+            }
+        }
+        if after < Some(Waits::Approval) {
+            replay::stage(call)?;
+            if let Step::Wait = approval::now(call)? {
+                return ControlFlow::Continue(Some(Waits::Approval));
+            }
+        }
+        if after < Some(Waits::Execute) {
+            // With a memory guard, execution waits: the guard's snapshots are taken
+            // around it there.
+            if let Step::Wait = execute::now(self, call)? {
+                return ControlFlow::Continue(Some(Waits::Execute));
+            }
+        }
+        if after < Some(Waits::Shape) {
+            bounds::output(self, call)?;
+            validate::output(call)?;
+            secrets::outcome(call)?;
+            if let Step::Wait = shape::now(call)? {
+                return ControlFlow::Continue(Some(Waits::Shape));
+            }
+        }
         sanitize::stage(self, call)?;
-        record::stage(call)
+        record::stage(call)?;
+        ControlFlow::Continue(None)
     }
 
-    /// One call through every stage, then the audit stage.
-    async fn pass<'a, X: Effect>(
+    /// The stages of a call that must wait, from the stage `at`: that stage awaited,
+    /// then the others as [`Runtime::stages_now`] runs them, awaiting each that must
+    /// wait.
+    async fn stages_waiting<'a, X: Effect>(
+        &'a self,
+        call: &mut Call<'a, X>,
+        mut at: Waits,
+    ) -> Flow<X> {
+        loop {
+            match at {
+                Waits::Dedupe => dedupe::stage(call).await?,
+                Waits::Approval => approval::stage(self, call).await?,
+                Waits::Execute => {
+                    let snapshot = guard::before(self, call);
+                    execute::stage(self, call).await?;
+                    guard::after(self, call, snapshot);
+                }
+                Waits::Shape => shape::stage(self, call).await?,
+            }
+            match self.stages_now(call, Some(at))? {
+                Some(next) => at = next,
+                None => return ControlFlow::Continue(()),
+            }
+        }
+    }
+
+    /// One call through the door, as far as it goes at once: every stage when none
+    /// has to wait, then the audit stage, and its outcome. A call that must wait
+    /// stops at the stage it waits in, given back with the call's start (see
+    /// [`Runtime::pass_waiting`]).
+    #[inline]
+    fn pass_now<'a, X: Effect>(
         &'a self,
         call: &mut Call<'a, X>,
         start: Option<Instant>,
-    ) -> Outcome<X> {
+    ) -> Result<Outcome<X>, (Waits, Option<Instant>)> {
         call.span = audit::span(call);
         // The span's duration needs a clock even without an audit sink.
         let start = start.or_else(|| (!call.span.is_disabled()).then(Instant::now));
-        let flow = if call.span.is_disabled() {
-            self.stages(call).await
+        let now = if call.span.is_disabled() {
+            self.stages_now(call, None)
         } else {
-            // Boxed: only with a subscriber listening, and it keeps the future small.
             let span = call.span.clone();
-            Box::pin(self.stages(call).instrument(span)).await
+            let _in_span = span.enter();
+            self.stages_now(call, None)
         };
+        let flow = match now {
+            ControlFlow::Continue(Some(at)) => return Err((at, start)),
+            ControlFlow::Continue(None) => ControlFlow::Continue(()),
+            ControlFlow::Break(outcome) => ControlFlow::Break(outcome),
+        };
+        Ok(self.finish(call, flow, start))
+    }
+
+    /// The rest of [`Runtime::pass_now`] for a call that must wait, from the stage
+    /// `at`, in the call's span.
+    async fn pass_waiting<'a, X: Effect>(
+        &'a self,
+        mut call: Call<'a, X>,
+        at: Waits,
+        start: Option<Instant>,
+    ) -> (Outcome<X>, Call<'a, X>) {
+        let flow = if call.span.is_disabled() {
+            self.stages_waiting(&mut call, at).await
+        } else {
+            let span = call.span.clone();
+            self.stages_waiting(&mut call, at).instrument(span).await
+        };
+        let outcome = self.finish(&mut call, flow, start);
+        (outcome, call)
+    }
+
+    /// The end of every call, however the stages ended it: an error not scrubbed yet
+    /// is scrubbed, an idempotency key's claim settled, and the audit stage run.
+    #[inline(always)]
+    fn finish<'a, X: Effect>(
+        &'a self,
+        call: &mut Call<'a, X>,
+        flow: Flow<X>,
+        start: Option<Instant>,
+    ) -> Outcome<X> {
         // An error that ended the call (before the outcome stage, or made by a stage
         // after it) leaves the door scrubbed all the same, once: the outcome stage's
         // own is not scrubbed again.

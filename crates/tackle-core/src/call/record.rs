@@ -17,7 +17,7 @@ use super::{Call, Effect, Flow};
 use crate::audit::Execution;
 use crate::error::ToolError;
 
-#[inline]
+#[inline(always)]
 pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let (Some(cassette), Some(pending)) = (call.cassette(), call.pending.take()) else {
         return ControlFlow::Continue(());

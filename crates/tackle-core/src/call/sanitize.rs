@@ -10,7 +10,7 @@ use crate::audit::{Execution, GateDecision};
 use crate::error::ToolError;
 use crate::sanitize::{sanitize, SanitizePolicy};
 
-#[inline]
+#[inline(always)]
 pub(super) fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());

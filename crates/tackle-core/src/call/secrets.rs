@@ -140,7 +140,7 @@ fn values(value: &Value, found: &mut Vec<String>) {
 /// output unless the tool `reveals_secrets` (the recording is scrubbed all the same:
 /// see the record stage), its error in every case. A replayed outcome was recorded
 /// scrubbed; a replayed error is scrubbed when it leaves the door.
-#[inline]
+#[inline(always)]
 pub(super) fn outcome<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());

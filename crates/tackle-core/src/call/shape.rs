@@ -4,9 +4,34 @@
 
 use std::ops::ControlFlow;
 
-use super::{Call, Effect, Flow, Runtime};
+use super::{Call, Effect, Flow, Now, Runtime, Step};
 use crate::audit::Execution;
 use crate::shape::surely_fits;
+
+/// The stage without waiting: done when there is nothing to shape (a replayed or
+/// failed call, a typed output, a tool with no token limit, a result far below it),
+/// which is most calls; otherwise the call waits in [`stage`], which may spill the
+/// result to a file or ask the summarizer.
+#[inline(always)]
+pub(super) fn now<X: Effect>(call: &Call<'_, X>) -> Now<X> {
+    if call.trail.execution == Execution::Replayed {
+        return ControlFlow::Continue(Step::Done);
+    }
+    let Some(Ok(output)) = &call.outcome else {
+        return ControlFlow::Continue(Step::Done);
+    };
+    let Some(output) = X::as_json(output) else {
+        return ControlFlow::Continue(Step::Done);
+    };
+    let Some(max) = call.spec().result_token_limit() else {
+        return ControlFlow::Continue(Step::Done);
+    };
+    // Most results are far below the limit: no need to measure them.
+    if surely_fits(output, u64::from(max) * 4) {
+        return ControlFlow::Continue(Step::Done);
+    }
+    ControlFlow::Continue(Step::Wait)
+}
 
 #[inline]
 pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<X> {

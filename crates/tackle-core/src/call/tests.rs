@@ -157,3 +157,25 @@ async fn tool_errors_carry_their_message() {
         }
     );
 }
+
+#[test]
+fn a_call_keeps_its_state_out_of_its_future() {
+    // The call's state (`Call`, over 500 bytes) lives in the poll that runs it; only a
+    // call that must wait moves it to a future of its own (see `Runtime::pass_now`),
+    // so a caller's future, and every move of it, stays small.
+    let rt = Runtime::default();
+    let ctx = ToolContext::new();
+    let shared = Arc::new(Runtime::default());
+    let run = crate::run::Run::new(&shared);
+    let call = std::mem::size_of_val(&rt.call("t.count@1", json!({}), &ctx));
+    let in_run = std::mem::size_of_val(&run.call("t.count@1", json!({}), &ctx));
+    let state = std::mem::size_of::<Call<'_, Json>>();
+    assert!(
+        call < state / 2,
+        "a call's future is {call} bytes, its state {state}"
+    );
+    assert!(
+        in_run < state / 2,
+        "a run's call's future is {in_run} bytes"
+    );
+}

@@ -49,7 +49,7 @@ pub(super) fn input<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     }
 }
 
-#[inline]
+#[inline(always)]
 pub(super) fn output<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());

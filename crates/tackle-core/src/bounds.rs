@@ -98,7 +98,7 @@ impl Limits {
         while let Some((v, depth)) = stack.pop() {
             bytes += match v {
                 Value::Null | Value::Bool(_) => 5,
-                Value::Number(_) => 24,
+                Value::Number(_) => SCALAR_BYTES,
                 Value::String(s) => string(s),
                 Value::Array(items) => {
                     if !items.is_empty() && depth + 1 > self.max_depth {
@@ -123,11 +123,21 @@ impl Limits {
     }
 }
 
+/// The most a number, a boolean or null counts for in [`Limits::check`].
+pub(crate) const SCALAR_BYTES: usize = 24;
+
+/// Whether `value` is a number, a boolean or null: no text, no parts, at most
+/// [`SCALAR_BYTES`].
+#[inline]
+pub(crate) fn is_bare_scalar(value: &Value) -> bool {
+    matches!(value, Value::Null | Value::Bool(_) | Value::Number(_))
+}
+
 /// The size of a scalar, as [`Limits::check`] counts it.
 fn scalar(value: &Value) -> Option<usize> {
     match value {
         Value::Null | Value::Bool(_) => Some(5),
-        Value::Number(_) => Some(24),
+        Value::Number(_) => Some(SCALAR_BYTES),
         Value::String(s) => Some(2 + s.len()),
         Value::Array(_) | Value::Object(_) => None,
     }

@@ -38,6 +38,12 @@ pub(super) fn output<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> Flow<
     let Some(Ok(output)) = &call.outcome else {
         return ControlFlow::Continue(());
     };
+    // A number, a boolean or null is within any limits that hold one.
+    if X::as_json(output).is_some_and(crate::bounds::is_bare_scalar)
+        && door.limits.max_bytes >= crate::bounds::SCALAR_BYTES
+    {
+        return ControlFlow::Continue(());
+    }
     // JSON as it is; a typed output as its effect measures it (`Effect::check_bounds`).
     let Err(exceeded) = X::check_bounds(output, &door.limits) else {
         return ControlFlow::Continue(());

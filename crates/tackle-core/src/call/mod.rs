@@ -588,7 +588,7 @@ enum Mark {
 
 impl GateTrail {
     /// Notes a gate's decision.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, gate: Gate, decision: GateDecision) {
         self.marks[gate as usize] = match decision {
             GateDecision::NotReached => Mark::NotReached,

@@ -145,6 +145,13 @@ pub(super) fn outcome<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     if call.trail.execution == Execution::Replayed {
         return ControlFlow::Continue(());
     }
+    if let Some(Ok(output)) = &call.outcome {
+        if X::as_json(output).is_some_and(crate::bounds::is_bare_scalar) {
+            // A number, a boolean or null: no text, nothing to take out.
+            call.scrubbed = true;
+            return ControlFlow::Continue(());
+        }
+    }
     let reveals = call.spec().reveals_secrets;
     let cassette = call.cassette();
     if let Some(outcome) = &mut call.outcome {

@@ -73,7 +73,7 @@ pub(super) fn now<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> N
         return ControlFlow::Continue(Step::Wait);
     }
     begin(call)?;
-    call.outcome = Some(inline::<X>(call, *run));
+    inline::<X>(call, *run);
     ControlFlow::Continue(Step::Done)
 }
 
@@ -96,7 +96,8 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
         (HandlerKind::Sync(run), false) if inline_ok && call.operation.is_none() => {
             // A synchronous tool with no time limit (here because a memory guard
             // watches it), run right here.
-            inline::<X>(call, *run)
+            inline::<X>(call, *run);
+            return ControlFlow::Continue(());
         }
         // Boxed: it keeps the common call's future small. An operation's and a tool's
         // each in a box of its own size: a run waiting on its model (many at once)
@@ -152,21 +153,28 @@ fn limit<X: Effect>(call: &Call<'_, X>) -> Option<Duration> {
 }
 
 /// Runs a synchronous tool that sees no context right here, under the panic guard
-/// (cancellation cannot stop it mid-way; it was checked before).
+/// (cancellation cannot stop it mid-way; it was checked before), and sets the call's
+/// outcome.
 #[inline]
 fn inline<X: Effect>(
     call: &mut Call<'_, X>,
     run: fn(&ToolContext, Value) -> Result<Value, ToolError>,
-) -> Outcome<X> {
+) {
     let ctx = call.ctx;
+    let tool = call.tool();
     let input = call.input.take();
     let secrets = panics::secrets_of(ctx);
-    of_tool::<X>(settle::<Json>(
-        call.tool(),
-        catch_unwind(AssertUnwindSafe(|| {
-            panics::guarded(secrets.as_ref(), || run(ctx, input))
-        })),
-    ))
+    // The outcome is set where the tool's result is made (one move of it, not one
+    // per layer around it); a panic leaves it unset, and is its outcome instead.
+    let outcome = &mut call.outcome;
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        panics::guarded(secrets.as_ref(), || {
+            *outcome = Some(of_tool::<X>(settle::<Json>(tool, Ok(run(ctx, input)))));
+        })
+    }));
+    if let Err(payload) = caught {
+        call.outcome = Some(of_tool::<X>(settle::<Json>(tool, Err(payload))));
+    }
 }
 
 /// A tool's outcome as the call's effect's: a tool's effect is [`Json`](super::Json),

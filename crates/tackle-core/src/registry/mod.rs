@@ -376,7 +376,11 @@ mod tests {
                 .collect();
             let low: std::collections::HashSet<u64> =
                 keys.iter().map(|k| hasher.hash_one(k) & 0xfff).collect();
-            assert!(low.len() > 2400, "width {width}: {} buckets of 4096", low.len());
+            assert!(
+                low.len() > 2400,
+                "width {width}: {} buckets of 4096",
+                low.len()
+            );
         }
     }
 

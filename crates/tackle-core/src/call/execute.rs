@@ -99,11 +99,12 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
             inline::<X>(call, *run);
             return ControlFlow::Continue(());
         }
-        // Boxed: it keeps the common call's future small. An operation's and a tool's
-        // each in a box of its own size: a run waiting on its model (many at once)
-        // holds the operation's, not the larger one of a tool with its context.
+        // A call that waits is in a box of its own already (see `Runtime::pass_now`):
+        // an operation's code runs in it. An awaited tool runs in a box of its size,
+        // so a run waiting on its model (many at once) holds the small future of an
+        // operation, not the larger one of a tool with its context.
         _ => match call.code.take() {
-            Some(code) => Box::pin(run_operation(call, code, limit)).await,
+            Some(code) => run_operation(call, code, limit).await,
             None => Box::pin(run_awaited(call, limit, checkpoint)).await,
         },
     };

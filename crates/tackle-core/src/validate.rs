@@ -215,10 +215,14 @@ const ANNOTATION_FORMAT_DRAFTS: [&str; 2] = [
 ];
 
 fn shortcut(schema: &Value) -> Shortcut {
+    match schema {
+        // Only these say nothing at all: a schema of annotations is still checked
+        // (by its types, all of them), and its gate says it passed.
+        Value::Bool(true) => return Shortcut::Anything,
+        Value::Object(map) if map.is_empty() => return Shortcut::Anything,
+        _ => {}
+    }
     match types_only(schema) {
-        Some(ANY_TYPE) if !matches!(schema, Value::Object(map) if map.contains_key("type")) => {
-            Shortcut::Anything
-        }
         Some(bits) => Shortcut::Types(bits),
         None => shape(schema).map_or(Shortcut::None, |shape| Shortcut::Object(Box::new(shape))),
     }
@@ -485,6 +489,19 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_true_and_the_empty_schema_go_unchecked() {
+        for schema in [json!(true), json!({})] {
+            assert!(SchemaValidator::compile(&schema)
+                .unwrap()
+                .accepts_anything());
+        }
+        // Annotations alone accept every value, and are still a check that passes.
+        let annotated = SchemaValidator::compile(&json!({"description": "any"})).unwrap();
+        assert!(!annotated.accepts_anything());
+        assert!(annotated.is_valid(&json!([1, "two"])));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::{Call, Effect, Outcome, Runtime};
+use super::{Call, Effect, Runtime};
 use crate::audit::{AuditError, AuditEvent};
 use crate::error::ToolError;
 
@@ -41,15 +41,15 @@ pub(super) fn span<X: Effect>(call: &mut Call<'_, X>) -> tracing::Span {
 }
 
 #[inline]
-pub(super) fn stage<X: Effect>(
-    door: &Runtime,
-    call: &mut Call<'_, X>,
-    result: &Outcome<X>,
-    start: Option<Instant>,
-) {
+pub(super) fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>, start: Option<Instant>) {
+    // Numbered before the outcome is borrowed (an audited call has its number).
+    let call_id = door.audit.is_some().then(|| call.id());
     // The error as the door's (the effect's own, for a typed operation).
     let key = call.key();
-    let error = result.as_ref().err().map(|e| X::error_view(e, key));
+    let error = match &call.outcome {
+        Some(Err(e)) => Some(X::error_view(e, key)),
+        _ => None,
+    };
     let error = error.as_deref();
     if !call.span.is_disabled() {
         if let Some(start) = start {
@@ -68,8 +68,7 @@ pub(super) fn stage<X: Effect>(
         .count(error.map(ToolError::kind), call.trail.execution);
     door.counters
         .shaped_and_flagged(call.trail.shaped.is_some(), !call.trail.findings.is_empty());
-    if let Some(sink) = &door.audit {
-        let call_id = call.id();
+    if let (Some(sink), Some(call_id)) = (&door.audit, call_id) {
         let trail = &call.trail;
         // A key that resolved to nothing is the caller's text: it may hold anything.
         let mut key = call.key().to_owned();

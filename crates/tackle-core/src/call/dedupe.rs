@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{Call, Effect, Flow, Now, Outcome, Step};
+use super::{Call, Effect, Flow, Now, Step};
 use crate::audit::Execution;
 use crate::canonical::{canonical, FnvMap};
 use crate::error::ToolError;
@@ -111,12 +111,15 @@ pub(super) async fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
 
 /// Hands a finished call's outcome to the calls waiting on its key.
 #[inline]
-pub(super) fn settle<X: Effect>(call: &mut Call<'_, X>, result: &Outcome<X>) {
+pub(super) fn settle<X: Effect>(call: &mut Call<'_, X>) {
     let Some(claim) = call.claim.take() else {
         return;
     };
     // Kept as the outcome's JSON view, for the calls that come later.
     let key = call.key();
+    let Some(result) = &call.outcome else {
+        return;
+    };
     let result = match result {
         Ok(output) => X::view(output)
             .map(std::borrow::Cow::into_owned)

@@ -165,16 +165,24 @@ fn inline<X: Effect>(
     let tool = call.tool();
     let input = call.input.take();
     let secrets = panics::secrets_of(ctx);
-    // The outcome is set where the tool's result is made (one move of it, not one
-    // per layer around it); a panic leaves it unset, and is its outcome instead.
+    // The outcome is set where the tool's result is made and stays there (an error
+    // is renamed in place): a result copied soon after the tool wrote it waits for
+    // the tool's stores. A panic leaves it unset, and is its outcome instead.
     let outcome = &mut call.outcome;
     let caught = catch_unwind(AssertUnwindSafe(|| {
         panics::guarded(secrets.as_ref(), || {
-            *outcome = Some(of_tool::<X>(settle::<Json>(tool, Ok(run(ctx, input)))));
+            *outcome = Some(of_tool::<X>(run(ctx, input)));
         })
     }));
-    if let Err(payload) = caught {
-        call.outcome = Some(of_tool::<X>(settle::<Json>(tool, Err(payload))));
+    match caught {
+        Ok(()) => {
+            if let Some(Err(error)) = &mut call.outcome {
+                if let Some(named) = X::error_key(error) {
+                    rekey(named, tool.key());
+                }
+            }
+        }
+        Err(payload) => call.outcome = Some(of_tool::<X>(settle::<Json>(tool, Err(payload)))),
     }
 }
 

@@ -85,7 +85,8 @@ macro_rules! pass {
             let waiting = {
                 let mut call = $call;
                 match door.pass_now(&mut call, $start) {
-                    ::std::result::Result::Ok($o) => {
+                    ::std::result::Result::Ok(()) => {
+                        let $o = call.take_outcome();
                         let $c = &mut call;
                         break 'pass ($then);
                     }
@@ -94,7 +95,8 @@ macro_rules! pass {
                     }
                 }
             };
-            let ($o, mut call) = waiting.await;
+            let mut call = waiting.await;
+            let $o = call.take_outcome();
             let $c = &mut call;
             $then
         }
@@ -446,6 +448,16 @@ impl<'a, X: Effect> Call<'a, X> {
             );
         }
         Err(error)
+    }
+
+    /// The call's outcome, taken once the door is done with it ([`Runtime::finish`]
+    /// always sets one).
+    #[inline(always)]
+    pub(crate) fn take_outcome(&mut self) -> Outcome<X> {
+        match self.outcome.take() {
+            Some(outcome) => outcome,
+            None => unreachable!("the door's last stage sets every call's outcome"),
+        }
     }
 
     /// The call's id, unique within the run. Taken from the run's counter when
@@ -1095,8 +1107,12 @@ impl Runtime {
         &'a self,
         call: &mut Call<'a, X>,
         start: Option<Instant>,
-    ) -> Result<Outcome<X>, (Waits, Option<Instant>)> {
-        call.span = audit::span(call);
+    ) -> Result<(), (Waits, Option<Instant>)> {
+        // Without a subscriber that listens at INFO, the call keeps the disabled span
+        // it was made with: no span to make, move and drop.
+        if tracing::level_enabled!(tracing::Level::INFO) {
+            call.span = audit::span(call);
+        }
         // The span's duration needs a clock even without an audit sink.
         let start = start.or_else(|| (!call.span.is_disabled()).then(Instant::now));
         let now = if call.span.is_disabled() {
@@ -1111,7 +1127,8 @@ impl Runtime {
             ControlFlow::Continue(None) => ControlFlow::Continue(()),
             ControlFlow::Break(outcome) => ControlFlow::Break(outcome),
         };
-        Ok(self.finish(call, flow, start))
+        self.finish(call, flow, start);
+        Ok(())
     }
 
     /// The rest of [`Runtime::pass_now`] for a call that must wait, from the stage
@@ -1121,42 +1138,52 @@ impl Runtime {
         mut call: Call<'a, X>,
         at: Waits,
         start: Option<Instant>,
-    ) -> (Outcome<X>, Call<'a, X>) {
+    ) -> Call<'a, X> {
         let flow = if call.span.is_disabled() {
             self.stages_waiting(&mut call, at).await
         } else {
             let span = call.span.clone();
             self.stages_waiting(&mut call, at).instrument(span).await
         };
-        let outcome = self.finish(&mut call, flow, start);
-        (outcome, call)
+        self.finish(&mut call, flow, start);
+        call
     }
 
     /// The end of every call, however the stages ended it: an error not scrubbed yet
-    /// is scrubbed, an idempotency key's claim settled, and the audit stage run.
+    /// is scrubbed, an idempotency key's claim settled, and the audit stage run. The
+    /// outcome stays in the call (`Call::outcome`, always set from here on), where the
+    /// tool's code put it, until the caller takes it ([`Call::take_outcome`]): an
+    /// outcome moved through every layer on its way out is copied at each.
     #[inline(always)]
     fn finish<'a, X: Effect>(
         &'a self,
         call: &mut Call<'a, X>,
         flow: Flow<X>,
         start: Option<Instant>,
-    ) -> Outcome<X> {
+    ) {
         // An error that ended the call (before the outcome stage, or made by a stage
         // after it) leaves the door scrubbed all the same, once: the outcome stage's
         // own is not scrubbed again.
-        let (mut result, scrubbed) = match flow {
-            ControlFlow::Break(outcome) => (outcome, false),
-            ControlFlow::Continue(()) => match call.outcome.take() {
-                Some(outcome) => (outcome, call.scrubbed),
-                None => (X::from_view(Value::Null), call.scrubbed),
-            },
+        let scrubbed = match flow {
+            ControlFlow::Break(outcome) => {
+                call.outcome = Some(outcome);
+                false
+            }
+            ControlFlow::Continue(()) => {
+                if call.outcome.is_none() {
+                    call.outcome = Some(X::from_view(Value::Null));
+                }
+                call.scrubbed
+            }
         };
-        if !scrubbed && result.is_err() {
-            X::scrub(&mut result, &call.scrubber(), true);
+        if !scrubbed && matches!(call.outcome, Some(Err(_))) {
+            if let Some(mut result) = call.outcome.take() {
+                X::scrub(&mut result, &call.scrubber(), true);
+                call.outcome = Some(result);
+            }
         }
-        dedupe::settle(call, &result);
-        audit::stage(self, call, &result, start);
-        result
+        dedupe::settle(call);
+        audit::stage(self, call, start);
     }
 }
 

@@ -13,8 +13,9 @@
 //! `baseline` is `benches/door.rs`'s by-hand baseline (a hash-map lookup, jsonschema
 //! validation of the input, serde decode, the call, serde encode); `door` is
 //! `Runtime::call` on `math.add@1` with validation on; `audited` the same with an
-//! audit sink; `recorded` the same call in a run recording to a cassette (held in
-//! memory). Subtract `clone` from the others and divide by the count: instructions
+//! audit sink; `run` the same call in a run (no cassette); `recorded` the same call in a run recording to a cassette (held in
+//! memory); `replayed` the same call replayed from a cassette of as many recordings of
+//! it (subtract `replayed_open`, which only opens that cassette). Subtract `clone` from the others and divide by the count: instructions
 //! per call. Where `perf stat` has no counters, `valgrind --tool=callgrind` counts
 //! the same (subtract a run of 0 calls). `docs/performance.md` gives the figures and where the door spends them.
 
@@ -28,6 +29,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use support::{add, ready};
 use tackle::audit::{AuditEvent, AuditSink};
+use tackle::replay::file::{
+    save, CassetteFile, Interaction, InteractionKind, Outcome, FORMAT, VERSION,
+};
 use tackle::{Runtime, ToolContext};
 
 #[derive(Deserialize)]
@@ -86,6 +90,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 black_box(out);
             }
         }
+        "run" => {
+            // A run with no cassette: the live calls replay's figures compare with.
+            let runtime = std::sync::Arc::new(Runtime::from_inventory()?);
+            let run = tackle::Run::new(&runtime);
+            for _ in 0..count {
+                let out: Value = ready(run.call(black_box("math.add@1"), input.clone(), &ctx))?;
+                black_box(out);
+            }
+        }
         "recorded" => {
             // A run recording every call to a cassette (kept in memory: never finished).
             let dir =
@@ -101,10 +114,60 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 black_box(out);
             }
         }
+        "replayed" | "replayed_open" => {
+            // A run replaying every call from a cassette of `count` recordings of it
+            // (each recording serves once); `replayed_open` only opens the cassette:
+            // subtract it from `replayed` for the calls alone.
+            let dir =
+                std::env::temp_dir().join(format!("tackle-door-profile-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join("replayed.json");
+            let interactions = (0..count)
+                .map(|call| Interaction {
+                    call,
+                    key: "math.add@1".into(),
+                    kind: InteractionKind::Tool,
+                    policy: tackle::spec::ReplayPolicy::RecordedResult,
+                    input: input.clone(),
+                    outcome: Outcome::Ok(json!(5)),
+                    shaped: false,
+                })
+                .collect();
+            let file = CassetteFile {
+                format: FORMAT.into(),
+                version: VERSION,
+                complete: true,
+                failure: None,
+                name: "door_profile".into(),
+                tools: Default::default(),
+                interactions,
+            };
+            save(&path, &file)?;
+            let start = std::time::Instant::now();
+            let config = tackle::replay::CassetteConfig::new()
+                .with_mode(tackle::replay::Mode::Replay)
+                .with_env_overrides(false);
+            let cassette = tackle::Cassette::open(&path, config)?;
+            let runtime = std::sync::Arc::new(Runtime::from_inventory()?);
+            let run = tackle::Run::new(&runtime).with_cassette(cassette);
+            if kind == "replayed" {
+                for _ in 0..count {
+                    let out: Value = ready(run.call(black_box("math.add@1"), input.clone(), &ctx))?;
+                    black_box(out);
+                }
+            }
+            eprintln!(
+                "{kind}: {:?} after the cassette was written",
+                start.elapsed()
+            );
+            std::fs::remove_dir_all(&dir)?;
+        }
         other => {
-            return Err(
-                format!("unknown kind `{other}`: clone, baseline, door, audited, recorded").into(),
+            return Err(format!(
+                "unknown kind `{other}`: clone, baseline, door, audited, run, recorded, replayed, \
+                 replayed_open"
             )
+            .into())
         }
     }
     if count > 0 {

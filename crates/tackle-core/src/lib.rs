@@ -35,6 +35,7 @@ pub mod context;
 pub mod error;
 pub mod events;
 pub mod executor;
+mod keyhash;
 pub mod registry;
 pub mod replay;
 pub mod run;

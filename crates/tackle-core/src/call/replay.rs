@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use super::{Call, Effect, Flow};
 use crate::audit::Execution;
-use crate::replay::router::{Route, Routed};
+use crate::error::ToolError;
+use crate::replay::file::Outcome;
+use crate::replay::router::{Route, Routed, Serve};
 use crate::replay::InteractionKind;
 
 #[inline]
@@ -66,18 +68,34 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         None if hand_over => Routed::Owned(call.input.take()),
         None => Routed::Borrowed(call.input.peek()),
     };
-    let routed = cassette.route(kind, tool.key(), policy, routed, &mut key, fingerprint);
+    // A served outcome is written into the call where the cassette keeps it: one
+    // copy (a typed effect's made from its recorded view).
+    let (outcome, served_shaped) = (&mut call.outcome, &mut call.served_shaped);
+    let serve = |served: Serve<'_>| {
+        *served_shaped = served.shaped;
+        *outcome = Some(match served.outcome {
+            Outcome::Ok(view) => X::from_view(view.clone()),
+            Outcome::Error(error) => Err(X::from_error(error.clone())),
+            Outcome::Tombstone => Err(X::from_error(ToolError::ReplayGap {
+                key: tool.key().to_owned(),
+                call: served.call,
+            })),
+        });
+    };
+    let routed = cassette.route(
+        kind,
+        tool.key(),
+        policy,
+        routed,
+        &mut key,
+        fingerprint,
+        serve,
+    );
     call.key = key;
     match routed {
         Err(error) => ControlFlow::Break(Err(X::from_error(error))),
-        Ok(Route::Serve { outcome, shaped }) => {
+        Ok(Route::Served) => {
             call.trail.execution = Execution::Replayed;
-            call.served_shaped = shaped;
-            // A typed effect's outcome is made from its recorded view.
-            call.outcome = Some(match outcome {
-                Ok(view) => X::from_view(view),
-                Err(error) => Err(X::from_error(error)),
-            });
             ControlFlow::Continue(())
         }
         Ok(Route::Run(pending)) => {

@@ -19,7 +19,8 @@ use super::journal::Journal;
 use super::mode::{CassetteConfig, Mode};
 use super::redact::Redactor;
 use super::warning::CassetteWarning;
-use crate::canonical::{self, FnvMap, FnvSet};
+use crate::canonical;
+use crate::keyhash::{KeyMap, KeySet};
 use crate::spec::ReplayPolicy;
 
 /// A recording of calls, shared by every call of one run. Cheap to clone.
@@ -92,8 +93,8 @@ pub(super) struct Journaled {
 pub(super) struct State {
     pub(super) recorded: Vec<Interaction>,
     pub(super) used: Vec<bool>,
-    /// `(key, canonical input)` -> recorded indices, in recorded order.
-    pub(super) queues: FnvMap<String, FnvMap<String, Queue>>,
+    /// Key -> its recordings (canonical input -> recorded indices, in recorded order).
+    pub(super) queues: KeyMap<String, Recordings>,
     /// Indices of recorded operations, in call order.
     pub(super) operations: Vec<usize>,
     pub(super) next_operation: usize,
@@ -107,10 +108,14 @@ pub(super) struct State {
     pub(super) next_call: u64,
     /// The notes of calls in flight when an earlier attempt stopped: key ->
     /// canonical input -> notes, for the same calls made again.
-    pub(super) resumed: FnvMap<String, FnvMap<String, VecDeque<serde_json::Value>>>,
+    pub(super) resumed: KeyMap<String, KeyMap<String, VecDeque<serde_json::Value>>>,
     pub(super) warnings: Vec<CassetteWarning>,
-    /// Keys whose schemas were checked against the recording.
-    pub(super) checked_schemas: FnvSet<String>,
+    /// Keys with no recordings whose schemas were checked against the recording's
+    /// (a key with recordings says so in its [`Recordings`]).
+    pub(super) checked_schemas: KeySet<String>,
+    /// The canonical input of the call being looked up, when the call had none yet:
+    /// one buffer for every lookup.
+    pub(super) scratch: String,
 }
 
 impl fmt::Debug for Cassette {
@@ -120,6 +125,15 @@ impl fmt::Debug for Cassette {
             .field("mode", &self.inner.mode)
             .finish()
     }
+}
+
+/// The recordings of one tool key, and whether this run compared the tool's schema
+/// with the one it was recorded with (once per key).
+#[derive(Debug, Default)]
+pub(super) struct Recordings {
+    pub(super) schema_checked: bool,
+    /// Canonical input -> recorded indices.
+    pub(super) by_input: KeyMap<String, Queue>,
 }
 
 /// The recorded indices of one (key, input), in recorded order. Most inputs are
@@ -501,6 +515,7 @@ impl State {
             self.queues
                 .entry(interaction.key.clone())
                 .or_default()
+                .by_input
                 .entry(canon)
                 .or_default()
                 .push_back(i);

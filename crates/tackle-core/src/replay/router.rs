@@ -5,9 +5,11 @@
 //! (`CassetteMiss`, `ReplayGap`, `Divergence`). [`Cassette::record`] stores the outcome
 //! of a call the router sent to run, once the door has its final form.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
-use super::cassette::{Cassette, Effective, Queue, State};
+use super::cassette::{Cassette, Effective, Queue};
 use super::diagnose::describe;
 use super::file::{Interaction, InteractionKind, Outcome};
 use super::journal::CallStarted;
@@ -19,14 +21,23 @@ use crate::spec::ReplayPolicy;
 
 /// What the door does with one call.
 pub(crate) enum Route {
-    /// Use this recorded outcome; do not execute. `shaped` says the recorded output is
-    /// the shaped one (not the tool's own, so it is not checked against its schema).
-    Serve {
-        outcome: Result<Value, ToolError>,
-        shaped: bool,
-    },
+    /// A recorded outcome stands in for the call (the router handed it to the
+    /// caller's `serve`); do not execute.
+    Served,
     /// Execute; record the outcome when there is a pending record.
     Run(Option<Pending>),
+}
+
+/// A recorded outcome served for a call: read where it is kept, while the router
+/// holds the cassette, so the caller copies it once, into the call.
+pub(crate) struct Serve<'r> {
+    /// The recorded outcome (a tombstone serves as the call's `ReplayGap`).
+    pub(crate) outcome: &'r Outcome,
+    /// The recorded output is the shaped one (not the tool's own, so it is not
+    /// checked against its schema).
+    pub(crate) shaped: bool,
+    /// The call's number in this run, for a tombstone's error.
+    pub(crate) call: u64,
 }
 
 /// A call's input as the router gets it: borrowed from the call, or handed over
@@ -81,6 +92,7 @@ impl Cassette {
     /// the call's scrubbed input; `canonical` holds its canonical form, the call's key
     /// (see [`crate::secrets`]), once someone made it: the router makes it there when it
     /// needs it (to look a recording up) and not before, and never redacts again.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn route(
         &self,
         kind: InteractionKind,
@@ -89,13 +101,30 @@ impl Cassette {
         routed: Routed<'_>,
         canonical: &mut Option<String>,
         schema: Option<&str>,
+        serve: impl FnOnce(Serve<'_>),
     ) -> Result<Route, ToolError> {
         let input = routed.get();
-        let mut state = self.state();
+        let mut guard = self.state();
+        let state = &mut *guard;
         let call = state.next_call;
         state.next_call += 1;
+        // The key's recordings, found once: the schema check and the lookup share them.
+        let mut recordings = state.queues.get_mut(key);
         if let Some(fingerprint) = schema {
-            check_schema(&mut state, key, fingerprint);
+            let first = match recordings.as_deref_mut() {
+                Some(recordings) => !std::mem::replace(&mut recordings.schema_checked, true),
+                None if state.checked_schemas.contains(key) => false,
+                None => state.checked_schemas.insert(key.to_owned()),
+            };
+            if first {
+                check_schema(
+                    &state.recorded_tools,
+                    &mut state.tools,
+                    &mut state.warnings,
+                    key,
+                    fingerprint,
+                );
+            }
         }
         let effective = self.inner.effective;
         if effective == Effective::Live {
@@ -112,97 +141,66 @@ impl Cassette {
             }))
         };
         match (policy, effective) {
-            (ReplayPolicy::FailLoud, Effective::Replay) => Err(ToolError::ReplayGap {
-                key: key.to_owned(),
-                call,
-            }),
-            (ReplayPolicy::FailLoud, _) => Ok(pending(routed, true)),
+            (ReplayPolicy::FailLoud, Effective::Replay) => {
+                return Err(ToolError::ReplayGap {
+                    key: key.to_owned(),
+                    call,
+                })
+            }
+            (ReplayPolicy::FailLoud, _) => return Ok(pending(routed, true)),
             // Recording from nothing: every call, reads included, so that the replay
             // needs nothing live.
-            (_, Effective::Rewrite | Effective::OnceRecording) => Ok(pending(routed, false)),
-            (_, Effective::New) => {
-                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
-                    Some(served) => Ok(served),
-                    None => Ok(pending(routed, false)),
-                }
+            (_, Effective::Rewrite | Effective::OnceRecording) => {
+                return Ok(pending(routed, false))
             }
-            (ReplayPolicy::MustStub, _) => {
-                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
-                    Some(served) => Ok(served),
-                    None => Err(self.miss(&state, kind, key, input, call)),
-                }
-            }
-            (ReplayPolicy::RecordedResult, _) => {
-                match self.lookup(&mut state, kind, key, input, key_of(canonical, input), call)? {
-                    Some(served) => Ok(served),
-                    None if self.inner.strict => Err(self.miss(&state, kind, key, input, call)),
-                    None => {
-                        state.warnings.push(CassetteWarning::RanLive {
-                            key: key.to_owned(),
-                            call,
-                            input: key_of(canonical, input).to_owned(),
-                        });
-                        Ok(Route::Run(None))
-                    }
-                }
-            }
+            _ => {}
         }
-    }
-
-    /// Takes the next recorded outcome for this call, if any.
-    fn lookup(
-        &self,
-        state: &mut State,
-        kind: InteractionKind,
-        key: &str,
-        input: &Value,
-        canonical: &str,
-        call: u64,
-    ) -> Result<Option<Route>, ToolError> {
-        let found = state
-            .queues
-            .get_mut(key)
-            .and_then(|by_input| by_input.get_mut(canonical))
-            .and_then(Queue::pop_front);
-        if kind == InteractionKind::Operation {
-            let expected = state.operations.get(state.next_operation).copied();
-            match (found, expected) {
-                (Some(i), Some(e)) if i == e => state.next_operation += 1,
-                (Some(i), _) => {
-                    // Put it back: the run diverged, the recording did not change.
-                    let canon = canonical::canonical(&state.recorded[i].input);
-                    if let Some(q) = state.queues.get_mut(key).and_then(|m| m.get_mut(&canon)) {
-                        q.push_front(i);
-                    }
-                    let message = match expected {
-                        Some(e) => format!(
-                            "this call was recorded as call #{}, but call #{} comes first: {}",
-                            state.recorded[i].call,
-                            state.recorded[e].call,
-                            describe(&state.recorded[e], Some(input))
-                        ),
-                        None => format!(
-                            "this call was recorded as call #{}, out of position",
-                            state.recorded[i].call
-                        ),
-                    };
-                    return Err(ToolError::Divergence {
-                        key: key.to_owned(),
-                        call,
-                        message,
-                    });
-                }
-                (None, _) => return Ok(None),
+        // The call's key, made here when no one made it yet: in a buffer the state
+        // keeps, as a served call needs it for this lookup alone; a call that goes on
+        // takes it along (below) for approval and the journal.
+        let made_here = canonical.is_none();
+        let canon = match canonical {
+            Some(canon) => canon.as_str(),
+            None => {
+                state.scratch.clear();
+                canonical::canonical_into(input, &mut state.scratch);
+                state.scratch.as_str()
             }
-        }
-        Ok(found.map(|i| {
-            state.used[i] = true;
+        };
+        let queue = recordings.and_then(|r| r.by_input.get_mut(canon));
+        let recorded_state = Recorded {
+            recorded: &state.recorded,
+            used: &mut state.used,
+            operations: &state.operations,
+            next_operation: &mut state.next_operation,
+        };
+        if let Some(i) = lookup(queue, recorded_state, kind, key, input, call)? {
             let interaction = &state.recorded[i];
-            Route::Serve {
-                outcome: interaction.outcome.clone().into_result(key, call),
+            serve(Serve {
+                outcome: &interaction.outcome,
                 shaped: interaction.shaped,
+                call,
+            });
+            return Ok(Route::Served);
+        }
+        if made_here {
+            *canonical = Some(std::mem::take(&mut state.scratch));
+        }
+        match (policy, effective) {
+            (_, Effective::New) => Ok(pending(routed, false)),
+            (ReplayPolicy::MustStub, _) => Err(self.miss(state, kind, key, input, call)),
+            (ReplayPolicy::RecordedResult, _) if self.inner.strict => {
+                Err(self.miss(state, kind, key, input, call))
             }
-        }))
+            _ => {
+                state.warnings.push(CassetteWarning::RanLive {
+                    key: key.to_owned(),
+                    call,
+                    input: key_of(canonical, input).to_owned(),
+                });
+                Ok(Route::Run(None))
+            }
+        }
     }
 
     /// Hands a call about to run to the journal, if the cassette has one: the
@@ -346,20 +344,86 @@ impl Checkpoints for Checkpoint {
     }
 }
 
-/// Notes, once per key, a tool whose schemas changed since recording.
-fn check_schema(state: &mut State, key: &str, now: &str) {
-    if state.checked_schemas.contains(key) {
-        return;
-    }
-    state.checked_schemas.insert(key.to_owned());
-    if let Some(recorded) = state.recorded_tools.get(key) {
+/// Notes a tool whose schema changed since recording, and keeps its schema's
+/// fingerprint for the cassette this run writes; once per key (the caller knows).
+fn check_schema(
+    recorded_tools: &BTreeMap<String, String>,
+    tools: &mut BTreeMap<String, String>,
+    warnings: &mut Vec<CassetteWarning>,
+    key: &str,
+    now: &str,
+) {
+    if let Some(recorded) = recorded_tools.get(key) {
         if *recorded != now {
-            state.warnings.push(CassetteWarning::SchemaChanged {
+            warnings.push(CassetteWarning::SchemaChanged {
                 key: key.to_owned(),
                 recorded: recorded.clone(),
                 now: now.to_owned(),
             });
         }
     }
-    state.tools.insert(key.to_owned(), now.to_owned());
+    tools.insert(key.to_owned(), now.to_owned());
+}
+
+/// What serving a recording reads and marks, besides the recording's queue.
+struct Recorded<'s> {
+    recorded: &'s [Interaction],
+    used: &'s mut [bool],
+    operations: &'s [usize],
+    next_operation: &'s mut usize,
+}
+
+/// Takes the next recorded outcome for this call from `queue` (the recordings of its
+/// key and input), if any, and marks it used: its index. An operation must be the
+/// next one recorded.
+fn lookup(
+    queue: Option<&mut Queue>,
+    recorded_state: Recorded<'_>,
+    kind: InteractionKind,
+    key: &str,
+    input: &Value,
+    call: u64,
+) -> Result<Option<usize>, ToolError> {
+    let Recorded {
+        recorded,
+        used,
+        operations,
+        next_operation,
+    } = recorded_state;
+    let Some(queue) = queue else {
+        return Ok(None);
+    };
+    let found = queue.pop_front();
+    if kind == InteractionKind::Operation {
+        let expected = operations.get(*next_operation).copied();
+        match (found, expected) {
+            (Some(i), Some(e)) if i == e => *next_operation += 1,
+            (Some(i), _) => {
+                // Put it back: the run diverged, the recording did not change.
+                queue.push_front(i);
+                let message = match expected {
+                    Some(e) => format!(
+                        "this call was recorded as call #{}, but call #{} comes first: {}",
+                        recorded[i].call,
+                        recorded[e].call,
+                        describe(&recorded[e], Some(input))
+                    ),
+                    None => format!(
+                        "this call was recorded as call #{}, out of position",
+                        recorded[i].call
+                    ),
+                };
+                return Err(ToolError::Divergence {
+                    key: key.to_owned(),
+                    call,
+                    message,
+                });
+            }
+            (None, _) => return Ok(None),
+        }
+    }
+    if let Some(i) = found {
+        used[i] = true;
+    }
+    Ok(found)
 }

@@ -92,10 +92,15 @@ impl Redactor {
     }
 
     fn is_clean(&self, value: &Value) -> bool {
+        // Numbers, booleans and null hold no text: passed over without a call.
+        let clean = |v: &Value| match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => true,
+            v => self.is_clean(v),
+        };
         match value {
             Value::String(s) => matches!(self.redact_str(s), Cow::Borrowed(_)),
-            Value::Array(items) => items.iter().all(|v| self.is_clean(v)),
-            Value::Object(map) => map.values().all(|v| self.is_clean(v)),
+            Value::Array(items) => items.iter().all(clean),
+            Value::Object(map) => map.values().all(clean),
             _ => true,
         }
     }

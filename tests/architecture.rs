@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "spec",
         "version",
         "canonical",
+        "keyhash",
         "bounds",
         "capability",
         "schema",

@@ -1099,7 +1099,8 @@ impl Runtime {
     }
 
     /// One call through the door, as far as it goes at once: every stage when none
-    /// has to wait, then the audit stage, and its outcome. A call that must wait
+    /// has to wait, then the audit stage, its outcome left in the call
+    /// ([`Call::take_outcome`]). A call that must wait
     /// stops at the stage it waits in, given back with the call's start (see
     /// [`Runtime::pass_waiting`]).
     #[inline]
@@ -1132,7 +1133,7 @@ impl Runtime {
     }
 
     /// The rest of [`Runtime::pass_now`] for a call that must wait, from the stage
-    /// `at`, in the call's span.
+    /// `at`, in the call's span: the call, its outcome in it.
     async fn pass_waiting<'a, X: Effect>(
         &'a self,
         mut call: Call<'a, X>,

@@ -13,11 +13,13 @@
 //! `baseline` is `benches/door.rs`'s by-hand baseline (a hash-map lookup, jsonschema
 //! validation of the input, serde decode, the call, serde encode); `door` is
 //! `Runtime::call` on `math.add@1` with validation on; `audited` the same with an
-//! audit sink; `run` the same call in a run (no cassette); `recorded` the same call in a run recording to a cassette (held in
-//! memory); `replayed` the same call replayed from a cassette of as many recordings of
-//! it (subtract `replayed_open`, which only opens that cassette). Subtract `clone` from the others and divide by the count: instructions
-//! per call. Where `perf stat` has no counters, `valgrind --tool=callgrind` counts
-//! the same (subtract a run of 0 calls). `docs/performance.md` gives the figures and where the door spends them.
+//! audit sink; `run` the same call in a run (no cassette); `recorded` the same call
+//! in a run recording to a cassette (held in memory); `replayed` the same call
+//! replayed from a cassette of as many recordings of it (subtract `replayed_open`,
+//! which only opens that cassette). Subtract `clone` from the others and divide by
+//! the count: instructions per call. Where `perf stat` has no counters, `valgrind
+//! --tool=callgrind` counts the same (subtract a run of 0 calls).
+//! `docs/performance.md` gives the figures and where the door spends them.
 
 #[path = "../benches/support/mod.rs"]
 mod support;

@@ -378,6 +378,15 @@ async fn model_calls_record_and_replay_in_order() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("/messages/0: 1 -> 7"), "{err}");
+    // The recording a divergence found out of position was put back: asked for in
+    // their order, both turns are still served.
+    for (turn, reply) in [(1, "thinking"), (2, "done")] {
+        let out = run
+            .perform(&model, || json!({"messages": [turn]}), &ctx, never)
+            .await
+            .unwrap();
+        assert_eq!(out, json!({"text": reply}));
+    }
 }
 
 /// An operation's input is made only when a stage needs it; when it cannot be made
@@ -624,4 +633,65 @@ async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
     }
     assert_eq!(runs(&ctx), 0);
     assert_eq!(run.cassette().unwrap().finish().unwrap().replayed, 1000);
+}
+
+#[tokio::test]
+async fn a_changed_schema_is_noted_once_per_key_with_recordings_or_without() {
+    let path = temp("schema-once");
+    let mut runtime = Runtime::default();
+    runtime
+        .registry_mut()
+        .register(dynamic_lookup("1", json!({"type": "string"}), "abc"))
+        .unwrap();
+    let run = run_of(runtime, open(&path, Mode::Rewrite));
+    for q in ["x", "y"] {
+        run.call("dyn.lookup@1", json!({"q": q}), &ToolContext::new())
+            .await
+            .unwrap();
+    }
+    run.cassette().unwrap().finish().unwrap();
+
+    // `@1` has recordings and a changed schema; `@2` has neither a recording nor a
+    // recorded schema. Each is called three times, in a mode that records misses.
+    let mut runtime = Runtime::default();
+    runtime
+        .registry_mut()
+        .register(dynamic_lookup(
+            "1",
+            json!({"type": "string", "maxLength": 5}),
+            "abc",
+        ))
+        .unwrap();
+    runtime
+        .registry_mut()
+        .register(dynamic_lookup("2", json!({"type": "string"}), "abc"))
+        .unwrap();
+    let run = run_of(runtime, open(&path, Mode::New));
+    for key in ["dyn.lookup@1", "dyn.lookup@2"] {
+        for q in ["x", "y", "z"] {
+            let out = run
+                .call(key, json!({"q": q}), &ToolContext::new())
+                .await
+                .unwrap();
+            assert_eq!(out, json!("abc"), "{key} {q}");
+        }
+    }
+    let report = run.cassette().unwrap().finish().unwrap();
+    let changed: Vec<&String> = report
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            CassetteWarning::SchemaChanged { key, .. } => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, ["dyn.lookup@1"], "{report:?}");
+    // Both keys' schemas are kept in the file this run wrote, the changed one as
+    // it is now.
+    let file = tackle::replay::file::load(&path).unwrap();
+    assert_eq!(
+        file.tools.keys().collect::<Vec<_>>(),
+        ["dyn.lookup@1", "dyn.lookup@2"]
+    );
+    assert_ne!(file.tools["dyn.lookup@1"], file.tools["dyn.lookup@2"]);
 }

@@ -2,11 +2,12 @@
 //!
 //! The registry finds a tool by its key, and a cassette a recording by its tool's key
 //! and the canonical form of its input, once per call: short strings, hashed a word
-//! at a time ([`KeyHasher`]). Their keys are the program's (registered tools) or a
-//! local cassette's; a caller's text is only looked up, never inserted, so a caller
-//! cannot fill a map with colliding keys. Maps whose keys a caller chooses keep a
-//! hasher made against that, and hashes that are persisted use
-//! [`crate::canonical::Fnv`], whose values are fixed.
+//! at a time ([`KeyHasher`]). Their keys come from the program (registered tools) or
+//! from local files the program opens (a cassette's recordings, a journal's calls in
+//! flight), not from the calls being looked up: a call's text is only looked up.
+//! Like FNV before it, the hasher has no seed, so it is not for maps whose keys a
+//! remote caller chooses; hashes that are persisted use [`crate::canonical::Fnv`],
+//! whose values are fixed.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

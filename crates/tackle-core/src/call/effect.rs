@@ -53,7 +53,8 @@ pub trait Effect: 'static {
 
     /// The output a view stands for: a replayed or deduplicated outcome, or one a
     /// stage changed. An error when the view does not fit the type (a recording of
-    /// another shape).
+    /// another shape). A conversion and nothing more: for a replayed call it runs
+    /// while the run's cassette is held.
     fn from_view(view: Value) -> Result<Self::Output, Self::Error>;
 
     /// The error as the door's, for the audit event, the counters and a recording.

@@ -16,8 +16,6 @@ use serde_json::Value;
 
 use super::{Call, Effect, Flow};
 use crate::audit::Execution;
-use crate::error::ToolError;
-use crate::replay::file::Outcome;
 use crate::replay::router::{Route, Routed, Serve};
 use crate::replay::InteractionKind;
 
@@ -36,7 +34,8 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let policy = call.spec().replay_policy;
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
     // recording keeps; its canonical form is the call's key, which the router makes
-    // when it looks a recording up, and approval and the journal share.
+    // when it looks a recording up and hands back when the call goes on to run, for
+    // approval and the journal to share.
     // A live cassette neither keys nor records: an operation's input, made only
     // when needed, is not made for it.
     let unneeded = cassette.is_live() && call.input.is_lazy();
@@ -73,13 +72,9 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     let (outcome, served_shaped) = (&mut call.outcome, &mut call.served_shaped);
     let serve = |served: Serve<'_>| {
         *served_shaped = served.shaped;
-        *outcome = Some(match served.outcome {
-            Outcome::Ok(view) => X::from_view(view.clone()),
-            Outcome::Error(error) => Err(X::from_error(error.clone())),
-            Outcome::Tombstone => Err(X::from_error(ToolError::ReplayGap {
-                key: tool.key().to_owned(),
-                call: served.call,
-            })),
+        *outcome = Some(match served.outcome.to_result(tool.key(), served.call) {
+            Ok(view) => X::from_view(view),
+            Err(error) => Err(X::from_error(error)),
         });
     };
     let routed = cassette.route(

@@ -118,10 +118,26 @@ impl Outcome {
         match self {
             Outcome::Ok(value) => Ok(value),
             Outcome::Error(error) => Err(error),
-            Outcome::Tombstone => Err(ToolError::ReplayGap {
-                key: key.to_owned(),
-                call,
-            }),
+            Outcome::Tombstone => Err(Outcome::gap(key, call)),
+        }
+    }
+
+    /// A copy of the outcome as a call result (a tombstone is a `ReplayGap`), for a
+    /// recording that stays in its cassette.
+    #[inline]
+    pub fn to_result(&self, key: &str, call: u64) -> Result<Value, ToolError> {
+        match self {
+            Outcome::Ok(value) => Ok(value.clone()),
+            Outcome::Error(error) => Err(error.clone()),
+            Outcome::Tombstone => Err(Outcome::gap(key, call)),
+        }
+    }
+
+    /// What a tombstone replays as: the call `call` of `key` cannot be replayed.
+    fn gap(key: &str, call: u64) -> ToolError {
+        ToolError::ReplayGap {
+            key: key.to_owned(),
+            call,
         }
     }
 }

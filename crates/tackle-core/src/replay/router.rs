@@ -64,10 +64,8 @@ impl Routed<'_> {
     }
 }
 
-/// The call's key in `slot`, made from its scrubbed `input` if no one made it yet.
-fn key_of<'k>(slot: &'k mut Option<String>, input: &Value) -> &'k str {
-    slot.get_or_insert_with(|| canonical::canonical(input))
-}
+/// The capacity the router's buffer for canonical inputs keeps between calls.
+const SCRATCH_KEPT: usize = 4096;
 
 /// A call to record once it finishes.
 pub(crate) struct Pending {
@@ -90,8 +88,11 @@ impl Pending {
 impl Cassette {
     /// Decides what to do with a call (see the table in the module docs). `routed` is
     /// the call's scrubbed input; `canonical` holds its canonical form, the call's key
-    /// (see [`crate::secrets`]), once someone made it: the router makes it there when it
-    /// needs it (to look a recording up) and not before, and never redacts again.
+    /// (see [`crate::secrets`]), once someone made it. The router makes it when it needs
+    /// it (to look a recording up) and not before, never redacting again: in a buffer
+    /// it keeps, moved into `canonical` when the call goes on to run (approval and the
+    /// journal use it then); a served call needs it no more. A served recording is
+    /// handed to `serve`, which copies it into the call while the cassette is held.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn route(
         &self,
@@ -163,6 +164,8 @@ impl Cassette {
             Some(canon) => canon.as_str(),
             None => {
                 state.scratch.clear();
+                // One large input does not keep its buffer for the rest of the run.
+                state.scratch.shrink_to(SCRATCH_KEPT);
                 canonical::canonical_into(input, &mut state.scratch);
                 state.scratch.as_str()
             }
@@ -188,15 +191,17 @@ impl Cassette {
         }
         match (policy, effective) {
             (_, Effective::New) => Ok(pending(routed, false)),
+            // Returned above; listed so that a new policy must be placed here.
+            (ReplayPolicy::FailLoud, _) => Ok(pending(routed, true)),
             (ReplayPolicy::MustStub, _) => Err(self.miss(state, kind, key, input, call)),
             (ReplayPolicy::RecordedResult, _) if self.inner.strict => {
                 Err(self.miss(state, kind, key, input, call))
             }
-            _ => {
+            (ReplayPolicy::RecordedResult, _) => {
                 state.warnings.push(CassetteWarning::RanLive {
                     key: key.to_owned(),
                     call,
-                    input: key_of(canonical, input).to_owned(),
+                    input: canonical.clone().unwrap_or_default(),
                 });
                 Ok(Route::Run(None))
             }

@@ -259,14 +259,19 @@ fn dynamic_lookup(version: &str, output_schema: Value, output: &'static str) -> 
     })
 }
 
+/// A runtime with these tools only.
+fn runtime_with(tools: impl IntoIterator<Item = DynamicTool>) -> Runtime {
+    let mut runtime = Runtime::default();
+    for tool in tools {
+        runtime.registry_mut().register(tool).unwrap();
+    }
+    runtime
+}
+
 #[tokio::test]
 async fn changed_versions_and_schemas_are_reported_by_name() {
     let path = temp("changed");
-    let mut runtime = Runtime::default();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup("1", json!({"type": "string"}), "abcdef"))
-        .unwrap();
+    let runtime = runtime_with([dynamic_lookup("1", json!({"type": "string"}), "abcdef")]);
     let run = run_of(runtime, open(&path, Mode::Rewrite));
     run.call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
         .await
@@ -274,11 +279,7 @@ async fn changed_versions_and_schemas_are_reported_by_name() {
     run.cassette().unwrap().finish().unwrap();
 
     // A new version of the tool: the miss says the version changed.
-    let mut runtime = Runtime::default();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup("2", json!({"type": "string"}), "abcdef"))
-        .unwrap();
+    let runtime = runtime_with([dynamic_lookup("2", json!({"type": "string"}), "abcdef")]);
     let run = run_of(runtime, open(&path, Mode::Replay));
     let err = run
         .call("dyn.lookup@2", json!({"q": "x"}), &ToolContext::new())
@@ -292,15 +293,11 @@ async fn changed_versions_and_schemas_are_reported_by_name() {
 
     // Same version, changed schema: reported, and the replayed output is checked
     // against the current schema.
-    let mut runtime = Runtime::default();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup(
-            "1",
-            json!({"type": "string", "maxLength": 3}),
-            "abc",
-        ))
-        .unwrap();
+    let runtime = runtime_with([dynamic_lookup(
+        "1",
+        json!({"type": "string", "maxLength": 3}),
+        "abc",
+    )]);
     let run = run_of(runtime, open(&path, Mode::Replay));
     let err = run
         .call("dyn.lookup@1", json!({"q": "x"}), &ToolContext::new())
@@ -638,11 +635,7 @@ async fn a_thousand_concurrent_calls_are_all_recorded_and_all_replay() {
 #[tokio::test]
 async fn a_changed_schema_is_noted_once_per_key_with_recordings_or_without() {
     let path = temp("schema-once");
-    let mut runtime = Runtime::default();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup("1", json!({"type": "string"}), "abc"))
-        .unwrap();
+    let runtime = runtime_with([dynamic_lookup("1", json!({"type": "string"}), "abc")]);
     let run = run_of(runtime, open(&path, Mode::Rewrite));
     for q in ["x", "y"] {
         run.call("dyn.lookup@1", json!({"q": q}), &ToolContext::new())
@@ -653,19 +646,10 @@ async fn a_changed_schema_is_noted_once_per_key_with_recordings_or_without() {
 
     // `@1` has recordings and a changed schema; `@2` has neither a recording nor a
     // recorded schema. Each is called three times, in a mode that records misses.
-    let mut runtime = Runtime::default();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup(
-            "1",
-            json!({"type": "string", "maxLength": 5}),
-            "abc",
-        ))
-        .unwrap();
-    runtime
-        .registry_mut()
-        .register(dynamic_lookup("2", json!({"type": "string"}), "abc"))
-        .unwrap();
+    let runtime = runtime_with([
+        dynamic_lookup("1", json!({"type": "string", "maxLength": 5}), "abc"),
+        dynamic_lookup("2", json!({"type": "string"}), "abc"),
+    ]);
     let run = run_of(runtime, open(&path, Mode::New));
     for key in ["dyn.lookup@1", "dyn.lookup@2"] {
         for q in ["x", "y", "z"] {

@@ -122,6 +122,43 @@ async fn identical_calls_replay_in_recorded_order_once_each() {
 }
 
 #[tokio::test]
+async fn in_any_order_of_calls_identical_ones_replay_first_in_first_out() {
+    // Served in the recorded order, or out of it, or both: the same recordings.
+    let path = temp("fifo-mixed");
+    let (run, ctx) = run_with(open(&path, Mode::Rewrite));
+    for prefix in ["A", "B", "A", "A"] {
+        run.call("desk.ticket", json!({ "prefix": prefix }), &ctx)
+            .await
+            .unwrap();
+    }
+    run.cassette().unwrap().finish().unwrap();
+    for order in [
+        ["A", "B", "A", "A"],
+        ["A", "A", "B", "A"],
+        ["B", "A", "A", "A"],
+        ["A", "A", "A", "B"],
+    ] {
+        let (run, ctx) = run_with(open(&path, Mode::Replay));
+        let mut got = Vec::new();
+        for prefix in order {
+            let answer = run.call("desk.ticket", json!({ "prefix": prefix }), &ctx);
+            got.push(answer.await.unwrap());
+        }
+        let expected: Vec<Value> = {
+            let mut a = ["A-0", "A-2", "A-3"].into_iter();
+            order
+                .iter()
+                .map(|p| json!(if *p == "B" { "B-1" } else { a.next().unwrap() }))
+                .collect()
+        };
+        assert_eq!(got, expected, "{order:?}");
+        let again = run.call("desk.ticket", json!({"prefix": "A"}), &ctx).await;
+        assert_eq!(again.unwrap_err().kind(), ToolErrorKind::CassetteMiss);
+        assert_eq!(runs(&ctx), 0);
+    }
+}
+
+#[tokio::test]
 async fn a_call_never_replays_what_the_same_run_recorded() {
     let path = temp("same-run");
     let (run, ctx) = run_with(open(&path, Mode::New));

@@ -26,6 +26,37 @@ pub fn canonical_hash(value: &Value, hasher: &mut Fnv) {
     write_value(hasher, value);
 }
 
+/// Whether `a` and `b` surely have the same canonical form, found without writing it:
+/// they are equal values whose objects list their members in the same order. `false`
+/// says nothing (`1.0` and `1`, or the same members in another order, have one
+/// canonical form too), and neither does nesting deeper than 32 levels.
+pub fn surely_same(a: &Value, b: &Value) -> bool {
+    same(a, b, 32)
+}
+
+fn same(a: &Value, b: &Value, depth: u8) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            depth > 0
+                && x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same(vx, vy, depth - 1))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            depth > 0
+                && x.len() == y.len()
+                && x.iter().zip(y).all(|(vx, vy)| same(vx, vy, depth - 1))
+        }
+        // Numbers equal as the same kind of number have one canonical form.
+        (Value::Number(x), Value::Number(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => false,
+    }
+}
+
 /// Where canonical text goes: a buffer, or a hasher that needs only its bytes.
 trait Sink {
     fn put(&mut self, text: &str);
@@ -247,6 +278,51 @@ mod tests {
         let mut streamed = Fnv::default();
         canonical_hash(&value, &mut streamed);
         assert_eq!(text.finish(), streamed.finish());
+    }
+
+    #[test]
+    fn surely_same_is_never_wrong_about_the_canonical_form() {
+        let values: Vec<Value> = [
+            r#"{"a": 1, "b": [2, "x", {"c": null}]}"#,
+            r#"{"b": [2, "x", {"c": null}], "a": 1}"#,
+            r#"{"a": 1.0, "b": [2, "x", {"c": null}]}"#,
+            r#"{"a": 1, "b": [2, "x", {"c": false}]}"#,
+            r#"{"a": 1, "b": [2, "x"]}"#,
+            r#"{"a": 1}"#,
+            r#"{"a": -0.0}"#,
+            r#"{"a": 0.0}"#,
+            r#"{"a": 0}"#,
+            r#"{"a": "1"}"#,
+            r#"[1, 2]"#,
+            r#"[2, 1]"#,
+            r#"{"é": 1, "e": 2}"#,
+            r#"{"e": 2, "é": 1}"#,
+        ]
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap())
+        .collect();
+        let mut said_same = 0;
+        for a in &values {
+            for b in &values {
+                if surely_same(a, b) {
+                    said_same += 1;
+                    assert_eq!(canonical(a), canonical(b), "{a} {b}");
+                }
+            }
+        }
+        // Each value with itself, and the two zeros of one kind (one form, "0").
+        assert_eq!(said_same, values.len() + 2);
+        // Other spellings of one form are left to the canonical form.
+        assert!(!surely_same(&values[0], &values[1]));
+        assert!(!surely_same(&values[0], &values[2]));
+        assert_eq!(canonical(&values[0]), canonical(&values[2]));
+        // Past 32 levels, it does not say.
+        let mut deep = json!(1);
+        for _ in 0..40 {
+            deep = json!([deep]);
+        }
+        assert!(!surely_same(&deep, &deep.clone()));
+        assert!(surely_same(&json!([[[[1]]]]), &json!([[[[1]]]])));
     }
 
     #[test]

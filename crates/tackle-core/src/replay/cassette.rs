@@ -93,6 +93,8 @@ pub(super) struct Journaled {
 pub(super) struct State {
     pub(super) recorded: Vec<Interaction>,
     pub(super) used: Vec<bool>,
+    /// The first recording not used yet: every one before it is (see [`mark_used`]).
+    pub(super) next_unused: usize,
     /// Key -> its recordings (canonical input -> recorded indices, in recorded order).
     pub(super) queues: KeyMap<String, Recordings>,
     /// Indices of recorded operations, in call order.
@@ -524,6 +526,17 @@ impl State {
             }
         }
         self.recorded = interactions;
+    }
+}
+
+/// Marks recording `i` used (a queue that still lists it skips it), and moves
+/// `next_unused` past the used ones.
+pub(super) fn mark_used(used: &mut [bool], next_unused: &mut usize, i: usize) {
+    if let Some(flag) = used.get_mut(i) {
+        *flag = true;
+    }
+    while used.get(*next_unused).is_some_and(|used| *used) {
+        *next_unused += 1;
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::cassette::{Cassette, Effective, Queue};
+use super::cassette::{mark_used, Cassette, Effective, Queue};
 use super::diagnose::describe;
 use super::file::{Interaction, InteractionKind, Outcome};
 use super::journal::CallStarted;
@@ -156,6 +156,33 @@ impl Cassette {
             }
             _ => {}
         }
+        // The first recording not used yet, when this call is the one recorded there
+        // (as in a replay that calls in the recorded order): it is the first unused
+        // recording of the call's key and input, the one the lookup below would find,
+        // found without the call's key: the two inputs surely have one canonical form
+        // (the same values, members in the same order). Inputs whose forms are the same
+        // in other ways (`1.0` and `1`, members in another order) take the lookup.
+        let next = state.next_unused;
+        if let Some(interaction) = state.recorded.get(next) {
+            if interaction.kind == kind
+                && interaction.key == key
+                && canonical::surely_same(&interaction.input, input)
+                && (kind == InteractionKind::Tool
+                    || state.operations.get(state.next_operation) == Some(&next))
+            {
+                if kind == InteractionKind::Operation {
+                    state.next_operation += 1;
+                }
+                mark_used(&mut state.used, &mut state.next_unused, next);
+                let interaction = &state.recorded[next];
+                serve(Serve {
+                    outcome: &interaction.outcome,
+                    shaped: interaction.shaped,
+                    call,
+                });
+                return Ok(Route::Served);
+            }
+        }
         // The call's key, made here when no one made it yet: in a buffer the state
         // keeps, as a served call needs it for this lookup alone; a call that goes on
         // takes it along (below) for approval and the journal.
@@ -174,6 +201,7 @@ impl Cassette {
         let recorded_state = Recorded {
             recorded: &state.recorded,
             used: &mut state.used,
+            next_unused: &mut state.next_unused,
             operations: &state.operations,
             next_operation: &mut state.next_operation,
         };
@@ -374,13 +402,14 @@ fn check_schema(
 struct Recorded<'s> {
     recorded: &'s [Interaction],
     used: &'s mut [bool],
+    next_unused: &'s mut usize,
     operations: &'s [usize],
     next_operation: &'s mut usize,
 }
 
 /// Takes the next recorded outcome for this call from `queue` (the recordings of its
-/// key and input), if any, and marks it used: its index. An operation must be the
-/// next one recorded.
+/// key and input, some perhaps served in order already: skipped), if any, and marks
+/// it used: its index. An operation must be the next one recorded.
 fn lookup(
     queue: Option<&mut Queue>,
     recorded_state: Recorded<'_>,
@@ -392,13 +421,19 @@ fn lookup(
     let Recorded {
         recorded,
         used,
+        next_unused,
         operations,
         next_operation,
     } = recorded_state;
     let Some(queue) = queue else {
         return Ok(None);
     };
-    let found = queue.pop_front();
+    let found = loop {
+        match queue.pop_front() {
+            Some(i) if used.get(i).is_some_and(|used| *used) => continue,
+            found => break found,
+        }
+    };
     if kind == InteractionKind::Operation {
         let expected = operations.get(*next_operation).copied();
         match (found, expected) {
@@ -428,7 +463,7 @@ fn lookup(
         }
     }
     if let Some(i) = found {
-        used[i] = true;
+        mark_used(used, next_unused, i);
     }
     Ok(found)
 }

@@ -653,17 +653,35 @@ async fn an_over_limit_request_line_is_answered_and_the_session_goes_on() {
         .as_str()
         .unwrap()
         .contains("1024 bytes"));
-    // The session goes on.
+    // A line that is not JSON is ignored (an answer could start a storm of errors
+    // with a peer that echoes them); JSON that is no JSON-RPC message is an invalid
+    // request, answered without an id.
+    to_server.write_all(b"not json at all\n").await.unwrap();
+    to_server
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"x\": 1}\n")
+        .await
+        .unwrap();
+    let answer: Value =
+        serde_json::from_str(&from_server.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // The session goes on; a request sent just before the input ends is answered.
     let list = send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}));
     to_server.write_all(list.as_bytes()).await.unwrap();
+    drop(to_server);
     let answer: Value =
         serde_json::from_str(&from_server.next_line().await.unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 8);
     assert!(answer["result"]["tools"]
         .as_array()
         .is_some_and(|t| !t.is_empty()));
-    drop(to_server);
-    let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
+    let served = tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the server stops when its input ends")
+        .unwrap();
+    assert!(served.is_ok(), "{served:?}");
+    // Nothing more was written: the output is closed.
+    assert!(from_server.next_line().await.unwrap().is_none());
 }
 
 #[tokio::test]

@@ -171,38 +171,14 @@ pub async fn serve_stdio(server: McpServer) -> Result<(), McpError> {
 ///
 /// When stdin and stdout are pipes (as an MCP client that starts the server makes
 /// them), they are read and written without blocking, on the runtime's own threads
-/// (`tokio::net::unix::pipe`; both are set `O_NONBLOCK`): a round trip costs about a
-/// third less than through Tokio's stdin and stdout, which hand each read and write
-/// to a blocking thread and are used otherwise (a terminal, a file, a socket). Print
-/// nothing to stdout yourself, as always with MCP over stdio: on a non-blocking pipe a
-/// `println!` that finds it full fails, and panics.
+/// (rmcp's [`stdio_pipes`](rmcp::transport::stdio_pipes): on Linux each is reopened
+/// on a description of its own, so the process's own stdin and stdout, and a child's
+/// that inherits them, stay blocking); otherwise (a terminal, a file, a socket)
+/// through Tokio's stdin and stdout, which hand each read and write to a blocking
+/// thread. Print nothing to stdout yourself, as always with MCP over stdio.
 pub async fn serve_stdio_with(server: McpServer, options: StdioOptions) -> Result<(), McpError> {
-    #[cfg(unix)]
-    if let Some((input, output)) = stdio_pipes() {
-        return stdio::serve_io(server, input, output, options).await;
-    }
-    stdio::serve_io(server, tokio::io::stdin(), tokio::io::stdout(), options).await
-}
-
-/// Stdin and stdout as non-blocking pipes, when both are pipes.
-#[cfg(unix)]
-fn stdio_pipes() -> Option<(
-    tokio::net::unix::pipe::Receiver,
-    tokio::net::unix::pipe::Sender,
-)> {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::FileTypeExt;
-    let input = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
-    let output = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
-    // Both or neither: making one non-blocking and then falling back to Tokio's
-    // blocking stdin and stdout would break the one made non-blocking.
-    let fifo = |file: &std::fs::File| file.metadata().is_ok_and(|m| m.file_type().is_fifo());
-    if !fifo(&input) || !fifo(&output) {
-        return None;
-    }
-    let input = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
-    let output = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
-    Some((input, output))
+    let (input, output) = rmcp::transport::stdio_pipes();
+    stdio::serve_io(server, input, output, options).await
 }
 
 /// A streamable-HTTP server running in the background; dropping it (or calling

@@ -8,12 +8,23 @@
 //! waiting for an answer that never comes. The reason is also logged at `WARN`.
 //! Outgoing lines, the service's and these errors, are written whole, one at a time.
 
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use rmcp::model::ErrorData;
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
+use rmcp::transport::Transport;
+use rmcp::ServiceExt;
+use serde_json::error::Category;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::Mutex;
+use tokio::task::JoinSet;
+use tokio_util::codec::Decoder;
 
 use crate::{McpError, McpServer};
-use rmcp::ServiceExt;
 
 /// The default longest request line: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -45,119 +56,191 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (to_service, service_in) = tokio::io::duplex(64 * 1024);
-    let (service_out, from_service) = tokio::io::duplex(64 * 1024);
-    let (errors_tx, errors_rx) = mpsc::unbounded_channel::<String>();
-    let reader = tokio::spawn(read_requests(input, to_service, errors_tx, options));
-    let writer = tokio::spawn(write_responses(from_service, output, errors_rx));
+    let transport = Lines::new(input, output, options);
     // A connection of its own: its log level and subscriptions are its own.
     let running = server
         .for_connection()
-        .serve((service_in, service_out))
+        .serve(transport)
         .await
         .map_err(|e| McpError::Serve(e.to_string()))?;
-    let served = running
+    running
         .waiting()
         .await
-        .map_err(|e| McpError::Serve(e.to_string()));
-    reader.abort();
-    let _ = writer.await;
-    served.map(|_| ())
+        .map(|_| ())
+        .map_err(|e| McpError::Serve(e.to_string()))
 }
 
-/// Forwards whole lines within the limit; answers the others.
-async fn read_requests<R, W>(
-    input: R,
-    mut service: W,
-    errors: mpsc::UnboundedSender<String>,
-    options: StdioOptions,
-) where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+/// The output, shared by the answers in flight: one whole line at a time. `None`
+/// once the transport is closed.
+type Output<W> = Arc<Mutex<Option<W>>>;
+
+/// The service's transport over the two streams: it reads whole lines within the
+/// limit and parses them as rmcp's own stdio transport does, and writes each
+/// message as one line, straight to the output (no task or buffer between them).
+struct Lines<R, W> {
+    input: BufReader<R>,
+    /// The line being read (a read the service loop dropped resumes it).
+    line: Vec<u8>,
+    /// Set while a line over the limit is skipped: it reads the line's `id` as it goes.
+    oversized: Option<IdScanner>,
+    max: usize,
+    output: Output<W>,
+    /// Parses a line as rmcp's stdio transport does (a byte order mark, a carriage
+    /// return, notifications outside MCP ignored).
+    codec: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
+    /// The answers to lines that were no request (too long, not a message), written
+    /// beside the service's own; `close` waits for them.
+    errors: JoinSet<()>,
+}
+
+impl<R, W> Lines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut input = BufReader::new(input);
-    let mut line: Vec<u8> = Vec::new();
-    // Set while a line over the limit is skipped: it reads the line's `id` as it goes.
-    let mut oversized: Option<IdScanner> = None;
-    loop {
-        let available = match input.fill_buf().await {
-            Ok([]) | Err(_) => break,
-            Ok(bytes) => bytes,
-        };
-        let (chunk, ends) = match available.iter().position(|&b| b == b'\n') {
-            Some(at) => (&available[..=at], true),
-            None => (available, false),
-        };
-        let used = chunk.len();
-        match &mut oversized {
-            Some(scanner) => scanner.feed(chunk),
-            None if line.len() + used > options.max_line_bytes + 1 => {
-                let mut scanner = IdScanner::default();
-                scanner.feed(&line);
-                scanner.feed(chunk);
-                oversized = Some(scanner);
-                line.clear();
-            }
-            None => line.extend_from_slice(chunk),
-        }
-        input.consume(used);
-        if ends {
-            match oversized.take() {
-                Some(scanner) => {
-                    let _ = errors.send(too_long(scanner.id(), options.max_line_bytes));
-                }
-                None => {
-                    if service.write_all(&line).await.is_err() {
-                        break;
-                    }
-                }
-            }
-            line.clear();
+    fn new(input: R, output: W, options: StdioOptions) -> Lines<R, W> {
+        Lines {
+            input: BufReader::new(input),
+            line: Vec::new(),
+            oversized: None,
+            max: options.max_line_bytes,
+            output: Arc::new(Mutex::new(Some(output))),
+            codec: JsonRpcMessageCodec::default(),
+            errors: JoinSet::new(),
         }
     }
-    let _ = service.shutdown().await;
-}
 
-/// Copies the service's lines to `output`, with the reader's error answers between
-/// them.
-async fn write_responses<R, W>(
-    from_service: R,
-    mut output: W,
-    mut errors: mpsc::UnboundedReceiver<String>,
-) where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut lines = BufReader::new(from_service);
-    let mut line = Vec::new();
-    let mut errors_open = true;
-    loop {
-        tokio::select! {
-            read = lines.read_until(b'\n', &mut line) => {
-                match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                            break;
-                        }
-                        line.clear();
-                    }
+    /// Reads up to the end of the next line. `Some(true)`: a line within the limit
+    /// is in `self.line`; `Some(false)`: a longer line was skipped and answered;
+    /// `None`: the input ended. Safe to drop at its one await: the bytes taken from
+    /// the reader are in `self` by then.
+    async fn read_line(&mut self) -> Option<bool> {
+        loop {
+            let available = match self.input.fill_buf().await {
+                Ok([]) | Err(_) => return None,
+                Ok(bytes) => bytes,
+            };
+            let (chunk, ends) = match available.iter().position(|&b| b == b'\n') {
+                Some(at) => (&available[..=at], true),
+                None => (available, false),
+            };
+            let used = chunk.len();
+            match &mut self.oversized {
+                Some(scanner) => scanner.feed(chunk),
+                None if self.line.len() + used > self.max.saturating_add(1) => {
+                    let mut scanner = IdScanner::default();
+                    scanner.feed(&self.line);
+                    scanner.feed(chunk);
+                    self.oversized = Some(scanner);
+                    self.line.clear();
                 }
+                None => self.line.extend_from_slice(chunk),
             }
-            error = errors.recv(), if errors_open => {
-                match error {
-                    Some(text) => {
-                        if output.write_all(text.as_bytes()).await.is_err()
-                            || output.flush().await.is_err()
-                        {
-                            break;
-                        }
+            self.input.consume(used);
+            if ends {
+                return match self.oversized.take() {
+                    Some(scanner) => {
+                        self.answer(too_long(scanner.id(), self.max).into_bytes());
+                        Some(false)
                     }
-                    None => errors_open = false,
-                }
+                    None => Some(true),
+                };
             }
         }
     }
+
+    /// Writes an answer of the transport's own beside the service's.
+    fn answer(&mut self, line: Vec<u8>) {
+        while self.errors.try_join_next().is_some() {}
+        let output = self.output.clone();
+        self.errors.spawn(async move {
+            if let Err(e) = write_line(output, Ok(line)).await {
+                tracing::debug!("an MCP error answer was not written: {e}");
+            }
+        });
+    }
+}
+
+impl<R, W> Transport<RoleServer> for Lines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
+        // Serialised here, so the future holds bytes, not the message.
+        let mut line = Vec::with_capacity(256);
+        let encoded = serde_json::to_writer(&mut line, &item)
+            .map(|()| {
+                line.push(b'\n');
+                line
+            })
+            .map_err(std::io::Error::from);
+        write_line(self.output.clone(), encoded)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            if !self.read_line().await? {
+                continue;
+            }
+            let mut line = BytesMut::from(self.line.as_slice());
+            self.line.clear();
+            match self.codec.decode(&mut line) {
+                Ok(Some(message)) => return Some(message),
+                // A notification outside MCP, ignored.
+                Ok(None) => {}
+                Err(JsonRpcMessageCodecError::Serde(e))
+                    if matches!(e.classify(), Category::Data | Category::Io) =>
+                {
+                    // JSON, but no JSON-RPC message: an invalid request (without an id
+                    // to answer, as rmcp's own transport answers it).
+                    tracing::debug!("an MCP line is no JSON-RPC message: {e}");
+                    let answer = TxJsonRpcMessage::<RoleServer>::error(
+                        ErrorData::invalid_request("Invalid request", None),
+                        None,
+                    );
+                    if let Ok(mut bytes) = serde_json::to_vec(&answer) {
+                        bytes.push(b'\n');
+                        self.answer(bytes);
+                    }
+                }
+                // Not JSON (or empty): ignored, as the official SDKs do, so that a
+                // peer echoing errors back cannot start a storm of them.
+                Err(e) => tracing::debug!("an MCP line is not JSON, ignored: {e}"),
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), std::io::Error> {
+        while self.errors.join_next().await.is_some() {}
+        let output = self.output.lock().await.take();
+        match output {
+            Some(mut output) => output.shutdown().await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes one whole line (and flushes), unless the output is closed.
+async fn write_line<W>(output: Output<W>, line: std::io::Result<Vec<u8>>) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let line = line?;
+    let mut output = output.lock().await;
+    let Some(output) = output.as_mut() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the MCP output is closed",
+        ));
+    };
+    output.write_all(&line).await?;
+    output.flush().await
 }
 
 /// The error line for a request line longer than `max`, answering `id`.

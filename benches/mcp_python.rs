@@ -3,7 +3,10 @@
 //! JSON-RPC loop (the baseline): a server that reads a line, parses it, and writes
 //! the answer, with no framework at all, describing the same tool the same way (so
 //! the client does the same work with both). The ratio is what tackle's server adds to
-//! the round trip a Python agent sees (target: <= 1.2x).
+//! the round trip a Python agent sees (target: <= 1.2x). Besides criterion's figures,
+//! the bench prints the ratio measured in pairs of batches run back to back
+//! (`mcp/python_stdio/paired`): on a machine whose speed drifts over seconds, the
+//! ratio of two figures measured apart drifts with it.
 //!
 //! The client is `benches/support/mcp_stdio_client.py`, run by the Python of
 //! `TACKLE_MCP_PYTHON` or `.venv/bin/python` (`.ci/run` and `tests/mcp_interop.rs`
@@ -191,16 +194,46 @@ fn python_round_trips(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("mcp/python_stdio");
     let mut bare = PythonClient::start(&python, "bench.add", "bare");
+    let mut tackle = PythonClient::start(&python, "bench.add", "tackle");
     group.bench_function("bare JSON-RPC loop (baseline)", |b| {
         b.iter_custom(|iters| bare.calls(iters))
     });
-    drop(bare);
-    let mut tackle = PythonClient::start(&python, "bench.add", "tackle");
     group.bench_function("tackle's server", |b| {
         b.iter_custom(|iters| tackle.calls(iters))
     });
-    drop(tackle);
     group.finish();
+    paired(&mut bare, &mut tackle);
+}
+
+/// The ratio measured in pairs: a batch of calls to each server back to back (in
+/// turn first), so that the machine's slower and faster moments fall on both alike.
+fn paired(bare: &mut PythonClient, tackle: &mut PythonClient) {
+    const ROUNDS: usize = 20;
+    const CALLS: u64 = 200;
+    let mut ratios = Vec::with_capacity(ROUNDS);
+    let (mut bare_total, mut tackle_total) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        let (b, t) = if round % 2 == 0 {
+            let b = bare.calls(CALLS);
+            (b, tackle.calls(CALLS))
+        } else {
+            let t = tackle.calls(CALLS);
+            (bare.calls(CALLS), t)
+        };
+        bare_total += b;
+        tackle_total += t;
+        ratios.push(t.as_secs_f64() / b.as_secs_f64());
+    }
+    ratios.sort_by(f64::total_cmp);
+    let calls = (ROUNDS as u64 * CALLS) as f64;
+    println!(
+        "mcp/python_stdio/paired: {:.2}x (quartiles {:.2}-{:.2}, {ROUNDS} pairs of {CALLS} calls), tackle {:.1} us, the bare loop {:.1} us",
+        ratios[ROUNDS / 2],
+        ratios[ROUNDS / 4],
+        ratios[ROUNDS * 3 / 4],
+        tackle_total.as_secs_f64() * 1e6 / calls,
+        bare_total.as_secs_f64() * 1e6 / calls,
+    );
 }
 
 fn main() {

@@ -9,6 +9,10 @@
 //! cassette of 100, or of 1,000, recorded calls), the cassette reopened untimed
 //! between chunks (a new run of the same runtime per chunk). The runtime is
 //! warm (spec built, validators compiled) in every variant.
+//!
+//! Besides criterion's figures, the bench prints the replayed/live ratio measured in
+//! pairs of chunks run back to back (`replay/paired/...`): on a machine whose speed
+//! drifts over seconds, the ratio of two figures measured apart drifts with it.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -128,6 +132,40 @@ fn replay(c: &mut Criterion) {
         }
     }
     group.finish();
+
+    // The ratio measured in pairs: a chunk of replayed calls and a chunk of live ones
+    // back to back (in turn first), so that the machine's slower and faster moments
+    // fall on both alike, where criterion measures each function over seconds of its
+    // own. Printed beside criterion's figures.
+    for (size, rounds) in [(100u64, 400usize), (1_000, 100)] {
+        let chunk = dir.join(format!("chunk{size}.json"));
+        let mut ratios = Vec::with_capacity(rounds);
+        let (mut replayed_total, mut live_total) = (Duration::ZERO, Duration::ZERO);
+        for round in 0..rounds {
+            let mut replaying = Run::new(&runtime).with_cassette(open(&chunk, Mode::Replay));
+            let mut replay = || timed(size, size, &mut |_| {}, &mut replaying);
+            let (replayed, live) = if round % 2 == 0 {
+                let replayed = replay();
+                (replayed, timed(size, size, &mut |_| {}, &mut live_run))
+            } else {
+                let live = timed(size, size, &mut |_| {}, &mut live_run);
+                (replay(), live)
+            };
+            replayed_total += replayed;
+            live_total += live;
+            ratios.push(replayed.as_secs_f64() / live.as_secs_f64());
+        }
+        ratios.sort_by(f64::total_cmp);
+        let calls = (size as usize * rounds) as f64;
+        println!(
+            "replay/paired/{size}: {:.2}x (quartiles {:.2}-{:.2}, {rounds} pairs of chunks), a replayed call {:.1} ns, a live one {:.1} ns",
+            ratios[rounds / 2],
+            ratios[rounds / 4],
+            ratios[rounds * 3 / 4],
+            replayed_total.as_nanos() as f64 / calls,
+            live_total.as_nanos() as f64 / calls,
+        );
+    }
 
     // 100,000 interactions, each with a distinct input.
     let big = dir.join("big.json");

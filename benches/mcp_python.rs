@@ -14,6 +14,9 @@
 //! bench has its own `main`: the binary is also both servers (`TACKLE_BENCH_SERVE` =
 //! `tackle` or `bare`).
 
+#[path = "support/paired.rs"]
+mod paired;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -205,34 +208,19 @@ fn python_round_trips(c: &mut Criterion) {
     paired(&mut bare, &mut tackle);
 }
 
-/// The ratio measured in pairs: a batch of calls to each server back to back (in
-/// turn first), so that the machine's slower and faster moments fall on both alike.
+/// The ratio measured in pairs: a batch of calls to each server back to back.
 fn paired(bare: &mut PythonClient, tackle: &mut PythonClient) {
     const ROUNDS: usize = 20;
     const CALLS: u64 = 200;
-    let mut ratios = Vec::with_capacity(ROUNDS);
-    let (mut bare_total, mut tackle_total) = (Duration::ZERO, Duration::ZERO);
-    for round in 0..ROUNDS {
-        let (b, t) = if round % 2 == 0 {
-            let b = bare.calls(CALLS);
-            (b, tackle.calls(CALLS))
-        } else {
-            let t = tackle.calls(CALLS);
-            (bare.calls(CALLS), t)
-        };
-        bare_total += b;
-        tackle_total += t;
-        ratios.push(t.as_secs_f64() / b.as_secs_f64());
-    }
-    ratios.sort_by(f64::total_cmp);
+    let pairs = paired::paired(ROUNDS, || tackle.calls(CALLS), || bare.calls(CALLS));
     let calls = (ROUNDS as u64 * CALLS) as f64;
     println!(
         "mcp/python_stdio/paired: {:.2}x (quartiles {:.2}-{:.2}, {ROUNDS} pairs of {CALLS} calls), tackle {:.1} us, the bare loop {:.1} us",
-        ratios[ROUNDS / 2],
-        ratios[ROUNDS / 4],
-        ratios[ROUNDS * 3 / 4],
-        tackle_total.as_secs_f64() * 1e6 / calls,
-        bare_total.as_secs_f64() * 1e6 / calls,
+        pairs.median,
+        pairs.quartiles.0,
+        pairs.quartiles.1,
+        pairs.measured.as_secs_f64() * 1e6 / calls,
+        pairs.baseline.as_secs_f64() * 1e6 / calls,
     );
 }
 

@@ -14,6 +14,8 @@
 //! pairs of chunks run back to back (`replay/paired/...`): on a machine whose speed
 //! drifts over seconds, the ratio of two figures measured apart drifts with it.
 
+#[path = "support/paired.rs"]
+mod paired;
 #[path = "support/mod.rs"]
 mod support;
 
@@ -23,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use paired::paired;
 use serde_json::{json, Value};
 use support::ready;
 use tackle::replay::file::{
@@ -139,31 +142,20 @@ fn replay(c: &mut Criterion) {
     // own. Printed beside criterion's figures.
     for (size, rounds) in [(100u64, 400usize), (1_000, 100)] {
         let chunk = dir.join(format!("chunk{size}.json"));
-        let mut ratios = Vec::with_capacity(rounds);
-        let (mut replayed_total, mut live_total) = (Duration::ZERO, Duration::ZERO);
-        for round in 0..rounds {
+        let replay = || {
             let mut replaying = Run::new(&runtime).with_cassette(open(&chunk, Mode::Replay));
-            let mut replay = || timed(size, size, &mut |_| {}, &mut replaying);
-            let (replayed, live) = if round % 2 == 0 {
-                let replayed = replay();
-                (replayed, timed(size, size, &mut |_| {}, &mut live_run))
-            } else {
-                let live = timed(size, size, &mut |_| {}, &mut live_run);
-                (replay(), live)
-            };
-            replayed_total += replayed;
-            live_total += live;
-            ratios.push(replayed.as_secs_f64() / live.as_secs_f64());
-        }
-        ratios.sort_by(f64::total_cmp);
+            timed(size, size, &mut |_| {}, &mut replaying)
+        };
+        let live = || timed(size, size, &mut |_| {}, &mut live_run);
+        let pairs = paired(rounds, replay, live);
         let calls = (size as usize * rounds) as f64;
         println!(
             "replay/paired/{size}: {:.2}x (quartiles {:.2}-{:.2}, {rounds} pairs of chunks), a replayed call {:.1} ns, a live one {:.1} ns",
-            ratios[rounds / 2],
-            ratios[rounds / 4],
-            ratios[rounds * 3 / 4],
-            replayed_total.as_nanos() as f64 / calls,
-            live_total.as_nanos() as f64 / calls,
+            pairs.median,
+            pairs.quartiles.0,
+            pairs.quartiles.1,
+            pairs.measured.as_nanos() as f64 / calls,
+            pairs.baseline.as_nanos() as f64 / calls,
         );
     }
 

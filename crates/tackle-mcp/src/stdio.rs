@@ -173,14 +173,7 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
         // Serialised here, so the future holds bytes, not the message.
-        let mut line = Vec::with_capacity(256);
-        let encoded = serde_json::to_writer(&mut line, &item)
-            .map(|()| {
-                line.push(b'\n');
-                line
-            })
-            .map_err(std::io::Error::from);
-        write_line(self.output.clone(), encoded)
+        write_line(self.output.clone(), encode(&item))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -204,9 +197,8 @@ where
                         ErrorData::invalid_request("Invalid request", None),
                         None,
                     );
-                    if let Ok(mut bytes) = serde_json::to_vec(&answer) {
-                        bytes.push(b'\n');
-                        self.answer(bytes);
+                    if let Ok(line) = encode(&answer) {
+                        self.answer(line);
                     }
                 }
                 // Not JSON (or empty): ignored, as the official SDKs do, so that a
@@ -224,6 +216,14 @@ where
             None => Ok(()),
         }
     }
+}
+
+/// A message as one line of JSON.
+fn encode(message: &TxJsonRpcMessage<RoleServer>) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(256);
+    serde_json::to_writer(&mut line, message)?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Writes one whole line (and flushes), unless the output is closed.

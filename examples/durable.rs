@@ -1,7 +1,7 @@
 //! A durable run, offline: start it, kill its process mid-run, resume it.
 //!
 //! ```sh
-//! cargo run --example durable
+//! cargo run --example durable --features sqlite
 //! ```
 //!
 //! The example starts itself again as a child process that runs a ReAct agent (a
@@ -9,6 +9,12 @@
 //! the child with SIGKILL once the run's journal shows it mid-run. It then resumes the
 //! run in this process: the journal's calls are served, not run again, and the run
 //! continues live to its answer. Every write lands in a ledger file once.
+//!
+//! A run has one owner at a time: the process driving it holds a *lease* on it, which
+//! it renews while it runs. A process that is killed cannot let go of its lease, so the
+//! run stays held until the lease lapses; a process that tries to open it sooner is
+//! told how long to wait (`DurableError::Held`). This example gives its runs a short
+//! lease (`DurableOptions::with_lease`, 2 s; the default is 30 s) and waits it out.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -22,13 +28,16 @@ use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
 };
 use tackle::agent::react::ReactSkill;
-use tackle::durable::{DurableRun, JournalEntry, RunStore};
+use tackle::durable::{DurableError, DurableOptions, DurableRun, JournalEntry, RunStore};
+use tackle::sqlite::SqliteStore;
 use tackle::{tool, Runtime, ToolContext};
-use tackle_sqlite::SqliteStore;
 
 const CHILD: &str = "TACKLE_DURABLE_EXAMPLE_CHILD";
 const RUN: &str = "restock-1";
 const TASK: &str = "Restock apples, pears and plums.";
+/// How long a process's hold on the run lasts unless renewed: after a crash, the run
+/// can be resumed this long after the last renewal.
+const LEASE: Duration = Duration::from_secs(2);
 
 /// The ledger file: the outside world the writes land in.
 static LEDGER: OnceLock<PathBuf> = OnceLock::new();
@@ -80,7 +89,21 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 
 /// Opens (starts or resumes) the run and drives it to its end.
 async fn drive(store: Arc<dyn RunStore>) -> Result<String, Box<dyn std::error::Error>> {
-    let run = DurableRun::open(store, RUN, TASK)?;
+    let options = DurableOptions::default().with_lease(LEASE);
+    let run = loop {
+        match DurableRun::open_with(Arc::clone(&store), RUN, TASK, options.clone()) {
+            Err(DurableError::Held { remaining_ms, .. }) => {
+                let wait = Duration::from_millis(remaining_ms.max(1));
+                println!(
+                    "the run is still held by the killed process's lease for {:.1} s more \
+                     (a lease keeps two processes from driving one run at once): waiting",
+                    wait.as_secs_f64()
+                );
+                tokio::time::sleep(wait).await;
+            }
+            opened => break opened?,
+        }
+    };
     println!("attempt {} of run `{RUN}`", run.attempt());
     // The durable run makes its own run over the runtime: the journal is its cassette.
     let runtime = Arc::new(Runtime::from_inventory()?);

@@ -2,8 +2,8 @@
 //! note store and a report that streams its sections with progress.
 //!
 //! ```sh
-//! cargo run --example mcp_server                            # MCP over stdio
-//! cargo run --example mcp_server -- --http 127.0.0.1:8765   # streamable HTTP at /mcp
+//! cargo run --example mcp_server --features mcp                            # MCP over stdio
+//! cargo run --example mcp_server --features mcp -- --http 127.0.0.1:8765 # streamable HTTP at /mcp
 //! ```
 //!
 //! Only JSON-RPC goes to stdout; the banner goes to stderr. The README shows how to
@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use tackle::mcp::{serve_http, serve_stdio, McpServer};
 use tackle::{context::Resource, tool, Runtime, ToolContext};
-use tackle_mcp::{serve_http, serve_stdio, McpServer};
 
 /// Statistics about a text.
 #[derive(Serialize, JsonSchema)]
@@ -117,7 +117,7 @@ pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     let ctx = ToolContext::new()
         .with_grant("notes:write")
         .with_resource(Notes::default());
-    Ok(McpServer::new(runtime, tackle_mcp::identity!(), ctx)?)
+    Ok(McpServer::new(runtime, tackle::mcp::identity!(), ctx)?)
 }
 
 /// Serves over stdio, or over HTTP with `--http [addr]`.

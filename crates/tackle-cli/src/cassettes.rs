@@ -52,10 +52,10 @@ use tackle_core::replay::{
     CassetteError, CassetteFile, Interaction, InteractionKind, Outcome, Redactor,
 };
 
-use crate::diff::{json_diff, Change};
 use crate::exit::{CliError, Exit};
 use crate::term::{self, clip, escape_for_terminal, paint, shown, Style};
 use crate::tools::{clap_exit, finish, utf8_arguments};
+use tackle_core::replay::changes::{json_diff, Change};
 
 /// Cassettes from a terminal: show, diff, verify, prune, and review re-recordings.
 #[derive(Debug, Parser)]

@@ -26,11 +26,12 @@
 //! output only on a terminal (never with `NO_COLOR` set).
 
 pub mod cassettes;
-mod diff;
 mod exit;
 pub mod runs;
 mod term;
 pub mod tools;
 
-pub use diff::{json_diff, Change};
 pub use exit::{CliError, Exit};
+/// The JSON-pointer differences the review shows (the core's, which a replay reports
+/// too).
+pub use tackle_core::replay::changes::{json_diff, Change};

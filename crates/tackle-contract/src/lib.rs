@@ -353,7 +353,7 @@ pub mod attr {
         written: r##"`crate`"##,
         value: r##"string: a path, e.g. `"::my_framework::tackle"`"##,
         default: r##"found from `Cargo.toml`"##,
-        meaning: r##"where the `tackle` crate is, for crates that reach it through a re-export; a renamed dependency (`tackle2 = { package = "tackle" }`) is found without it"##,
+        meaning: r##"where the `tackle` crate is, for crates that reach it through a re-export; a renamed dependency (`tackle2 = { package = "tackle-rs" }`) is found without it"##,
     };
 }
 

@@ -7,6 +7,11 @@
 //! from the matching [`EventReceiver`] in the order they happened. The door adds a
 //! `Started` and a `Finished` event around every call.
 //!
+//! The stream ends (the receiver's [`recv`](EventReceiver::recv) returns `None`, once
+//! it has read what is queued) when the sink is closed with [`EventSink::close`] or
+//! when its last clone is dropped, as happens when the run that holds it is dropped:
+//! a program that reads events until `None` never waits for good.
+//!
 //! The queue is bounded: a caller that reads slowly loses the *oldest* events (and can
 //! see how many with [`EventReceiver::dropped`]), while tools never wait on it. What a
 //! tool streams is also kept, losslessly, beside the call: a tool that returns `()`
@@ -97,9 +102,30 @@ struct State {
     closed: bool,
 }
 
-/// The sending side of an event queue; cheap to clone. See the [module docs](self).
+/// The sending side of an event queue; cheap to clone. Dropping the last clone ends
+/// the stream, as [`close`](EventSink::close) does. See the [module docs](self).
 #[derive(Clone)]
-pub struct EventSink(Arc<Queue>);
+pub struct EventSink(Arc<Sender>);
+
+/// What every clone of one sink shares: the queue, closed when the last clone goes.
+struct Sender(Arc<Queue>);
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+impl Queue {
+    fn close(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+        // `notify_one` keeps a permit when the receiver is not waiting yet.
+        self.notify.notify_one();
+    }
+}
 
 /// The receiving side of an event queue.
 pub struct EventReceiver(Arc<Queue>);
@@ -121,7 +147,10 @@ pub fn event_queue(capacity: usize) -> (EventSink, EventReceiver) {
         notify: Notify::new(),
         dropped: AtomicU64::new(0),
     });
-    (EventSink(Arc::clone(&queue)), EventReceiver(queue))
+    (
+        EventSink(Arc::new(Sender(Arc::clone(&queue)))),
+        EventReceiver(queue),
+    )
 }
 
 impl EventSink {
@@ -130,7 +159,7 @@ impl EventSink {
     /// ([`ToolContext::redact_secrets`](crate::ToolContext::redact_secrets), as the
     /// door's own events are).
     pub fn push(&self, call_id: u64, key: &str, kind: ToolEventKind) {
-        let queue = &self.0;
+        let queue = &self.0 .0;
         {
             let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
             if state.closed {
@@ -152,28 +181,24 @@ impl EventSink {
         queue.notify.notify_one();
     }
 
-    /// Ends the stream: the receiver gets what is queued, then `None`.
+    /// Ends the stream now, for every clone: the receiver gets what is queued, then
+    /// `None`. Dropping the last clone does the same.
     pub fn close(&self) {
-        self.0
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .closed = true;
-        self.0.notify.notify_one();
+        self.0 .0.close();
     }
 }
 
 impl std::fmt::Debug for EventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventSink")
-            .field("capacity", &self.0.capacity)
+            .field("capacity", &self.0 .0.capacity)
             .finish()
     }
 }
 
 impl EventReceiver {
-    /// The next event, waiting for one; `None` once the sink is closed and the queue
-    /// is empty.
+    /// The next event, waiting for one; `None` once the sink is closed (or its last
+    /// clone dropped) and the queue is empty.
     pub async fn recv(&mut self) -> Option<ToolEvent> {
         loop {
             let notified = self.0.notify.notified();
@@ -245,6 +270,29 @@ mod tests {
         let first = rx.recv().await.expect("one event");
         assert_eq!((first.call_id, first.kind), (7, ToolEventKind::Started));
         assert_eq!(rx.recv().await, None);
+        producer.await.expect("producer ran");
+    }
+
+    #[tokio::test]
+    async fn recv_ends_when_the_last_sink_is_dropped() {
+        let (sink, mut rx) = event_queue(8);
+        let other = sink.clone();
+        let producer = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            sink.push(1, "t.x@1", ToolEventKind::Started);
+            drop(sink);
+            tokio::task::yield_now().await;
+            other.push(1, "t.x@1", ToolEventKind::Finished { ok: true });
+            // `other` is dropped here, unclosed.
+        });
+        let mut kinds = Vec::new();
+        while let Some(event) = rx.recv().await {
+            kinds.push(event.kind);
+        }
+        assert_eq!(
+            kinds,
+            [ToolEventKind::Started, ToolEventKind::Finished { ok: true }]
+        );
         producer.await.expect("producer ran");
     }
 }

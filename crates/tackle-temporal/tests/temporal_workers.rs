@@ -47,12 +47,12 @@
 #[path = "support/bank.rs"]
 #[allow(dead_code)]
 mod bank;
-#[path = "../../../tests/support/ledger.rs"]
+#[path = "../../../suite/tests/support/ledger.rs"]
 #[allow(dead_code)]
 mod ledger;
 
 use ledger::Rng;
-#[path = "../../../tests/support/harness.rs"]
+#[path = "../../../suite/tests/support/harness.rs"]
 mod harness;
 
 use bank::lines;

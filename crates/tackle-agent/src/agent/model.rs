@@ -445,6 +445,16 @@ pub trait ChatModel: Send + Sync {
     fn structured_output(&self) -> bool {
         false
     }
+    /// Whether the model's answers are a script of the program's own, computed in the
+    /// process from the request (the test models: [`ScriptedModel`],
+    /// [`FunctionModel`], [`TestModel`]). A replay then asks the model as well and
+    /// compares its answer with the recorded one: a script edited since the
+    /// cassette was recorded fails the replay at its `finish()`, naming each changed
+    /// turn, and the script's turns are used as in a live run. Default `false`: a
+    /// real model is never called by a replay.
+    fn is_scripted(&self) -> bool {
+        false
+    }
 }
 
 /// The effect of a model's completion, as it passes the door (see
@@ -547,8 +557,9 @@ impl Effect for Completion {
 }
 
 /// The operation of a model's completions: key `llm.<provider>.complete@<model>`,
-/// side effects `external`, replay policy `must-stub` (a replay never calls the model;
-/// a miss or a call out of order is an error), the model's
+/// side effects `external`, replay policy `must-stub` (a replay never calls a real
+/// model; a miss or a call out of order is an error; a [scripted](ChatModel::is_scripted)
+/// model is asked too, and its answer compared with the recording), the model's
 /// [`permissions`](ChatModel::permissions). Make it once per model and pass it to
 /// [`complete`].
 pub fn completion(model: &dyn ChatModel) -> Operation<Completion> {
@@ -569,7 +580,12 @@ pub fn completion(model: &dyn ChatModel) -> Operation<Completion> {
     spec.output_schema = Value::Bool(true);
     // A completion is never shaped: cut, it would no longer be a reply.
     spec.max_result_tokens = Some(0);
-    Operation::typed(spec)
+    let operation = Operation::typed(spec);
+    if model.is_scripted() {
+        operation.with_replay_check()
+    } else {
+        operation
+    }
 }
 
 /// Calls `model` through the door as a call of `run`, as the operation `completion`
@@ -1202,6 +1218,10 @@ impl ChatModel for ScriptedModel {
         "script"
     }
 
+    fn is_scripted(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         self.requests
             .lock()
@@ -1269,6 +1289,10 @@ where
         &self.name
     }
 
+    fn is_scripted(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {
         Box::pin(std::future::ready((self.f)(request)))
     }
@@ -1286,6 +1310,10 @@ impl ChatModel for TestModel {
 
     fn model(&self) -> &str {
         "every-tool-once"
+    }
+
+    fn is_scripted(&self) -> bool {
+        true
     }
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {

@@ -1,7 +1,9 @@
 //! Stage 11, record: the outcome the caller gets goes to the cassette.
 //!
 //! Only when the replay router asked for a record and the call really ran: a replayed
-//! call, or one refused before it ran, records nothing. What is stored is the final
+//! call, or one refused before it ran, records nothing. A call a replay ran only to
+//! check it (a pure tool, a test model) is compared with its recording here, and its
+//! caller gets the recording. What is stored is the final
 //! outcome (validated, scrubbed, shaped, sanitized), as its JSON view (see
 //! [`super::effect`]: a typed output is serialized here, once), so a replayed run gives
 //! its caller what the recorded run gave; the output of a tool that `reveals_secrets`
@@ -50,6 +52,18 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     // caller: a cassette holds none all the same. (A new error is scrubbed too.)
     if (recorded.is_ok() && call.spec().reveals_secrets) || unviewable.is_some() {
         call.scrubber().outcome(&mut recorded, false);
+    }
+    if pending.is_check() {
+        // A replay ran the call to compare it with its recording: the caller gets
+        // the recording, and nothing is recorded.
+        let outcome = &mut call.outcome;
+        cassette.check(*pending, recorded, |served| {
+            *outcome = Some(match served.outcome.to_result(key, served.call) {
+                Ok(view) => X::from_view(view),
+                Err(error) => Err(X::from_error(error)),
+            });
+        });
+        return ControlFlow::Continue(());
     }
     let journal_failed = cassette
         .record(*pending, recorded, call.trail.shaped.is_some())

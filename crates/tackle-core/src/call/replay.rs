@@ -32,6 +32,14 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))
     };
     let policy = call.spec().replay_policy;
+    // A recording of a pure tool or of a test model is compared with a run of it; a
+    // call an approver would see is served as recorded (a replay never asks one).
+    let checked = !tool.may_need_approval()
+        && cassette.checks(
+            policy,
+            call.spec().side_effects,
+            call.operation.map(|_| tool.replay_check),
+        );
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
     // recording keeps; its canonical form is the call's key, which the router makes
     // when it looks a recording up and hands back when the call goes on to run, for
@@ -84,6 +92,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         routed,
         &mut key,
         fingerprint,
+        checked,
         serve,
     );
     call.key = key;

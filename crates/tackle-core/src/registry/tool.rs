@@ -193,6 +193,9 @@ pub struct Tool {
     call_info: OnceLock<CallInfo>,
     /// Which input properties hold secrets, computed on first use.
     secret_arguments: OnceLock<SecretArguments>,
+    /// For an operation: whether a replay runs it too and compares its outcome with
+    /// the recording (see [`Operation::with_replay_check`](crate::call::Operation::with_replay_check)).
+    pub(crate) replay_check: bool,
 }
 
 /// Which of a tool's input properties hold secrets (see
@@ -279,6 +282,7 @@ impl Tool {
             scoped: m.uses_context,
             call_info: OnceLock::new(),
             secret_arguments: OnceLock::new(),
+            replay_check: false,
         }
     }
 
@@ -312,6 +316,7 @@ impl Tool {
             scoped: true,
             call_info: OnceLock::new(),
             secret_arguments: OnceLock::new(),
+            replay_check: false,
         }
     }
 

@@ -81,7 +81,20 @@ pub(super) struct Inner {
     requests: Mutex<Option<Box<dyn Any + Send>>>,
     /// Whether a replay writes which recorded calls it used (`TACKLE_CASSETTE_USAGE=1`).
     usage: bool,
+    /// Which recorded calls a replay runs and compares with their recordings.
+    pub(super) checks: Checks,
     state: Mutex<State>,
+}
+
+/// Which recorded calls a replay runs as well, comparing their outcomes with the
+/// recordings (the recorded outcome is what the caller gets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Checks {
+    /// Pure tools (`side_effects = none`, policy `recorded-result`) and operations
+    /// that ask for it (test models).
+    pub(super) pure: bool,
+    /// `read` tools (policy `recorded-result`): mode `check`.
+    pub(super) reads: bool,
 }
 
 /// A journaled cassette's journal.
@@ -213,8 +226,8 @@ impl Cassette {
         // Only the modes that read the file ask whether it is there.
         let exists = reads && path.exists();
         let effective = match mode {
-            Mode::Replay if !exists => return Err(CassetteError::Missing { path }),
-            Mode::Replay => Effective::Replay,
+            Mode::Replay | Mode::Check if !exists => return Err(CassetteError::Missing { path }),
+            Mode::Replay | Mode::Check => Effective::Replay,
             Mode::Once if exists => Effective::Replay,
             Mode::Once => Effective::OnceRecording,
             Mode::New => Effective::New,
@@ -233,6 +246,17 @@ impl Cassette {
             state.recorded_failure = file.failure;
             state.index(file.interactions);
         }
+        let checks = match mode {
+            _ if config.recorded_results => Checks::default(),
+            Mode::Check => Checks {
+                pure: true,
+                reads: true,
+            },
+            _ => Checks {
+                pure: true,
+                reads: false,
+            },
+        };
         Ok(Cassette {
             inner: Arc::new(Inner {
                 path,
@@ -246,6 +270,7 @@ impl Cassette {
                 requests: Mutex::default(),
                 usage: config.use_env
                     && std::env::var("TACKLE_CASSETTE_USAGE").is_ok_and(|v| v.trim() == "1"),
+                checks,
                 state: Mutex::new(state),
             }),
         })
@@ -281,6 +306,8 @@ impl Cassette {
                 journal: Some(Box::new(Journaled { journal })),
                 requests: Mutex::default(),
                 usage: false,
+                // A journal resumes a run: what it holds is served, never re-run.
+                checks: Checks::default(),
                 state: Mutex::new(state),
             }),
         }
@@ -364,6 +391,33 @@ impl Cassette {
         self.inner.effective == Effective::Live
     }
 
+    /// Whether a replay runs a recorded call of this kind too, and compares its
+    /// outcome with the recording: a `recorded-result` tool that is pure (or a read,
+    /// in mode `check`), or an operation that asks for it. Never outside a replay.
+    pub(crate) fn checks(
+        &self,
+        policy: ReplayPolicy,
+        side_effects: crate::spec::SideEffects,
+        operation_asks: Option<bool>,
+    ) -> bool {
+        use crate::spec::SideEffects;
+        if self.inner.effective != Effective::Replay {
+            return false;
+        }
+        let checks = self.inner.checks;
+        match operation_asks {
+            Some(asks) => asks && checks.pure,
+            None => {
+                policy == ReplayPolicy::RecordedResult
+                    && match side_effects {
+                        SideEffects::None => checks.pure,
+                        SideEffects::Read => checks.reads,
+                        _ => false,
+                    }
+            }
+        }
+    }
+
     /// The redactor, for code that must redact something itself.
     pub fn redactor(&self) -> &Redactor {
         &self.inner.redactor
@@ -402,6 +456,20 @@ impl Cassette {
     fn finish_with(&self, failure: Option<&str>) -> Result<FinishReport, CassetteError> {
         let state = self.state();
         let replaying = matches!(self.inner.effective, Effective::Replay) && failure.is_none();
+        if replaying {
+            let changed: Vec<String> = state
+                .warnings
+                .iter()
+                .filter(|w| matches!(w, CassetteWarning::OutcomeChanged { .. }))
+                .map(ToString::to_string)
+                .collect();
+            if !changed.is_empty() {
+                return Err(CassetteError::Changed {
+                    path: self.inner.path.clone(),
+                    calls: changed,
+                });
+            }
+        }
         let unused: Vec<String> = state
             .recorded
             .iter()

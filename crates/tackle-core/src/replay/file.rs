@@ -224,11 +224,23 @@ pub enum CassetteError {
         calls: Vec<String>,
     },
     /// Recorded must-stub calls were never replayed: the run took another path.
-    #[error("{} recorded must-stub call(s) in {} were never replayed: {}", calls.len(), path.display(), calls.join("; "))]
+    #[error("{} recorded must-stub call(s) in {} were never replayed (the run took another path): {}. If the change is intended, re-record with `TACKLE_CASSETTE=review cargo test ...` and accept it with `cargo tackle review`", calls.len(), path.display(), calls.join("; "))]
     Unused {
         /// The file.
         path: PathBuf,
         /// Each unused call, described.
+        calls: Vec<String>,
+    },
+    /// Calls checked during the replay (pure tools, test models, and `read` tools in
+    /// mode `check`) gave outcomes other than their recordings: the code changed
+    /// since the cassette was recorded. The run was served the recorded outcomes, so
+    /// every such call is listed.
+    #[error("{} call(s) in the replay of {} no longer give their recorded outcome (recorded -> now):\n{}\nIf the change is intended, re-record with `TACKLE_CASSETTE=review cargo test ...` and accept it with `cargo tackle review`", calls.len(), path.display(), calls.join("\n"))]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// Each changed call: its number and key, then its differences as JSON
+        /// pointers, one per line.
         calls: Vec<String>,
     },
 }

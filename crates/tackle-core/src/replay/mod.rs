@@ -33,10 +33,12 @@
 //!
 //! The parts: [`mode`] (modes and configuration), [`cassette`] (one run's recording),
 //! `router` (the table above, for one call), [`diagnose`] (misses and warnings),
+//! [`changes`] (JSON-pointer differences, as checks and the review show them),
 //! [`file`](mod@file) (the file format), [`redact`] (secrets out before hashing and saving),
 //! [`journal`] (each call appended as it happens, for durable runs).
 
 pub mod cassette;
+pub mod changes;
 pub mod diagnose;
 pub mod file;
 pub mod journal;

@@ -12,7 +12,11 @@ use super::redact::Redactor;
 /// How a cassette treats calls; see the table in the [module docs](super).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Serve recorded outcomes; never write. The default.
+    /// Serve recorded outcomes; never write. The default. Pure tools
+    /// (`side_effects = none`) and test models that say so
+    /// ([`Operation::with_replay_check`](crate::call::Operation::with_replay_check))
+    /// also run, and each outcome that differs from its recording fails the run at
+    /// [`Cassette::finish`](super::Cassette::finish) (see the [module docs](super)).
     #[default]
     Replay,
     /// Record when the file is missing; otherwise as `Replay`.
@@ -28,17 +32,23 @@ pub enum Mode {
     /// a person to accept or reject (`cargo tackle review`). The cassette itself is
     /// not touched; a recording identical to it writes nothing.
     Review,
+    /// As `replay`, and `read` tools run too: each output that differs from its
+    /// recording fails the run at [`Cassette::finish`](super::Cassette::finish). For
+    /// checking that the services a cassette recorded still answer the same; it
+    /// needs them, so it is never the default.
+    Check,
 }
 
 impl Mode {
     /// Every mode, by name.
-    pub const ALL: [(&'static str, Mode); 6] = [
+    pub const ALL: [(&'static str, Mode); 7] = [
         ("replay", Mode::Replay),
         ("once", Mode::Once),
         ("new", Mode::New),
         ("rewrite", Mode::Rewrite),
         ("live", Mode::Live),
         ("review", Mode::Review),
+        ("check", Mode::Check),
     ];
 
     /// Whether this mode may write a cassette.
@@ -99,6 +109,7 @@ pub struct CassetteConfig {
     pub(super) live_reads: bool,
     pub(super) redactor: Redactor,
     pub(super) use_env: bool,
+    pub(super) recorded_results: bool,
 }
 
 impl Default for CassetteConfig {
@@ -117,6 +128,7 @@ impl CassetteConfig {
             live_reads: false,
             redactor: Redactor::new(),
             use_env: true,
+            recorded_results: false,
         }
     }
 
@@ -144,6 +156,16 @@ impl CassetteConfig {
         self
     }
 
+    /// The `recorded-result` policy exactly as the specification has it: under replay
+    /// a recorded output is served and the tool does not run, pure tools included
+    /// (default `false`: pure tools and test models run and are compared with their
+    /// recordings, see the [module docs](super)). For a cassette whose pure tools are
+    /// costly to run, or whose recordings were edited by hand.
+    pub fn with_recorded_results(mut self, served: bool) -> CassetteConfig {
+        self.recorded_results = served;
+        self
+    }
+
     /// Redacts this secret value wherever it occurs.
     pub fn with_secret(mut self, value: impl Into<String>) -> CassetteConfig {
         self.redactor = self.redactor.with_secret(value);
@@ -168,7 +190,8 @@ mod tests {
         assert_eq!("Rewrite".parse::<Mode>().unwrap(), Mode::Rewrite);
         let err = "record".parse::<Mode>().unwrap_err().to_string();
         assert!(
-            err.contains("`record`") && err.contains("replay, once, new, rewrite, live, review"),
+            err.contains("`record`")
+                && err.contains("replay, once, new, rewrite, live, review, check"),
             "{err}"
         );
 

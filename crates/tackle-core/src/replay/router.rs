@@ -64,6 +64,9 @@ impl Routed<'_> {
     }
 }
 
+/// How many differences of one checked call a report lists.
+const SHOWN_CHANGES: usize = 12;
+
 /// The capacity the router's buffer for canonical inputs keeps between calls.
 const SCRATCH_KEPT: usize = 4096;
 
@@ -75,6 +78,9 @@ pub(crate) struct Pending {
     policy: ReplayPolicy,
     input: Value,
     tombstone: bool,
+    /// The recording this call is checked against, for a call that runs in a replay
+    /// to compare its outcome with it (see [`Cassette::check`]).
+    check: Option<usize>,
 }
 
 impl Pending {
@@ -82,6 +88,12 @@ impl Pending {
     /// not kept).
     pub(crate) fn is_tombstone(&self) -> bool {
         self.tombstone
+    }
+
+    /// Whether the call runs only to be compared with its recording (which is what
+    /// its caller gets): nothing is recorded for it.
+    pub(crate) fn is_check(&self) -> bool {
+        self.check.is_some()
     }
 }
 
@@ -93,6 +105,8 @@ impl Cassette {
     /// it keeps, moved into `canonical` when the call goes on to run (approval and the
     /// journal use it then); a served call needs it no more. A served recording is
     /// handed to `serve`, which copies it into the call while the cassette is held.
+    /// A recorded call that is `checked` (see [`Cassette::checks`]) is not served: it
+    /// runs, with a pending record that compares its outcome with the recording.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn route(
         &self,
@@ -102,6 +116,7 @@ impl Cassette {
         routed: Routed<'_>,
         canonical: &mut Option<String>,
         schema: Option<&str>,
+        checked: bool,
         serve: impl FnOnce(Serve<'_>),
     ) -> Result<Route, ToolError> {
         let input = routed.get();
@@ -139,6 +154,19 @@ impl Cassette {
                 policy,
                 input: routed.into_owned(),
                 tombstone,
+                check: None,
+            }))
+        };
+        // A recording found for a checked call: run it, to compare.
+        let check = |routed: Routed<'_>, recording| {
+            Route::Run(Some(Pending {
+                call,
+                key: key.to_owned(),
+                kind,
+                policy,
+                input: routed.into_owned(),
+                tombstone: false,
+                check: Some(recording),
             }))
         };
         match (policy, effective) {
@@ -174,6 +202,9 @@ impl Cassette {
                     state.next_operation += 1;
                 }
                 mark_used(&mut state.used, &mut state.next_unused, next);
+                if checked {
+                    return Ok(check(routed, next));
+                }
                 let interaction = &state.recorded[next];
                 serve(Serve {
                     outcome: &interaction.outcome,
@@ -206,6 +237,12 @@ impl Cassette {
             next_operation: &mut state.next_operation,
         };
         if let Some(i) = lookup(queue, recorded_state, kind, key, input, call)? {
+            if checked {
+                if made_here {
+                    *canonical = Some(std::mem::take(&mut state.scratch));
+                }
+                return Ok(check(routed, i));
+            }
             let interaction = &state.recorded[i];
             serve(Serve {
                 outcome: &interaction.outcome,
@@ -306,6 +343,58 @@ impl Cassette {
                 .or_default()
                 .push_back(note);
         }
+    }
+
+    /// Compares the outcome of a checked call (`result`, as it would be recorded)
+    /// with its recording, notes an [`CassetteWarning::OutcomeChanged`] when they
+    /// differ, and hands the recording to `serve`: the caller gets the recorded
+    /// outcome either way, so the replay goes on as recorded and reports every
+    /// change at its end.
+    pub(crate) fn check(
+        &self,
+        pending: Pending,
+        result: Result<Value, ToolError>,
+        serve: impl FnOnce(Serve<'_>),
+    ) {
+        let Some(index) = pending.check else {
+            return;
+        };
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let Some(interaction) = state.recorded.get(index) else {
+            return;
+        };
+        let now = match result {
+            Ok(value) => Outcome::Ok(value),
+            Err(error) => Outcome::Error(error),
+        };
+        if now != interaction.outcome {
+            let view = |outcome: &Outcome| serde_json::to_value(outcome).unwrap_or(Value::Null);
+            let mut changes: Vec<String> =
+                super::changes::json_diff("", &view(&interaction.outcome), &view(&now))
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+            if changes.is_empty() {
+                // Equal as JSON, unequal as values (a number's spelling): no change.
+            } else {
+                if changes.len() > SHOWN_CHANGES {
+                    let more = changes.len() - SHOWN_CHANGES;
+                    changes.truncate(SHOWN_CHANGES);
+                    changes.push(format!("... and {more} more"));
+                }
+                state.warnings.push(CassetteWarning::OutcomeChanged {
+                    key: pending.key,
+                    call: pending.call,
+                    changes,
+                });
+            }
+        }
+        serve(Serve {
+            outcome: &interaction.outcome,
+            shaped: interaction.shaped,
+            call: pending.call,
+        });
     }
 
     /// Records a finished call; with a journal, it holds the outcome first (an error

@@ -30,15 +30,27 @@ pub enum CassetteWarning {
         /// Its input, redacted, as canonical JSON.
         input: String,
     },
+    /// A call checked against its recording (a pure tool, a test model, or a `read`
+    /// tool in mode `check`) gave another outcome; the recorded one was served.
+    /// [`Cassette::finish`](super::Cassette::finish) fails with these under replay.
+    OutcomeChanged {
+        /// The tool's key.
+        key: String,
+        /// The call's number in this run.
+        call: u64,
+        /// The differences from the recording to this run's outcome, as the review
+        /// shows them (`~ /ok/min: 25 -> 30`).
+        changes: Vec<String>,
+    },
 }
 
 impl CassetteWarning {
     /// The key of the tool the warning is about.
     pub fn key(&self) -> &str {
         match self {
-            CassetteWarning::SchemaChanged { key, .. } | CassetteWarning::RanLive { key, .. } => {
-                key
-            }
+            CassetteWarning::SchemaChanged { key, .. }
+            | CassetteWarning::RanLive { key, .. }
+            | CassetteWarning::OutcomeChanged { key, .. } => key,
         }
     }
 }
@@ -55,6 +67,13 @@ impl fmt::Display for CassetteWarning {
                 "call #{call} of `{key}` with {} was not recorded and ran live",
                 abbreviated(input.clone())
             ),
+            CassetteWarning::OutcomeChanged { key, call, changes } => {
+                write!(f, "call #{call} `{key}`:")?;
+                for change in changes {
+                    write!(f, "\n    {change}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Differences between JSON documents, as JSON pointers.
+//! Differences between JSON documents, as JSON pointers (RFC 6901): what a replay
+//! reports when a tool's output no longer matches its recording, and what
+//! `cargo tackle review` shows between a cassette and its re-recording.
 
 use serde_json::Value;
 
@@ -109,6 +111,34 @@ pub fn json_diff(base: &str, before: &Value, after: &Value) -> Vec<Change> {
     changes
 }
 
+impl std::fmt::Display for Change {
+    /// One line, as the review shows it: `~ /a: 1 -> 2`, `+ /b: true`, `- /c: null`
+    /// (long values cut).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Added { pointer, value } => write!(f, "+ {pointer}: {}", brief(value)),
+            Change::Removed { pointer, value } => write!(f, "- {pointer}: {}", brief(value)),
+            Change::Changed {
+                pointer,
+                before,
+                after,
+            } => write!(f, "~ {pointer}: {} -> {}", brief(before), brief(after)),
+        }
+    }
+}
+
+/// How much of a value a change's line shows.
+const SHOWN: usize = 120;
+
+/// `value` as compact JSON, cut after [`SHOWN`] characters.
+fn brief(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 /// A key as a JSON-pointer token: `~` as `~0`, `/` as `~1`.
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
@@ -135,6 +165,13 @@ mod tests {
             }
         );
         assert!(json_diff("", &a, &a).is_empty());
+    }
+
+    #[test]
+    fn a_change_reads_as_one_line() {
+        let changes = json_diff("", &json!({"min": 25, "a": 1}), &json!({"min": 30, "b": 2}));
+        let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["~ /min: 25 -> 30", "- /a: 1", "+ /b: 2"]);
     }
 
     #[test]

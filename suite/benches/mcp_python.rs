@@ -179,7 +179,9 @@ impl Drop for PythonClient {
 fn python() -> Option<PathBuf> {
     let python = std::env::var_os("TACKLE_MCP_PYTHON")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python")));
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python"))
+        });
     let has_sdk = Command::new(&python)
         .args(["-c", "import mcp"])
         .stderr(Stdio::null())

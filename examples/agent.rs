@@ -133,7 +133,7 @@ fn convert_length(
     (value * metres(from) / metres(to) * 10.0).round() / 10.0
 }
 
-const TOOLS: &[&str] = &["atlas.lookup", "geo.distance_km", "units.convert_length"];
+const TOOLS: &[&str] = &[lookup::KEY, distance_km::KEY, convert_length::KEY];
 pub(crate) const DEFAULT_TASK: &str = "How far is Oslo from Lisbon as the crow flies, in miles?";
 
 pub(crate) fn committed_cassette() -> PathBuf {

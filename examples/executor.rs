@@ -92,29 +92,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = ToolContext::new().with_secret("BANK_TOKEN", "tok-7f3a9c");
 
     let batch = vec![
-        ToolCall::new("call_1", "weather.forecast", json!({"city": "Oslo"})),
-        ToolCall::new("call_2", "weather.forecast", json!({"city": "Rome"})),
-        ToolCall::new("call_3", "weather.forecast", json!({"city": "Lima"})),
+        ToolCall::new("call_1", forecast::KEY, json!({"city": "Oslo"})),
+        ToolCall::new("call_2", forecast::KEY, json!({"city": "Rome"})),
+        ToolCall::new("call_3", forecast::KEY, json!({"city": "Lima"})),
         ToolCall::new(
             "call_4",
-            "bank.pay",
+            pay::KEY,
             json!({"payment_id": "inv-17", "to": "ACME", "amount": 250}),
         ),
         ToolCall::new(
             "call_5",
-            "bank.pay",
+            pay::KEY,
             json!({"payment_id": "inv-17", "to": "ACME", "amount": 250}),
         ),
         ToolCall::new(
             "call_6",
-            "bank.pay",
+            pay::KEY,
             json!({"payment_id": "inv-18", "to": "Bob", "amount": 5000}),
         ),
-        ToolCall::new("call_7", "report.render", json!({"sections": 3})),
-        ToolCall::new("call_8", "ops.log", json!({})),
+        ToolCall::new("call_7", render::KEY, json!({"sections": 3})),
+        ToolCall::new("call_8", log::KEY, json!({})),
         ToolCall::new(
             "call_9",
-            "web.fetch",
+            fetch::KEY,
             json!({"url": "https://example.org/hours"}),
         ),
         ToolCall::new("call_10", "weather.forcast", json!({"city": "Oslo"})),
@@ -160,11 +160,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!("events of the report (in order):");
-    for event in events
-        .drain()
-        .into_iter()
-        .filter(|e| e.key == "report.render@1")
-    {
+    for event in events.drain().into_iter().filter(|e| e.key == render::KEY) {
         let what = match event.kind {
             ToolEventKind::Started => "started".to_owned(),
             ToolEventKind::Progress { done, total } => {

@@ -117,7 +117,9 @@ pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     let ctx = ToolContext::new()
         .with_grant("notes:write")
         .with_resource(Notes::default());
-    Ok(McpServer::new(runtime, tackle::mcp::identity!(), ctx)?)
+    // The name and version clients see (`identity!()` would give the package's).
+    let identity = tackle::mcp::Identity::new("tackle-example", env!("CARGO_PKG_VERSION"));
+    Ok(McpServer::new(runtime, identity, ctx)?)
 }
 
 /// Serves over stdio, or over HTTP with `--http [addr]`.

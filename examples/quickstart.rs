@@ -106,8 +106,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_resource(Notebook::default());
     show(
         &rt,
-        "a pure call by full key",
-        "math.add@1",
+        "a pure call by its key, add::KEY",
+        add::KEY,
         json!({"a": 2, "b": 3}),
         &reader,
     )
@@ -123,7 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show(
         &rt,
         "denied: the caller lacks notes:write",
-        "notes.append_note@1",
+        append_note::KEY,
         json!({"note": "hi"}),
         &reader,
     )
@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show(
         &rt,
         "invalid: every problem, with its JSON pointer",
-        "math.add@1",
+        add::KEY,
         json!({"a": "two", "c": 1}),
         &reader,
     )
@@ -144,7 +144,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show(
         &rt,
         "allowed: the writer holds notes:*",
-        "notes.append_note@1",
+        append_note::KEY,
         json!({"note": "buy milk"}),
         &writer,
     )

@@ -87,7 +87,7 @@ pub struct RagAnswer {
 pub fn rag_skill() -> Result<Skill, SkillError> {
     Skill::builder::<RagAnswer>("rag", "0.1.0", SkillKind::Agent)
         .with_description("Answers a question from the document set, citing its passages.")
-        .with_tools(&["docs.retrieve@1"])
+        .with_tools(&[retrieve::KEY])
         .with_system_prompt("Retrieve passages first, then answer from them alone.")
         .with_requires(&["db.vectors:read", "db.docs:read", "llm:function"])
         .with_example(

@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for amount in [100.0, 250.0] {
         let out = run
             .call(
-                "fx.convert",
+                convert::KEY,
                 json!({"amount": amount, "from": "EUR", "to": "USD"}),
                 &ctx,
             )
@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for amount in [100.0, 250.0] {
         let out = run
             .call(
-                "fx.convert",
+                convert::KEY,
                 json!({"from": "EUR", "amount": amount, "to": "USD"}),
                 &ctx,
             )
@@ -80,7 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n3. A call the recording does not have is reported, never run:");
     if let Err(error) = run
         .call(
-            "fx.convert",
+            convert::KEY,
             json!({"amount": 120.0, "from": "EUR", "to": "USD"}),
             &ctx,
         )

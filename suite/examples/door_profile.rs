@@ -2,7 +2,7 @@
 //! one kind of call, with nothing else in the process to measure.
 //!
 //! ```text
-//! cargo build --release --example door_profile
+//! cargo build --release -p tackle-suite --example door_profile
 //! perf stat -e instructions:u target/release/examples/door_profile door 1000000
 //! perf stat -e instructions:u target/release/examples/door_profile baseline 1000000
 //! perf stat -e instructions:u target/release/examples/door_profile clone 1000000

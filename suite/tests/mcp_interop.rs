@@ -357,7 +357,7 @@ fn stdio_server_survives_malformed_input() {
             answers.insert(id, message);
         }
     }
-    assert_eq!(answers[&1]["result"]["serverInfo"]["name"], "tackle");
+    assert_eq!(answers[&1]["result"]["serverInfo"]["name"], "tackle-example");
     assert_eq!(
         answers[&2]["result"]["isError"], true,
         "missing arguments: {}",
@@ -445,7 +445,7 @@ fn python_client_lists_and_calls_our_server() {
         &std::env::current_exe().expect("own path"),
     );
 
-    assert_eq!(seen["server"]["name"], "tackle");
+    assert_eq!(seen["server"]["name"], "tackle-example");
     assert!(seen["capabilities"]["tools"].is_object());
     let names: Vec<&str> = seen["tools"]
         .as_array()

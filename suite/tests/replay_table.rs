@@ -75,14 +75,43 @@ impl Drop for Fixture {
     }
 }
 
+/// A cassette with the specification's `recorded-result` semantics, which this table
+/// checks: a hit is served and the tool does not run (by default a replay also runs a
+/// pure tool to compare it with its recording: see
+/// `a_pure_hit_is_served_and_compared_by_default`).
 fn open(path: &Path, mode: Mode) -> Cassette {
     Cassette::open(
         path,
         CassetteConfig::new()
             .with_mode(mode)
-            .with_env_overrides(false),
+            .with_env_overrides(false)
+            .with_recorded_results(true),
     )
     .unwrap()
+}
+
+#[tokio::test]
+async fn a_pure_hit_is_served_and_compared_by_default() {
+    let f = Fixture::new("rr-checked");
+    let path = f.recorded().await;
+    let checked = Cassette::open(
+        &path,
+        CassetteConfig::new()
+            .with_mode(Mode::Replay)
+            .with_env_overrides(false),
+    )
+    .unwrap();
+    let (run, ctx) = run_with(checked);
+    for key in ["stub.charge", "pure.square"] {
+        run.call(key, json!({"n": 1}), &ctx).await.unwrap();
+    }
+    assert_eq!(runs(&ctx), (0, 0, 1), "the pure tool ran, to be compared");
+    let err = run
+        .call("loud.launch", json!({"n": 1}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolErrorKind::ReplayGap);
+    run.cassette().unwrap().finish().unwrap();
 }
 
 /// A run of the inventory's tools through `cassette`, and a context counting what runs.

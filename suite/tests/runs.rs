@@ -453,9 +453,13 @@ async fn a_session_continues_the_conversation_and_replays_from_one_cassette() {
     let history = session.into_history();
     assert_eq!(history.len(), 4);
 
-    // Replayed whole from the one cassette, with a model that is never asked.
-    let silent = Arc::new(ScriptedModel::new([]));
-    let agent = ReactSkill::new(silent, runtime.registry(), &[]).unwrap();
+    // Replayed whole from the one cassette, with the same script: the replay serves
+    // the recorded replies and checks the script's turns against them.
+    let script = Arc::new(ScriptedModel::new([
+        ChatResponse::text("Hello, Ada."),
+        ChatResponse::text("You are Ada."),
+    ]));
+    let agent = ReactSkill::new(script.clone(), runtime.registry(), &[]).unwrap();
     let mut session = Session::new(
         &agent,
         Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay)),
@@ -465,6 +469,9 @@ async fn a_session_continues_the_conversation_and_replays_from_one_cassette() {
     assert_eq!(again, second);
     assert_eq!(again.stop_reason, Some(StopReason::Done));
     session.run().finish().unwrap();
+    script
+        .finish()
+        .expect("the replay used every scripted turn");
 }
 
 #[tokio::test]

@@ -438,6 +438,15 @@ async fn streamed_deltas_do_not_carry_the_callers_secrets() {
     );
 }
 
+/// Counts to `n`, reporting each step.
+#[tool(namespace = "count", side_effects = none)]
+fn up_to(ctx: &ToolContext, n: u64) -> u64 {
+    for done in 1..=n {
+        ctx.report_progress(done, Some(n));
+    }
+    n
+}
+
 /// A program that reads a run's events until `None`, in a task of its own, is not
 /// left waiting when the run ends: dropping the run drops its sink, which ends the
 /// stream (no `close()` anywhere).
@@ -455,14 +464,10 @@ async fn the_receiver_ends_when_the_run_that_fed_it_ends() {
         let runtime = Arc::new(Runtime::from_inventory().unwrap());
         let run = Run::new(&runtime).with_events(sink);
         let out = run
-            .call(
-                "forecast.tomorrow",
-                json!({"city": "Bergen"}),
-                &ToolContext::new(),
-            )
+            .call("count.up_to", json!({"n": 2}), &ToolContext::new())
             .await
             .unwrap();
-        assert_eq!(out, "rain");
+        assert_eq!(out, 2);
     }
     let seen = tokio::time::timeout(Duration::from_secs(10), reader)
         .await
@@ -470,6 +475,17 @@ async fn the_receiver_ends_when_the_run_that_fed_it_ends() {
         .unwrap();
     assert_eq!(
         seen,
-        [ToolEventKind::Started, ToolEventKind::Finished { ok: true }]
+        [
+            ToolEventKind::Started,
+            ToolEventKind::Progress {
+                done: 1,
+                total: Some(2)
+            },
+            ToolEventKind::Progress {
+                done: 2,
+                total: Some(2)
+            },
+            ToolEventKind::Finished { ok: true },
+        ]
     );
 }

@@ -446,8 +446,9 @@ pub trait ChatModel: Send + Sync {
         false
     }
     /// Whether the model's answers are a script of the program's own, computed in the
-    /// process from the request (the test models: [`ScriptedModel`],
-    /// [`FunctionModel`], [`TestModel`]). A replay then asks the model as well and
+    /// process from the request (the test models [`ScriptedModel`] and [`TestModel`];
+    /// not a [`FunctionModel`], whose closure may do anything, and is often a stand-in
+    /// that must never be called). A replay then asks the model as well and
     /// compares its answer with the recorded one: a script edited since the
     /// cassette was recorded fails the replay at its `finish()`, naming each changed
     /// turn, and the script's turns are used as in a live run. Default `false`: a
@@ -1287,10 +1288,6 @@ where
 
     fn model(&self) -> &str {
         &self.name
-    }
-
-    fn is_scripted(&self) -> bool {
-        true
     }
 
     fn complete<'a>(&'a self, request: &'a ChatRequest) -> ModelFuture<'a> {

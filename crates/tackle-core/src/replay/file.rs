@@ -202,7 +202,7 @@ pub enum CassetteError {
     },
     /// `TACKLE_CASSETTE` holds an unknown mode.
     #[error(
-        "unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live, review"
+        "unknown cassette mode `{value}`: use one of replay, once, new, rewrite, live, review, check"
     )]
     UnknownMode {
         /// The value given.

@@ -18,6 +18,15 @@
 //! `TACKLE_CASSETTE_USAGE=1` writes which recorded calls it used
 //! ([`file::Usage`]), for pruning the rest.
 //!
+//! A replay also runs what it can run without touching the world, to notice when
+//! the code under test changed: pure tools (`side_effects = none`, `recorded-result`),
+//! operations that ask for it ([`Operation::with_replay_check`](crate::call::Operation::with_replay_check):
+//! scripted test models) and, in mode `check`, `read` tools. Each such call's caller
+//! gets the recording; an outcome that differs is a
+//! [`CassetteWarning::OutcomeChanged`], and [`Cassette::finish`] fails listing them
+//! with their JSON-pointer [`changes`]. [`CassetteConfig::with_recorded_results`]
+//! turns this off (the specification's `recorded-result`: served, never run).
+//!
 //! Identical calls form a FIFO consumed in recorded order; a call never replays
 //! something recorded in the same run. Tool calls match by key in any order (parallel
 //! calls finish in any order); operations must come in their recorded order, and one

@@ -1,0 +1,123 @@
+//! `cargo install tackle-cli`, as a user will run it once the crates are published:
+//! the workspace's crates are packaged (`cargo package`, the files the registry would
+//! get), unpacked, and the CLI is installed from its unpacked package, offline, with
+//! the packaged crates it depends on standing in for the registry's. The installed
+//! `cargo-tackle` must then answer `--help`. A file missing from a package, a path
+//! dependency without a version, or a build that works only inside the workspace
+//! fails here.
+//!
+//! It builds the CLI once more (in the workspace's target folder, sharing what it
+//! can): a few minutes on two cores.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The crates the CLI needs, as packaged (the facade is packaged too, and built, so
+/// the crate users depend on first is checked the same way).
+const PACKAGES: &[&str] = &[
+    "tackle-contract",
+    "tackle-macros",
+    "tackle-core",
+    "tackle-agent",
+    "tackle-mcp",
+    "tackle-sqlite",
+    "tackle-rs",
+    "tackle-cli",
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `command`, failing the test with its output when it fails.
+fn run(command: &mut Command, what: &str) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed:\n{text}");
+    text
+}
+
+#[test]
+fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
+    let ws = workspace();
+    let target = ws.join("target");
+    let version = env!("CARGO_PKG_VERSION");
+    let mut package = Command::new(env!("CARGO"));
+    package
+        .current_dir(&ws)
+        .args(["package", "--no-verify", "--allow-dirty", "--offline"])
+        .arg("--target-dir")
+        .arg(&target);
+    for name in PACKAGES {
+        package.args(["-p", name]);
+    }
+    run(&mut package, "cargo package");
+
+    // Unpacked as the registry would unpack them.
+    let unpacked = target.join("install-check");
+    let _ = std::fs::remove_dir_all(&unpacked);
+    std::fs::create_dir_all(&unpacked).unwrap();
+    for name in PACKAGES {
+        let file = target
+            .join("package")
+            .join(format!("{name}-{version}.crate"));
+        run(
+            Command::new("tar")
+                .arg("-xzf")
+                .arg(&file)
+                .arg("-C")
+                .arg(&unpacked),
+            &format!("unpacking {}", file.display()),
+        );
+    }
+    let path_of = |name: &str| unpacked.join(format!("{name}-{version}"));
+    // The packaged crates stand in for the registry's (not published yet).
+    let patches: Vec<String> = PACKAGES
+        .iter()
+        .map(|name| {
+            format!(
+                "patch.crates-io.{name}.path={:?}",
+                path_of(name).display().to_string()
+            )
+        })
+        .collect();
+    let with_patches = |command: &mut Command| {
+        for patch in &patches {
+            command.arg("--config").arg(patch);
+        }
+    };
+
+    // The facade builds from its package, as a user's `tackle-rs = "0.1"` does.
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .current_dir(path_of("tackle-rs"))
+        .args(["build", "--offline", "--lib", "--features", "mcp,sqlite"])
+        .arg("--target-dir")
+        .arg(&target);
+    with_patches(&mut build);
+    run(&mut build, "cargo build of the packaged facade");
+
+    let root = unpacked.join("root");
+    let mut install = Command::new(env!("CARGO"));
+    install
+        .current_dir(&unpacked)
+        .args(["install", "--offline", "--debug", "--path"])
+        .arg(path_of("tackle-cli"))
+        .arg("--root")
+        .arg(&root)
+        .arg("--target-dir")
+        .arg(&target);
+    with_patches(&mut install);
+    run(&mut install, "cargo install of the packaged CLI");
+
+    let help = run(
+        Command::new(root.join("bin").join("cargo-tackle")).args(["tackle", "--help"]),
+        "cargo-tackle --help",
+    );
+    assert!(help.contains("cassette"), "{help}");
+    assert!(help.contains("runs"), "{help}");
+}

@@ -1,6 +1,9 @@
 //! Replay costs, each against an in-run baseline:
 //!
-//! * replaying a pure tool's call vs. the same call through the live door;
+//! * replaying a pure tool's call vs. the same call through the live door, served
+//!   (`with_recorded_results`: the recording stands in, the tool does not run) and
+//!   checked (the default for a pure tool: it runs too, and its output is compared
+//!   with the recording);
 //! * recording a call vs. the live door;
 //! * opening (reading and indexing) a cassette of 100,000 interactions, vs. only
 //!   parsing the same file with serde_json.
@@ -34,12 +37,21 @@ use tackle::replay::file::{
 use tackle::replay::Mode;
 use tackle::{replay::CassetteConfig, spec::ReplayPolicy, Cassette, Run, Runtime, ToolContext};
 
+/// A cassette whose replays serve recordings (`with_recorded_results`): the replay
+/// path itself.
 fn open(path: &Path, mode: Mode) -> Cassette {
+    open_with(path, mode, true)
+}
+
+/// A cassette; `served` says whether a replay serves pure tools' recordings or runs
+/// them too and compares (the default).
+fn open_with(path: &Path, mode: Mode, served: bool) -> Cassette {
     Cassette::open(
         path,
         CassetteConfig::new()
             .with_mode(mode)
-            .with_env_overrides(false),
+            .with_env_overrides(false)
+            .with_recorded_results(served),
     )
     .expect("cassette opens")
 }
@@ -116,9 +128,10 @@ fn replay(c: &mut Criterion) {
         group.bench_function(format!("live_door_baseline/{size}"), |b| {
             b.iter_custom(|iters| timed(iters, size, &mut |_| {}, &mut live_run))
         });
-        for (name, mode) in [
-            ("replayed_call", Mode::Replay),
-            ("recorded_call", Mode::Rewrite),
+        for (name, mode, served) in [
+            ("replayed_call", Mode::Replay, true),
+            ("checked_call", Mode::Replay, false),
+            ("recorded_call", Mode::Rewrite, true),
         ] {
             group.bench_function(format!("{name}/{size}"), |b| {
                 b.iter_custom(|iters| {
@@ -126,7 +139,8 @@ fn replay(c: &mut Criterion) {
                         iters,
                         size,
                         &mut |run| {
-                            *run = Run::new(&runtime).with_cassette(open(&chunk, mode));
+                            *run =
+                                Run::new(&runtime).with_cassette(open_with(&chunk, mode, served));
                         },
                         &mut run,
                     )

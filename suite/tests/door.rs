@@ -164,7 +164,9 @@ async fn denied_before_validation_and_execution() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "`bank.transfer@1` requires `bank:audit` which the caller was not granted"
+        "`bank.transfer@1` requires `bank:audit` which the caller was not granted: grant it \
+         with ToolContext::with_grant(\"bank:audit\"), or ToolContext::with_grant(\"bank:*\") \
+         for every `bank:` permission"
     );
 
     let ok = ToolContext::new().with_grant("bank:*");

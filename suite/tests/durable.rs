@@ -189,6 +189,23 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
     // The journal exports as a cassette that replays the run offline.
     let exported = dir.join("r-1.json");
     run.export(&exported).unwrap();
+    // Every tool it calls has its schema fingerprint, those of the first attempt too
+    // (noted in the run's record): what `cargo tackle cassette verify` requires.
+    let file = tackle::replay::load(&exported).unwrap();
+    let called: std::collections::BTreeSet<&str> = file
+        .interactions
+        .iter()
+        .filter(|i| i.kind == tackle::replay::InteractionKind::Tool)
+        .map(|i| i.key.as_str())
+        .collect();
+    assert_eq!(
+        file.tools
+            .keys()
+            .map(String::as_str)
+            .collect::<std::collections::BTreeSet<_>>(),
+        called
+    );
+    assert_eq!(store.load("r-1").unwrap().unwrap().tools, file.tools);
     let replay = Cassette::open(
         &exported,
         CassetteConfig::new()

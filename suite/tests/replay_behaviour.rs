@@ -232,6 +232,17 @@ async fn a_miss_names_the_call_and_the_nearest_recording_with_a_diff() {
     );
     assert!(message.contains("/amount: 10 -> 12"), "{message}");
     assert_eq!(runs(&ctx), 0);
+    // It names the cassette and how to re-record it, in its text and in the `Debug`
+    // form a test's `unwrap()` prints.
+    let rerecord = format!(
+        "(cassette {}; if the change is intended, re-record it with `TACKLE_CASSETTE=review cargo test ...` and accept it with `cargo tackle review`)",
+        path.display()
+    );
+    assert!(err.to_string().ends_with(&rerecord), "{err}");
+    assert!(
+        format!("{err:?}").contains("TACKLE_CASSETTE=review"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -406,6 +417,15 @@ async fn model_calls_record_and_replay_in_order() {
         .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::Divergence, "{err}");
     assert!(err.to_string().contains("call #0 comes first"), "{err}");
+    // It names the cassette and the command that re-records it.
+    assert!(
+        err.to_string()
+            .contains(&format!("(cassette {}; ", path.display()))
+            && err
+                .to_string()
+                .contains("TACKLE_CASSETTE=review cargo test"),
+        "{err}"
+    );
     // A changed prompt is a divergence with a diff against what was expected.
     let err = run
         .perform(&model, || json!({"messages": [7]}), &ctx, never)

@@ -13,7 +13,7 @@
 //! are not UTF-8; each command runs under a deadline ([`Running`]), so one that
 //! would hang fails its check instead.
 
-#[path = "../../../tests/support/harness.rs"]
+#[path = "../../../suite/tests/support/harness.rs"]
 #[allow(dead_code)]
 mod harness;
 
@@ -847,8 +847,47 @@ fn runs_commands() {
         "{:?}",
         file.interactions
     );
+    // The export is a cassette like a recorded one: it holds the schema fingerprint
+    // of every tool it calls, so `verify` accepts it...
+    assert_eq!(
+        file.tools.get("demo.wire@1").map(String::as_str),
+        Some(
+            runtime
+                .registry()
+                .get("demo.wire@1")
+                .expect("the tool")
+                .schema_fingerprint()
+        ),
+        "{:?}",
+        file.tools
+    );
+    let out = cargo_tackle(&["cassette", "verify", exported.to_str().unwrap()], "");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let out = cargo_tackle(&["cassette", "show", exported.to_str().unwrap()], "");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("1 tool fingerprint(s)"), "{shown}");
+    assert!(shown.contains("demo.wire@1"), "{shown}");
+    // ...and it replays the run offline: the wire is served from it (no approval is
+    // asked, nothing is wired), and every recorded call is used.
+    {
+        use tackle::replay::{CassetteConfig, Mode};
+        let replay = tackle::Cassette::open(
+            &exported,
+            CassetteConfig::new()
+                .with_mode(Mode::Replay)
+                .with_env_overrides(false),
+        )
+        .expect("the export opens as a cassette");
+        let offline = tackle::Run::new(&runtime).with_cassette(replay);
+        let state = tokio
+            .block_on(wire_skill().run(&offline, "Wire 500.", &ctx))
+            .expect("the replay");
+        assert_eq!(state.final_answer.as_deref(), Some("Wired 500."));
+        assert_eq!(state.tool_calls[0].result, Some(json!("wired 500")));
+        let report = offline.finish().expect("every recorded call replayed");
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    }
 
     let copy = dir.join("copy.db");
     let out = cargo_tackle(

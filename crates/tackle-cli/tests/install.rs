@@ -57,8 +57,10 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
     }
     run(&mut package, "cargo package");
 
-    // Unpacked as the registry would unpack them.
-    let unpacked = target.join("install-check");
+    // Unpacked as the registry would unpack them: outside the workspace, as a user's
+    // cargo finds them.
+    let unpacked =
+        std::env::temp_dir().join(format!("tackle-install-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&unpacked);
     std::fs::create_dir_all(&unpacked).unwrap();
     for name in PACKAGES {
@@ -120,4 +122,5 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
     );
     assert!(help.contains("cassette"), "{help}");
     assert!(help.contains("runs"), "{help}");
+    let _ = std::fs::remove_dir_all(&unpacked);
 }

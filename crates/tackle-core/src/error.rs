@@ -172,10 +172,13 @@ pub enum ToolError {
         /// Every problem, each with its JSON pointer.
         errors: Vec<ValidationIssue>,
     },
-    /// The caller lacks permissions the tool requires.
+    /// The caller lacks permissions the tool requires. The message names them and the
+    /// grant that lets the call through (`ToolContext::with_grant("<permission>")`,
+    /// and the `<prefix>:*` glob when the permissions share a prefix).
     #[error(
-        "`{key}` requires {} which the caller was not granted",
-        Quoted(missing)
+        "`{key}` requires {} which the caller was not granted: {}",
+        Quoted(missing),
+        GrantHint(missing)
     )]
     CapabilityDenied {
         /// The tool's key.
@@ -603,6 +606,40 @@ impl fmt::Display for Quoted<'_> {
                 f.write_str(", ")?;
             }
             write!(f, "`{s}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// How to grant missing permissions: the exact grants, and the one glob that covers
+/// them all when they share a `prefix:` (say `llm:*` for `llm:scripted`).
+struct GrantHint<'a>(&'a [String]);
+
+impl<'a> fmt::Display for GrantHint<'a> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("grant what it requires with ToolContext::with_grant");
+        }
+        let pronoun = if self.0.len() == 1 { "it" } else { "them" };
+        write!(f, "grant {pronoun} with ToolContext")?;
+        for (i, permission) in self.0.iter().enumerate() {
+            let sep = if i == 0 { "::" } else { "." };
+            write!(f, "{sep}with_grant({permission:?})")?;
+        }
+        let prefix = |p: &'a String| p.split_once(':').map(|(prefix, _)| prefix);
+        let shared = self.0.first().and_then(prefix).filter(|first| {
+            !first.is_empty()
+                && !first.contains('*')
+                && self.0.iter().all(|p| prefix(p) == Some(*first))
+        });
+        if let Some(prefix) = shared {
+            let glob = format!("{prefix}:*");
+            if !self.0.contains(&glob) {
+                write!(
+                    f,
+                    ", or ToolContext::with_grant({glob:?}) for every `{prefix}:` permission"
+                )?;
+            }
         }
         Ok(())
     }

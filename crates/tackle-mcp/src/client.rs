@@ -253,9 +253,30 @@ impl ChatModel for ClientModel {
     }
 }
 
+/// What a client sends in an approval form's `content` to approve the call.
+const APPROVE: &str = r#"{"approve": true}"#;
+
+/// The refusal of an accepted approval form whose content has no boolean `approve`.
+fn not_an_answer(content: &Value) -> String {
+    const SHOWN: usize = 120;
+    let mut sent = content.to_string();
+    if let Some((cut, _)) = sent.char_indices().nth(SHOWN) {
+        sent.truncate(cut);
+        sent.push_str("...");
+    }
+    format!(
+        "the client accepted the approval form without a boolean `approve` (it sent {sent}), \
+         so the call is refused: the form expects {APPROVE} to approve it \
+         (a client answers {{\"action\": \"accept\", \"content\": {APPROVE}}}), \
+         or {{\"approve\": false}} to refuse it"
+    )
+}
+
 /// An [`Approver`] that asks the human at the connected client (see the
 /// [module docs](self)). A client that cannot be asked, declines or cancels denies the
-/// call.
+/// call. The form asks for one required boolean, `approve`: only an accepted form
+/// with `{"approve": true}` approves; an accepted form without a boolean `approve`
+/// (`{}`) is refused, and the refusal says what the form expects.
 #[derive(Clone, Debug)]
 pub struct ClientApprover {
     client: Client,
@@ -267,7 +288,8 @@ impl Approver for ClientApprover {
             let arguments =
                 serde_json::to_string_pretty(&request.input).unwrap_or_else(|_| "{}".to_owned());
             let message = format!(
-                "Run `{}` with these arguments?\n{arguments}\n(call {}, binding {})",
+                "Run `{}` with these arguments?\n{arguments}\n(call {}, binding {})\n\
+                 Accept with {APPROVE} to run it.",
                 request.key, request.call_id, request.binding
             );
             let schema = json!({
@@ -283,12 +305,13 @@ impl Approver for ClientApprover {
                 "required": ["approve"],
             });
             match self.client.elicit(&message, schema).await {
-                Ok(Elicited::Accept(content))
-                    if content.get("approve").and_then(Value::as_bool) == Some(true) =>
-                {
-                    request.approve()
-                }
-                Ok(Elicited::Accept(_)) => request.deny("the user did not approve it"),
+                Ok(Elicited::Accept(content)) => match content.get("approve") {
+                    Some(Value::Bool(true)) => request.approve(),
+                    Some(Value::Bool(false)) => request.deny("the user did not approve it"),
+                    // Accepted, but not the form's answer: never taken as a yes, and
+                    // said so, so a client that sends `{}` learns what to send.
+                    _ => request.deny(not_an_answer(&content)),
+                },
                 Ok(Elicited::Decline) => request.deny("the user declined"),
                 Ok(Elicited::Cancel) => request.deny("the user cancelled"),
                 Err(error) => ApprovalDecision::Deny(format!("no approval: {error}")),

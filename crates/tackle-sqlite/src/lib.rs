@@ -115,9 +115,18 @@ impl SqliteStore {
                 });
             }
         }
-        connection.execute_batch(SCHEMA).map_err(failed)?;
+        connection.execute_batch(SETTINGS).map_err(failed)?;
+        // The tables and the migration of an older store, in one transaction that
+        // holds the write lock from its start: processes that open one new store at
+        // the same moment take turns (each waiting up to the busy timeout), so none
+        // sees a column half-added by another.
+        let mut connection = connection;
+        let migration = connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        migration.execute_batch(SCHEMA).map_err(failed)?;
         // Stores written before records had versions gain the column.
-        let versioned: bool = connection
+        let versioned: bool = migration
             .query_row(
                 "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'version'",
                 [],
@@ -126,10 +135,11 @@ impl SqliteStore {
             .map_err(failed)?
             > 0;
         if !versioned {
-            connection
+            migration
                 .execute_batch("ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
                 .map_err(failed)?;
         }
+        migration.commit().map_err(failed)?;
         Ok(SqliteStore {
             path,
             connection: Mutex::new(connection),
@@ -181,10 +191,13 @@ impl SqliteStore {
 
 /// Checks what SQLite's own check passes over: that the file starts as a database
 /// does, and that it is as long as its header says (a copy cut short is refused).
-/// The store's settings and tables (`IF NOT EXISTS`: run on every open).
-const SCHEMA: &str = "PRAGMA journal_mode = WAL;
-     PRAGMA synchronous = FULL;
-     CREATE TABLE IF NOT EXISTS runs (
+/// The store's settings (outside a transaction: the journal mode cannot change in
+/// one).
+const SETTINGS: &str = "PRAGMA journal_mode = WAL;
+     PRAGMA synchronous = FULL;";
+
+/// The store's tables (`IF NOT EXISTS`: run on every open).
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
          run_id TEXT PRIMARY KEY,
          record TEXT NOT NULL
      );
@@ -222,7 +235,8 @@ fn create(path: &Path) -> Result<(), StoreError> {
     let made = (|| {
         let connection = Connection::open(&temp).map_err(|e| file_error(&temp, e))?;
         connection
-            .execute_batch(SCHEMA)
+            .execute_batch(SETTINGS)
+            .and_then(|()| connection.execute_batch(SCHEMA))
             .map_err(|e| file_error(&temp, e))?;
         // Closing checkpoints the log into the file.
         drop(connection);

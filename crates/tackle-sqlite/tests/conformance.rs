@@ -92,3 +92,37 @@ fn a_store_being_created_is_never_seen_empty() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Eight openers of one new store at the same moment (threads, each with its own
+/// connection, as processes have): every open succeeds, in every round. The tables
+/// and the migration of an older store are one transaction that holds the write
+/// lock, so none sees another's column half-added ("duplicate column name").
+#[test]
+fn eight_openers_of_one_new_store_at_once_all_succeed() {
+    for round in 0..20 {
+        let dir = std::env::temp_dir().join(format!(
+            "tackle-sqlite-openers-{}-{round}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("runs.db");
+        let start = Arc::new(std::sync::Barrier::new(8));
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                let (path, start) = (path.clone(), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    SqliteStore::open(&path).map(|_| ())
+                })
+            })
+            .collect();
+        let failures: Vec<String> = openers
+            .into_iter()
+            .filter_map(|o| o.join().expect("the opener ran").err())
+            .map(|e| e.to_string())
+            .collect();
+        assert!(failures.is_empty(), "round {round}: {failures:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

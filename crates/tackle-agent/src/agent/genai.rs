@@ -52,7 +52,7 @@ use crate::agent::model::{
     UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, gemini, openai_strict, without_dialect};
-use crate::agent::wire::excerpt;
+use crate::agent::wire::{excerpt, missing_tls};
 use crate::content::text_fallback;
 
 /// The default time limit of one completion.
@@ -129,6 +129,18 @@ impl GenAiProvider {
         }
     }
 
+    /// Whether this build reaches the provider over `https://`: genai's TLS for
+    /// Anthropic and Gemini (`genai-tls`), reqwest's for the Responses API (which
+    /// `openai-tls` turns on too).
+    fn has_tls(self) -> bool {
+        match self {
+            GenAiProvider::Anthropic | GenAiProvider::Gemini => cfg!(feature = "genai-tls"),
+            GenAiProvider::OpenAiResponses => {
+                cfg!(any(feature = "genai-tls", feature = "openai-tls"))
+            }
+        }
+    }
+
     fn adapter(self) -> AdapterKind {
         match self {
             GenAiProvider::Anthropic => AdapterKind::Anthropic,
@@ -180,7 +192,8 @@ impl std::fmt::Debug for GenAiModel {
 impl GenAiModel {
     /// `model` of `provider` at `base_url` (e.g. `http://127.0.0.1:8080/v1/`, or
     /// [`GenAiProvider::default_base_url`]), with `api_key`. Fails when this build
-    /// lacks the provider's cargo feature.
+    /// lacks the provider's cargo feature, or when `base_url` is `https://` and it
+    /// lacks `genai-tls` (the message names the feature).
     pub fn new(
         provider: GenAiProvider,
         base_url: &str,
@@ -200,6 +213,9 @@ impl GenAiModel {
             return Err(ModelError::Transport {
                 message: format!("`{base_url}` is not an http(s) URL"),
             });
+        }
+        if let Some(message) = missing_tls(&base_url, provider.has_tls(), "genai-tls") {
+            return Err(ModelError::Transport { message });
         }
         if !base_url.ends_with('/') {
             base_url.push('/');

@@ -183,7 +183,10 @@ pub struct ChatRequest {
 pub struct ToolCallRequest {
     /// The model's id for the call; the result message refers to it.
     pub id: String,
-    /// The tool's name, as offered.
+    /// The tool to call: the name it was offered under (`bank_balance`), or its
+    /// registry key (`bank.balance@1`), `namespace.name` (`bank.balance`) or bare name
+    /// (when no other offered tool shares it). The ReAct loop accepts any of these; any
+    /// other name is a `NotFound` observation listing the closest names.
     pub name: String,
     /// The arguments.
     pub arguments: Value,

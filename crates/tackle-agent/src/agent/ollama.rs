@@ -31,7 +31,7 @@ use crate::agent::model::{
     UnreadableCall, Usage,
 };
 use crate::agent::providers::without_dialect;
-use crate::agent::wire::post_json;
+use crate::agent::wire::{missing_tls, post_json};
 use crate::content::{text_fallback, ContentPart};
 
 /// The default time limit of one completion (local models can be slow to load).
@@ -47,13 +47,20 @@ pub struct OllamaModel {
 }
 
 impl OllamaModel {
-    /// `model` at the Ollama server `base_url` (e.g. `http://127.0.0.1:11434`).
+    /// `model` at the Ollama server `base_url` (e.g. `http://127.0.0.1:11434`). An
+    /// `https://` URL needs the `genai-tls` feature: without it this is a
+    /// [`ModelError::Transport`] that says so.
     pub fn new(base_url: &str, model: impl Into<String>) -> Result<OllamaModel, ModelError> {
         let base = base_url.trim().trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(ModelError::Transport {
                 message: format!("`{base}` is not an http(s) URL"),
             });
+        }
+        // `genai-tls` and `openai-tls` both turn on reqwest's TLS.
+        let has_tls = cfg!(any(feature = "genai-tls", feature = "openai-tls"));
+        if let Some(message) = missing_tls(base, has_tls, "genai-tls") {
+            return Err(ModelError::Transport { message });
         }
         Ok(OllamaModel {
             http: reqwest::Client::new(),

@@ -45,7 +45,7 @@ use crate::agent::model::{
     ModelError, ModelFuture, Role, ToolCallRequest, UnreadableCall, Usage,
 };
 use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
-use crate::agent::wire::{chain, excerpt, post_json, request_error};
+use crate::agent::wire::{chain, excerpt, missing_tls, post_json, request_error};
 use crate::content::{text_fallback, ContentPart};
 use crate::events::ModelDelta;
 
@@ -90,12 +90,22 @@ pub enum OpenAiConfigError {
     /// The base URL is not an `http://` or `https://` URL.
     #[error("`{0}` is not an http:// or https:// URL")]
     BadUrl(String),
+    /// The base URL is `https://` and this build has no TLS: the message names the
+    /// cargo feature to enable (`openai-tls`).
+    #[error("{0}")]
+    NoTls(String),
 }
+
+/// Whether this build's HTTP client speaks TLS (`openai-tls`, or `genai-tls`, which
+/// turns on the same reqwest feature).
+const HAS_TLS: bool = cfg!(any(feature = "openai-tls", feature = "genai-tls"));
 
 impl OpenAiModel {
     /// A client for `model` at `base_url` (the part before `/chat/completions`, such as
     /// `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`), with no API key, the
-    /// [default time limit](DEFAULT_TIMEOUT) and non-strict tool schemas.
+    /// [default time limit](DEFAULT_TIMEOUT) and non-strict tool schemas. An
+    /// `https://` URL needs the `openai-tls` feature: without it this is
+    /// [`OpenAiConfigError::NoTls`], which says so.
     pub fn new(
         base_url: impl AsRef<str>,
         model: impl Into<String>,
@@ -103,6 +113,9 @@ impl OpenAiModel {
         let base = base_url.as_ref().trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(OpenAiConfigError::BadUrl(base.to_owned()));
+        }
+        if let Some(message) = missing_tls(base, HAS_TLS, "openai-tls") {
+            return Err(OpenAiConfigError::NoTls(message));
         }
         Ok(OpenAiModel {
             http: reqwest::Client::new(),

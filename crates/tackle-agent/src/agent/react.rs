@@ -33,9 +33,11 @@
 //! called, step for step.
 //!
 //! A run calls only the tools it offers. A tool call names an offered tool by the name
-//! the model was given (or by that tool's key, `namespace.name` or bare name); any
-//! other name, even one that resolves in the registry and that the caller may call, is
-//! a `NotFound` observation, and nothing runs.
+//! the model was given (`bank_balance`), or by that tool's key (`bank.balance@1`),
+//! `namespace.name` (`bank.balance`) or bare name, so a scripted model may use
+//! either; any other name, even one that resolves in the registry and that the caller
+//! may call, is a `NotFound` observation naming the run's closest tools ("did you
+//! mean `bank.balance`?"), and nothing runs.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -459,9 +461,17 @@ pub enum AgentError {
         /// What went wrong.
         error: ModelError,
     },
-    /// A tool offered to the model is not registered.
-    #[error("the skill offers `{0}`, which is not registered")]
-    UnknownTool(String),
+    /// A tool the skill was asked to offer does not resolve in the registry: no tool
+    /// has that key (the error lists the closest keys: "did you mean ...?"), or a bare
+    /// name names several.
+    #[error("the skill cannot offer `{key}`: {error}")]
+    UnknownTool {
+        /// The key the skill was given.
+        key: String,
+        /// Why it does not resolve: [`ToolError::NotFound`] with the closest keys, or
+        /// [`ToolError::Ambiguous`] with the keys it could mean.
+        error: ToolError,
+    },
     /// The schema a run's answer must match is not a valid JSON Schema.
     #[error("the answer schema is not valid: {0}")]
     InvalidAnswerSchema(String),
@@ -716,7 +726,10 @@ impl ReactSkill {
         for key in keys {
             let tool = registry
                 .resolve(key)
-                .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+                .map_err(|error| AgentError::UnknownTool {
+                    key: (*key).to_owned(),
+                    error,
+                })?;
             if let Some(preferred) = &tool.spec().preferred_model {
                 preferences.insert(tool.key().to_owned(), preferred.clone());
             }
@@ -916,7 +929,10 @@ impl ReactSkill {
         for key in keys {
             let tool = registry
                 .resolve(key)
-                .map_err(|_| AgentError::UnknownTool((*key).to_owned()))?;
+                .map_err(|error| AgentError::UnknownTool {
+                    key: (*key).to_owned(),
+                    error,
+                })?;
             if let Some(preferred) = &tool.spec().preferred_model {
                 self.preferences
                     .insert(tool.key().to_owned(), preferred.clone());
@@ -1502,24 +1518,32 @@ impl ReactSkill {
             .cloned()
     }
 
-    /// Up to three names of the run's tools close to `name`, closest first.
+    /// Up to three of the run's tools close to `name`, closest first, one per tool:
+    /// each as the form of its names (the name the model was offered, its key,
+    /// `namespace.name` or bare name) closest to `name`, so `bank.balnce` is told
+    /// `bank.balance` and `bank_balnce` is told `bank_balance`.
     fn closest_offered(&self, name: &str) -> Vec<String> {
         if name.len() > crate::registry::query::SUGGEST_MAX_LEN {
             return Vec::new();
         }
-        let mut scored: Vec<(f64, &String)> = self
-            .names
-            .keys()
-            .map(|offered| {
-                (
-                    strsim::normalized_damerau_levenshtein(name, offered),
-                    offered,
-                )
-            })
+        let mut best: HashMap<&str, (f64, &str)> = HashMap::new();
+        for (candidate, key) in self.names.iter().chain(&self.aliases) {
+            let score = strsim::normalized_damerau_levenshtein(name, candidate);
+            let entry = best.entry(key.as_str()).or_insert((score, candidate));
+            if score > entry.0 || (score == entry.0 && candidate.as_str() < entry.1) {
+                *entry = (score, candidate);
+            }
+        }
+        let mut scored: Vec<(f64, &str)> = best
+            .into_values()
             .filter(|(score, _)| *score >= 0.5)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored.into_iter().take(3).map(|(_, n)| n.clone()).collect()
+        scored
+            .into_iter()
+            .take(3)
+            .map(|(_, n)| n.to_owned())
+            .collect()
     }
 
     /// New arguments for `call`, which failed validation with `error`, from the

@@ -29,6 +29,23 @@ pub(crate) fn excerpt(bytes: &[u8]) -> String {
     }
 }
 
+/// Why this build cannot reach `url`, found before any request: the URL is
+/// `https://` and the client was built without TLS (`has_tls`), which reqwest would
+/// only report as "invalid URL, scheme is not http". The message names the cargo
+/// `feature` that adds TLS.
+pub(crate) fn missing_tls(url: &str, has_tls: bool, feature: &str) -> Option<String> {
+    let https = url
+        .get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+    (https && !has_tls).then(|| {
+        format!(
+            "`{url}` is an https:// URL and this build has no TLS: enable the `{feature}` \
+             cargo feature of `tackle-rs` (`cargo add tackle-rs --features {feature}`), \
+             or use an http:// endpoint"
+        )
+    })
+}
+
 /// An error and its sources, in one line.
 #[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {

@@ -84,7 +84,7 @@ mod store;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -98,7 +98,8 @@ use crate::call::Runtime;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::replay::{
-    CallStarted, Cassette, CassetteConfig, CassetteError, Interaction, Journal, Outcome,
+    CallStarted, Cassette, CassetteConfig, CassetteError, Interaction, InteractionKind, Journal,
+    Outcome,
 };
 use crate::run::Run;
 
@@ -137,8 +138,18 @@ pub enum DurableError {
         status: RunStatus,
     },
     /// Another process holds the run (its [`Lease`]): it drives the run now, or died
-    /// less than a lease ago. Try again once the lease has lapsed.
-    #[error("the run `{run_id}` is held by `{holder}` for {remaining_ms} ms more (its lease)")]
+    /// less than a lease ago. Try again once the lease has lapsed. The message gives
+    /// the wait in seconds, rounded up, and says how the lease is set
+    /// ([`DurableOptions::with_lease`]).
+    #[error(
+        "the run `{run_id}` is held by {} for {} more: another process is driving it, or \
+         one that died still holds its lease until the lease lapses; open the run again \
+         after that wait (the lease's length is set with `DurableOptions::with_lease`, \
+         default {} s)",
+        shown_holder(holder),
+        shown_wait(*remaining_ms),
+        DEFAULT_LEASE.as_secs()
+    )]
     Held {
         /// The id.
         run_id: String,
@@ -222,6 +233,25 @@ pub enum DurableError {
     /// The cassette could not be exported.
     #[error(transparent)]
     Export(#[from] CassetteError),
+}
+
+/// A lease's holder as a message shows it: never an empty name.
+fn shown_holder(holder: &str) -> String {
+    if holder.trim().is_empty() {
+        "an unnamed holder".to_owned()
+    } else {
+        format!("`{holder}`")
+    }
+}
+
+/// A lease's time left as a message shows it: whole seconds rounded up, so a wait is
+/// never shown shorter than it is, and never "0".
+fn shown_wait(remaining_ms: u64) -> String {
+    match remaining_ms.div_ceil(1000) {
+        0 => "less than a second".to_owned(),
+        1 => "1 second".to_owned(),
+        seconds => format!("{seconds} seconds"),
+    }
 }
 
 fn describe(calls: &[InFlight]) -> String {
@@ -497,6 +527,13 @@ struct Attempt {
     driven: AtomicBool,
     /// Fires when the lease is lost: the run's calls stop.
     lost: CancellationToken,
+    /// The runtime the attempt's calls run on (set by [`DurableRun::run`]): where the
+    /// schema fingerprints of the tools it calls are read.
+    runtime: Mutex<Weak<Runtime>>,
+    /// Tools the journal called before this attempt whose fingerprints the record
+    /// lacks (a run journaled before records kept them): noted when the attempt
+    /// drives.
+    unnoted: Mutex<Vec<String>>,
 }
 
 impl Attempt {
@@ -511,7 +548,45 @@ impl Attempt {
             failure: Mutex::new(None),
             driven: AtomicBool::new(false),
             lost: CancellationToken::new(),
+            runtime: Mutex::new(Weak::new()),
+            unnoted: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Notes in the record the schema fingerprint of each tool of `keys` it lacks, as
+    /// the runtime's tool of that key has it now (a key the runtime does not hold is
+    /// left out): one save, and only when something is new. Made before a tool's
+    /// first call runs, so an export of the journal has the fingerprint of every tool
+    /// it called (a cassette's `tools`).
+    fn note_schemas<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<(), DurableError> {
+        let missing: Vec<&str> = {
+            let record = self.record();
+            keys.into_iter()
+                .filter(|key| !record.tools.contains_key(*key))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade();
+        let Some(runtime) = runtime else {
+            return Ok(());
+        };
+        let found: Vec<(String, String)> = missing
+            .into_iter()
+            .filter_map(|key| Some((key.to_owned(), schema_fingerprint(&runtime, key)?)))
+            .collect();
+        if found.is_empty() {
+            return Ok(());
+        }
+        self.save(false, |record| record.tools.extend(found.iter().cloned()))
     }
 
     fn record(&self) -> MutexGuard<'_, RunRecord> {
@@ -613,6 +688,20 @@ struct StoreJournal {
 }
 
 impl StoreJournal {
+    /// Notes the schema fingerprint of the tool `key` before its first call runs
+    /// (see [`Attempt::note_schemas`]). A record that cannot be saved stops the run,
+    /// as a journal write that fails does.
+    fn note_schema(&self, key: &str) -> Result<(), String> {
+        if let Some(failure) = self.attempt.failure() {
+            return Err(failure);
+        }
+        self.attempt.note_schemas([key]).map_err(|e| {
+            let message = e.to_string();
+            self.attempt.fail(message.clone());
+            message
+        })
+    }
+
     fn append(&self, entry: &JournalEntry) -> Result<(), String> {
         if let Some(failure) = self.attempt.failure() {
             return Err(failure);
@@ -643,6 +732,9 @@ impl StoreJournal {
 
 impl Journal for StoreJournal {
     fn started(&self, call: &CallStarted) -> Result<(), String> {
+        if call.kind == InteractionKind::Tool {
+            self.note_schema(&call.key)?;
+        }
         self.append(&JournalEntry::Started {
             attempt: self.number,
             call: call.clone(),
@@ -990,6 +1082,22 @@ impl DurableRun {
         first_call: u64,
     ) -> DurableRun {
         let run_id = attempt.run_id();
+        {
+            let record = attempt.record();
+            let mut unnoted = attempt
+                .unnoted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for interaction in &recorded {
+                let key = &interaction.key;
+                if interaction.kind == InteractionKind::Tool
+                    && !record.tools.contains_key(key)
+                    && !unnoted.contains(key)
+                {
+                    unnoted.push(key.clone());
+                }
+            }
+        }
         let journal = Arc::new(StoreJournal {
             attempt: Arc::clone(&attempt),
             number,
@@ -1102,6 +1210,11 @@ impl DurableRun {
     /// run (its lease lapsed and another process took it). [`drive`](Self::drive)
     /// makes its calls on it; code that makes calls of its own does too.
     pub fn run(&self, runtime: &Arc<Runtime>) -> Run {
+        *self
+            .attempt
+            .runtime
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(runtime);
         Run::new(runtime)
             .with_id(self.run_id())
             .with_cassette(self.cassette.clone())
@@ -1138,6 +1251,15 @@ impl DurableRun {
         }
         take(&self.attempt)?;
         let run = self.run(runtime);
+        let unnoted = std::mem::take(
+            &mut *self
+                .attempt
+                .unnoted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        self.attempt
+            .note_schemas(unnoted.iter().map(String::as_str))?;
         let task = self.task();
         // Steps up to the last checkpoint replay from the journal: saved already.
         let saved = self
@@ -1318,18 +1440,23 @@ impl DurableRun {
     /// Writes the run's calls so far (the journal's outcomes, then this attempt's) as
     /// a cassette file at `path`, which replays the run offline.
     pub fn export(&self, path: &Path) -> Result<(), DurableError> {
-        Ok(self.cassette.export_with(path, expand)?)
+        self.cassette.export_with(path, expand)?;
+        let tools = self.attempt.record().tools.clone();
+        with_fingerprints(path, &tools)
     }
 
     /// Writes the journal of the run `run_id` (its completed and resolved calls, in
     /// order) as a cassette file at `path`, from any process and without holding the
-    /// run: what an operator exports.
+    /// run: what an operator exports. The cassette's `tools` holds the schema
+    /// fingerprint of each tool called, as the run noted it before the tool's first
+    /// call, so `cargo tackle cassette verify` accepts the file and its replay reports
+    /// a tool whose schema changed since.
     pub fn export_journal(
         store: &dyn RunStore,
         run_id: &str,
         path: &Path,
     ) -> Result<(), DurableError> {
-        load(store, run_id)?;
+        let record = load(store, run_id)?;
         let replayed = replay(store.journal(run_id)?);
         let cassette = Cassette::journaled(
             run_id.to_owned(),
@@ -1338,8 +1465,42 @@ impl DurableRun {
             Arc::new(Unwritable),
             CassetteConfig::new().with_env_overrides(false),
         );
-        Ok(cassette.export_with(path, expand)?)
+        cassette.export_with(path, expand)?;
+        with_fingerprints(path, &record.tools)
     }
+}
+
+/// The schema fingerprint of the tool `key` names in `runtime` (fixed or live), as
+/// the door records it in a cassette's `tools`.
+fn schema_fingerprint(runtime: &Runtime, key: &str) -> Option<String> {
+    if let Some(tool) = runtime.registry().get(key) {
+        return Some(tool.schema_fingerprint().to_owned());
+    }
+    let live = runtime.live_tools().snapshot();
+    let tool = live.get(key)?;
+    Some(tool.schema_fingerprint().to_owned())
+}
+
+/// Adds to the exported cassette at `path` the fingerprint the run noted of each tool
+/// it calls and whose fingerprint it lacks (a cassette made from a journal knows only
+/// the fingerprints of the calls its attempt made). Rewritten only when one is added.
+fn with_fingerprints(path: &Path, noted: &BTreeMap<String, String>) -> Result<(), DurableError> {
+    let mut file = crate::replay::load(path)?;
+    let mut added = false;
+    for interaction in &file.interactions {
+        if interaction.kind != InteractionKind::Tool || file.tools.contains_key(&interaction.key) {
+            continue;
+        }
+        if let Some(fingerprint) = noted.get(&interaction.key) {
+            file.tools
+                .insert(interaction.key.clone(), fingerprint.clone());
+            added = true;
+        }
+    }
+    if added {
+        crate::replay::file::save(path, &file)?;
+    }
+    Ok(())
 }
 
 /// The journal's model requests made whole again, for a cassette file.

@@ -1,5 +1,7 @@
 //! What a run store keeps, and the contract every store meets.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -115,6 +117,13 @@ pub struct RunRecord {
     /// is damaged, and the run does not resume over it.
     #[serde(default)]
     pub journaled: u64,
+    /// The schema fingerprint of each tool the run called, by key, as a cassette's
+    /// `tools` holds them: noted before the tool's first call runs, so an export of
+    /// the journal ([`DurableRun::export_journal`](super::DurableRun::export_journal))
+    /// is a cassette that `cargo tackle cassette verify` accepts and whose replay
+    /// reports a tool whose schema changed since.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, String>,
 }
 
 /// A process's hold on a run: while it lasts, no other process opens or resumes the
@@ -216,6 +225,7 @@ impl RunRecord {
             version: 0,
             lease: None,
             journaled: 0,
+            tools: BTreeMap::new(),
         }
     }
 }

@@ -83,7 +83,7 @@ impl<X: Effect> Operation<X> {
 
     /// Asks a replay to run this operation too, and to compare its outcome with the
     /// recording (the recording is what the caller gets; a difference fails the run
-    /// at [`Cassette::finish`](crate::Cassette::finish), listed with its JSON
+    /// at [`Cassette::finish`](crate::replay::Cassette::finish), listed with its JSON
     /// pointers). For operations whose code is a script of the program's own, such as
     /// a test model's answers: a replay then notices when the script changed. Not for
     /// anything that reaches the world.

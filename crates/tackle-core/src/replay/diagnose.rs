@@ -29,11 +29,11 @@ impl Cassette {
         if kind == InteractionKind::Operation {
             if let Some(&e) = state.operations.get(state.next_operation) {
                 let expected = &state.recorded[e];
-                return ToolError::Divergence {
+                return self.with_rerecord_hint(ToolError::Divergence {
                     key: key.to_owned(),
                     call,
                     message: divergence(expected, &redacted),
-                };
+                });
             }
         }
         let same_key = state
@@ -90,11 +90,36 @@ impl Cassette {
         ) {
             message.push_str(&format!("; {warning}"));
         }
-        ToolError::CassetteMiss {
+        self.with_rerecord_hint(ToolError::CassetteMiss {
             key: key.to_owned(),
             call,
             message,
+        })
+    }
+
+    /// A replay's miss or divergence, with the cassette it is about and what to do
+    /// when the change is intended.
+    pub(super) fn with_rerecord_hint(&self, error: ToolError) -> ToolError {
+        match error {
+            ToolError::CassetteMiss { key, call, message } => ToolError::CassetteMiss {
+                key,
+                call,
+                message: format!("{message}{}", self.rerecord_hint()),
+            },
+            ToolError::Divergence { key, call, message } => ToolError::Divergence {
+                key,
+                call,
+                message: format!("{message}{}", self.rerecord_hint()),
+            },
+            other => other,
         }
+    }
+
+    fn rerecord_hint(&self) -> String {
+        format!(
+            " (cassette {}; if the change is intended, re-record it with `TACKLE_CASSETTE=review cargo test ...` and accept it with `cargo tackle review`)",
+            self.inner.path.display()
+        )
     }
 }
 

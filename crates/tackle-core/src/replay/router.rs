@@ -236,7 +236,9 @@ impl Cassette {
             operations: &state.operations,
             next_operation: &mut state.next_operation,
         };
-        if let Some(i) = lookup(queue, recorded_state, kind, key, input, call)? {
+        let found = lookup(queue, recorded_state, kind, key, input, call)
+            .map_err(|error| self.with_rerecord_hint(error))?;
+        if let Some(i) = found {
             if checked {
                 if made_here {
                     *canonical = Some(std::mem::take(&mut state.scratch));

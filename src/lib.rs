@@ -117,8 +117,11 @@ pub use tackle_cli::tools as cli;
 /// (the facade pins it exactly) fails to find it instead of misusing it.
 #[doc(hidden)]
 pub mod __private_0_1 {
+    pub use crate::derives::*;
     pub use tackle_core::abi::*;
 }
+
+pub mod derives;
 
 /// The README and the guides in `docs/`, compiled and run as doctests: every `rust`
 /// block in them is checked by `cargo test`.

@@ -1,7 +1,8 @@
 //! Checking the attributes against the function, then generating the tool's code.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::ItemFn;
 
 use tackle_contract::{
@@ -508,12 +509,15 @@ fn generate(
     } = checked;
     let key = format!("{namespace}.{name}@{version}");
 
-    // The input: one field per input parameter, or the `Args<T>` type.
+    // The types of the signature, each checked for the derives it needs (see
+    // `DeriveChecks`): the input parameters' (or the `T` of `Args<T>`) and the output's.
+    let input_written = attrs.schema(&attr::INPUT_SCHEMA).is_some();
+    let output_written = attrs.schema(&attr::OUTPUT_SCHEMA).is_some();
     let whole = analysed.params.iter().find_map(|p| match p {
         Param::Whole { inner } => Some(inner),
         _ => None,
     });
-    let fields = analysed
+    let inputs: Vec<(&syn::Ident, &syn::Type, bool)> = analysed
         .params
         .iter()
         .filter_map(|p| match p {
@@ -522,35 +526,71 @@ fn generate(
             } => Some((ident, ty, *secret)),
             _ => None,
         })
-        .zip(param_docs)
-        .map(|((ident, ty, secret), doc)| {
-            let doc = doc.as_ref().map(|d| quote!(#[doc = #d]));
-            let secret = secret.then(|| quote!(#[schemars(extend("writeOnly" = true))]));
-            quote!(#doc #secret #ident: #ty)
-        });
+        .collect();
+    let input_types: Vec<&syn::Type> = match whole {
+        Some(inner) => vec![inner],
+        None => inputs.iter().map(|(_, ty, _)| *ty).collect(),
+    };
+    let output_type = match &analysed.output {
+        Output::Unit => None,
+        Output::Plain(t) | Output::Fallible(t) => Some(t),
+    };
+    let checks = DeriveChecks::new(&p, &input_types, input_written, output_type, output_written);
+    let derives = &checks.lets;
+
+    // The input: one field per input parameter, each of its own type parameter (its
+    // wire type: the parameter's type, or `()` when that lacks a derive), or the wire
+    // type of `Args<T>`'s `T`.
+    let wires: Vec<syn::Ident> = (0..inputs.len())
+        .map(|i| format_ident!("__TackleWire{i}"))
+        .collect();
+    let fields =
+        inputs
+            .iter()
+            .zip(&wires)
+            .zip(param_docs)
+            .map(|(((ident, _, secret), wire), doc)| {
+                let doc = doc.as_ref().map(|d| quote!(#[doc = #d]));
+                let secret = secret.then(|| quote!(#[schemars(extend("writeOnly" = true))]));
+                quote!(#doc #secret #ident: #wire)
+            });
     let args_struct = quote! {
         #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
         #[serde(crate = #serde_path, deny_unknown_fields)]
         #[schemars(crate = #schemars_path)]
         #[allow(non_camel_case_types, dead_code)]
-        struct __TackleArgs { #(#fields,)* }
+        struct __TackleArgs<#(#wires),*> { #(#fields,)* }
     };
-    let input_type = match whole {
-        Some(inner) => quote!(#inner),
-        None => quote!(__TackleArgs),
-    };
-
+    let input_vars = &checks.input_vars;
     let input_schema = match attrs.schema(&attr::INPUT_SCHEMA) {
         Some(v) => {
             let v = json::to_tokens(&p, v);
             quote!(#p::Schema::Written(#v))
         }
-        None => quote!(#p::Schema::Derived(#p::input_schema::<#input_type>())),
+        None if whole.is_some() => {
+            quote!(#p::Schema::Derived(#p::input_schema_of(&__in0)))
+        }
+        None => quote!(#p::Schema::Derived(__tackle_input_schema(#(&#input_vars),*))),
     };
+    // The input schema of the arguments struct of the parameters' wire types.
+    let input_schema_fn = (whole.is_none() && !input_written).then(|| {
+        let checked: Vec<syn::Ident> = (0..inputs.len())
+            .map(|i| format_ident!("__TackleChecked{i}"))
+            .collect();
+        let args = quote!(__TackleArgs<#(<#checked as #p::InputWire>::Wire),*>);
+        quote! {
+            fn __tackle_input_schema<#(#checked: #p::InputWire),*>(#(_: &#checked),*) -> #p::serde_json::Value
+            where
+                #args: #p::schemars::JsonSchema,
+            {
+                #p::input_schema::<#args>()
+            }
+        }
+    });
     let output_schema = match (attrs.schema(&attr::OUTPUT_SCHEMA), &analysed.output) {
         (Some(v), _) => json::to_tokens(&p, v),
         (None, Output::Unit) => quote!(#p::output_schema::<()>()),
-        (None, Output::Plain(t) | Output::Fallible(t)) => quote!(#p::output_schema::<#t>()),
+        (None, Output::Plain(_) | Output::Fallible(_)) => quote!(#p::output_schema_of(&__output)),
     };
     let examples = attrs.examples().iter().map(|(input, output)| {
         let input = json::to_tokens(&p, input);
@@ -558,12 +598,24 @@ fn generate(
         quote!(#p::example(#input, #output))
     });
 
+    let args_type = match whole {
+        Some(_) => quote!(_),
+        None => {
+            let each = wires.iter().map(|_| quote!(_));
+            quote!(__TackleArgs<#(#each),*>)
+        }
+    };
+
     // The call: arguments in the function's order.
     let mut prelude = Vec::new();
     let mut call_args = Vec::new();
+    let mut input_vars_in_order = input_vars.iter();
     for (i, param) in analysed.params.iter().enumerate() {
         match param {
-            Param::Input { ident, .. } => call_args.push(quote!(__args.#ident)),
+            Param::Input { ident, .. } => {
+                let var = input_vars_in_order.next();
+                call_args.push(quote!(#var.unwire(__args.#ident)));
+            }
             Param::Context { by_ref: true } => call_args.push(quote!(__ctx)),
             Param::Context { by_ref: false } => {
                 call_args.push(quote!(::core::clone::Clone::clone(__ctx)))
@@ -573,7 +625,7 @@ fn generate(
                 prelude.push(quote!(let #var = #p::resource::<#inner>(KEY, &__ctx)?;));
                 call_args.push(quote!(#var));
             }
-            Param::Whole { .. } => call_args.push(quote!(#p::Args(__args))),
+            Param::Whole { .. } => call_args.push(quote!(#p::Args(__in0.unwire(__args)))),
         }
     }
     // In the call, `__ctx` is always a `&ToolContext`.
@@ -599,9 +651,12 @@ fn generate(
         },
         Output::Plain(_) => quote! {
             let __out = #call;
-            #p::encode_output(KEY, &__out)
+            #p::encode_output(KEY, &__output.to_wire(__out))
         },
-        Output::Fallible(_) => quote!(#p::encode_result(KEY, #call)),
+        Output::Fallible(_) => quote! {
+            let __out = #call;
+            #p::encode_result(KEY, ::core::result::Result::map(__out, |__out| __output.to_wire(__out)))
+        },
     };
 
     let uses_context = analysed
@@ -617,7 +672,8 @@ fn generate(
                 __ctx: &#p::ToolContext,
                 __input: #p::serde_json::Value,
             ) -> ::core::result::Result<#p::serde_json::Value, #p::ToolError> {
-                let __args: #input_type = #p::decode_args(KEY, __input)?;
+                #(#derives)*
+                let __args: #args_type = #p::decode_args(KEY, __input)?;
                 #(#prelude)*
                 #finish
             }
@@ -634,7 +690,8 @@ fn generate(
                 __input: #p::serde_json::Value,
             ) -> #p::ToolFuture {
                 ::std::boxed::Box::pin(async move {
-                    let __args: #input_type = #p::decode_args(KEY, __input)?;
+                    #(#derives)*
+                    let __args: #args_type = #p::decode_args(KEY, __input)?;
                     #(#prelude)*
                     #finish
                 })
@@ -645,6 +702,7 @@ fn generate(
             quote!(#p::RegisteredHandler::Async(__tackle_handler)),
         )
     };
+    let must_derive = &checks.must_derive;
     let spec_fields = spec_fields(attrs, checked, &p);
     // Specs are built lazily at run time; these need checks the macro cannot make.
     let check_at_build = !attrs.examples().is_empty()
@@ -668,7 +726,15 @@ fn generate(
                 uses_context: #uses_context,
             };
 
+            #[allow(unused_imports)]
+            use #p::{
+                HasDeserialize as _, HasJsonSchema as _, HasSerialize as _, InputWire as _,
+                LacksDeserialize as _, LacksJsonSchema as _, LacksSerialize as _,
+                OutputWire as _,
+            };
+
             #args_struct
+            #input_schema_fn
 
             impl #fn_ident {
                 /// The registry key, `namespace.name@version`.
@@ -676,6 +742,8 @@ fn generate(
 
                 /// The tool's specification.
                 pub fn spec() -> #p::ToolSpec {
+                    #(#derives)*
+                    #(#must_derive)*
                     SPEC.build(#input_schema, #output_schema, ::std::vec![#(#examples),*])
                 }
             }
@@ -701,4 +769,70 @@ fn generate(
 /// The text of a path, for attributes that take it as a string (`serde(crate = "...")`).
 fn tokens_text(tokens: &TokenStream) -> String {
     tokens.to_string().replace(' ', "")
+}
+
+/// The checks of the derives each type of the signature needs: `Deserialize` and
+/// `JsonSchema` of an input's, `Serialize` and `JsonSchema` of the output's (not
+/// `JsonSchema` where the attribute writes the schema). The facade answers which of
+/// them a type has (`ParameterDerives`, `OutputDerives` in `tackle::__private_0_1`),
+/// and their verdict's `must_derive::<T>()`, spanned at `T` and made in `spec()`, is
+/// the one error of a type that lacks some, naming them. Every other use of the type
+/// goes through its wire type, so it compiles either way.
+struct DeriveChecks {
+    /// `let __in0 = ...;` for each input type, then `let __output = ...;`.
+    lets: Vec<TokenStream>,
+    /// `__in0, __in1, ...`.
+    input_vars: Vec<syn::Ident>,
+    /// `__in0.verdict().must_derive::<T>();` for each type.
+    must_derive: Vec<TokenStream>,
+}
+
+impl DeriveChecks {
+    fn new(
+        p: &TokenStream,
+        input_types: &[&syn::Type],
+        input_written: bool,
+        output_type: Option<&syn::Type>,
+        output_written: bool,
+    ) -> DeriveChecks {
+        let probe = |ty: &syn::Type, question: &str| {
+            let question = format_ident!("{question}");
+            quote!((&#p::Probe::<#ty>::NEW).#question())
+        };
+        let json_schema = |ty: &syn::Type, written: bool| {
+            if written {
+                quote!(#p::Yes)
+            } else {
+                probe(ty, "tackle_json_schema")
+            }
+        };
+        let mut checks = DeriveChecks {
+            lets: Vec::new(),
+            input_vars: Vec::new(),
+            must_derive: Vec::new(),
+        };
+        for (i, ty) in input_types.iter().enumerate() {
+            let var = format_ident!("__in{i}");
+            let deserialize = probe(ty, "tackle_deserialize");
+            let json_schema = json_schema(ty, input_written);
+            checks.lets.push(quote! {
+                let #var = #p::ParameterDerives::<#ty, _, _>::new(#deserialize, #json_schema);
+            });
+            checks
+                .must_derive
+                .push(quote_spanned!(ty.span()=> #var.verdict().must_derive::<#ty>();));
+            checks.input_vars.push(var);
+        }
+        if let Some(ty) = output_type {
+            let serialize = probe(ty, "tackle_serialize");
+            let json_schema = json_schema(ty, output_written);
+            checks.lets.push(quote! {
+                let __output = #p::OutputDerives::<#ty, _, _>::new(#serialize, #json_schema);
+            });
+            checks
+                .must_derive
+                .push(quote_spanned!(ty.span()=> __output.verdict().must_derive::<#ty>();));
+        }
+        checks
+    }
 }

@@ -301,7 +301,10 @@ fn every_advertised_example_command_runs_and_says_what_it_should() {
                 ));
                 continue;
             }
-            Some(Expect::Skip(_)) => continue,
+            Some(Expect::Skip(why)) => {
+                eprintln!("not run here: `{command}` ({file}): {why}");
+                continue;
+            }
             Some(Expect::Prints(line)) => {
                 let (ok, printed) = run(command, None, None, limit);
                 (ok, printed, *line)

@@ -357,7 +357,10 @@ fn stdio_server_survives_malformed_input() {
             answers.insert(id, message);
         }
     }
-    assert_eq!(answers[&1]["result"]["serverInfo"]["name"], "tackle-example");
+    assert_eq!(
+        answers[&1]["result"]["serverInfo"]["name"],
+        "tackle-example"
+    );
     assert_eq!(
         answers[&2]["result"]["isError"], true,
         "missing arguments: {}",

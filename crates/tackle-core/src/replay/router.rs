@@ -146,7 +146,9 @@ impl Cassette {
         if effective == Effective::Live {
             return Ok(Route::Run(None));
         }
-        let pending = |routed: Routed<'_>, tombstone| {
+        // The call runs, with a record to make: a tombstone, an outcome, or (for a
+        // checked call) a comparison with the recording it was found at.
+        let run = |routed: Routed<'_>, tombstone, check| {
             Route::Run(Some(Pending {
                 call,
                 key: key.to_owned(),
@@ -154,19 +156,7 @@ impl Cassette {
                 policy,
                 input: routed.into_owned(),
                 tombstone,
-                check: None,
-            }))
-        };
-        // A recording found for a checked call: run it, to compare.
-        let check = |routed: Routed<'_>, recording| {
-            Route::Run(Some(Pending {
-                call,
-                key: key.to_owned(),
-                kind,
-                policy,
-                input: routed.into_owned(),
-                tombstone: false,
-                check: Some(recording),
+                check,
             }))
         };
         match (policy, effective) {
@@ -176,11 +166,11 @@ impl Cassette {
                     call,
                 })
             }
-            (ReplayPolicy::FailLoud, _) => return Ok(pending(routed, true)),
+            (ReplayPolicy::FailLoud, _) => return Ok(run(routed, true, None)),
             // Recording from nothing: every call, reads included, so that the replay
             // needs nothing live.
             (_, Effective::Rewrite | Effective::OnceRecording) => {
-                return Ok(pending(routed, false))
+                return Ok(run(routed, false, None))
             }
             _ => {}
         }
@@ -203,7 +193,7 @@ impl Cassette {
                 }
                 mark_used(&mut state.used, &mut state.next_unused, next);
                 if checked {
-                    return Ok(check(routed, next));
+                    return Ok(run(routed, false, Some(next)));
                 }
                 let interaction = &state.recorded[next];
                 serve(Serve {
@@ -243,7 +233,7 @@ impl Cassette {
                 if made_here {
                     *canonical = Some(std::mem::take(&mut state.scratch));
                 }
-                return Ok(check(routed, i));
+                return Ok(run(routed, false, Some(i)));
             }
             let interaction = &state.recorded[i];
             serve(Serve {
@@ -257,9 +247,9 @@ impl Cassette {
             *canonical = Some(std::mem::take(&mut state.scratch));
         }
         match (policy, effective) {
-            (_, Effective::New) => Ok(pending(routed, false)),
+            (_, Effective::New) => Ok(run(routed, false, None)),
             // Returned above; listed so that a new policy must be placed here.
-            (ReplayPolicy::FailLoud, _) => Ok(pending(routed, true)),
+            (ReplayPolicy::FailLoud, _) => Ok(run(routed, true, None)),
             (ReplayPolicy::MustStub, _) => Err(self.miss(state, kind, key, input, call)),
             (ReplayPolicy::RecordedResult, _) if self.inner.strict => {
                 Err(self.miss(state, kind, key, input, call))

@@ -37,12 +37,17 @@ fn registry_sources() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
     let src = home.join("registry").join("src");
-    let mut indexes: Vec<PathBuf> = std::fs::read_dir(src)
+    // The registry's own sources: the folder holding the most crates (a local
+    // registry's, such as the one `cargo package` makes for a workspace, holds a few).
+    std::fs::read_dir(src)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    indexes.sort();
-    indexes.into_iter().next()
+        .max_by_key(|index| {
+            (
+                std::fs::read_dir(index).map_or(0, Iterator::count),
+                index.clone(),
+            )
+        })
 }
 
 #[test]

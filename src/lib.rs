@@ -84,6 +84,7 @@ pub use tackle_core::{
     ToolSpec,
 };
 pub use tackle_macros::tool;
+pub use tackle_macros::tools;
 pub use tackle_macros::SkillState;
 
 // The modules, each a concept (see `docs/architecture.md`).
@@ -119,6 +120,7 @@ pub use tackle_cli::tools as cli;
 pub mod __private_0_1 {
     pub use crate::derives::*;
     pub use tackle_core::abi::*;
+    pub use tackle_core::registry::{BoundTool, ToolHandler, Toolset};
 }
 
 pub mod derives;

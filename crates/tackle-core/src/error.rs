@@ -460,6 +460,15 @@ pub enum ToolOrigin {
         /// Module path of the function.
         module: &'static str,
     },
+    /// A method of a toolset (`#[tools]` on an `impl` block), added at run time.
+    Toolset {
+        /// The toolset's type, by its path (`my_crate::bank::Bank`).
+        type_name: &'static str,
+        /// Source file of the method.
+        file: &'static str,
+        /// Line of the method.
+        line: u32,
+    },
     /// A tool registered at run time, with the name of whoever registered it.
     Dynamic {
         /// Who registered it (for example `mcp:weather`), `dynamic` by default.
@@ -471,7 +480,10 @@ impl ToolOrigin {
     /// The crate (for static tools) or source (for dynamic ones) the tool comes from.
     pub fn source_name(&self) -> &str {
         match self {
-            ToolOrigin::Static { module, .. } => module.split("::").next().unwrap_or(module),
+            ToolOrigin::Static { module, .. }
+            | ToolOrigin::Toolset {
+                type_name: module, ..
+            } => module.split("::").next().unwrap_or(module),
             ToolOrigin::Dynamic { source } => source,
         }
     }
@@ -481,6 +493,12 @@ impl fmt::Display for ToolOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ToolOrigin::Static { file, line, module } => write!(f, "{file}:{line} ({module})"),
+            ToolOrigin::Toolset {
+                type_name,
+                file,
+                line,
+                ..
+            } => write!(f, "{file}:{line} (a method of the toolset `{type_name}`)"),
             ToolOrigin::Dynamic { source } => write!(f, "dynamic tool from `{source}`"),
         }
     }

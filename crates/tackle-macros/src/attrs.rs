@@ -68,6 +68,11 @@ pub struct ToolAttrs {
 }
 
 impl ToolAttrs {
+    /// The names of the attributes written, valid or not, in the order written.
+    pub fn written_names(&self) -> &[&'static str] {
+        &self.names
+    }
+
     /// Whether the attribute was written, valid or not.
     pub fn written(&self, attribute: &Attribute) -> bool {
         self.names.contains(&attribute.name)

@@ -25,6 +25,11 @@ impl Errors {
         self.list.push(error);
     }
 
+    /// Whether no error was found so far.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Ends the context: every error, combined into one to emit, or `None`.
     pub fn finish(mut self) -> Option<syn::Error> {
         self.finished = true;

@@ -34,7 +34,7 @@ pub fn expand(args: TokenStream, mut func: ItemFn) -> TokenStream {
     let analysed = sig::analyse(&mut func.sig, &mut errors);
     let checked = check(&attrs, &analysed, &func, &mut errors);
     match (errors.finish(), checked) {
-        (None, Some(checked)) => generate(&attrs, &analysed, &checked, &func),
+        (None, Some(checked)) => generate(&attrs, &analysed, &checked, &func, &Binding::Free),
         (Some(error), checked) => {
             let error = error.to_compile_error();
             let companion = fallback_companion(&attrs, checked.as_ref(), &func);
@@ -489,11 +489,69 @@ fn opt<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
     }
 }
 
+/// What a tool's code is bound to.
+pub enum Binding<'a> {
+    /// A free function: registered at link time, with a companion item of its name.
+    Free,
+    /// A method taking `&self` of a `#[tools]` impl block of `self_ty`: the expansion
+    /// is a block that makes the tool bound to the value `__set` (an `&Arc<self_ty>`).
+    Method { self_ty: &'a syn::Type },
+}
+
+/// Checks a method of a `#[tools]` impl block and generates the block that binds it
+/// (see [`Binding::Method`]); the method keeps its place in the impl, its parameters'
+/// doc comments and `#[ctx]`/`#[secret]` markers removed. Its checked key, or the
+/// errors.
+pub fn expand_method(
+    attrs: &ToolAttrs,
+    errors: &mut Errors,
+    method: &mut syn::ImplItemFn,
+    self_ty: &syn::Type,
+) -> Option<(String, TokenStream)> {
+    // The analysis sees the signature without its receiver, checked by the caller.
+    let mut sig = method.sig.clone();
+    sig.inputs = sig
+        .inputs
+        .into_iter()
+        .filter(|arg| !matches!(arg, syn::FnArg::Receiver(_)))
+        .collect();
+    let analysed = sig::analyse(&mut sig, errors);
+    // The stripped parameters, back with the receiver.
+    let receiver = method
+        .sig
+        .inputs
+        .iter()
+        .find(|a| matches!(a, syn::FnArg::Receiver(_)))
+        .cloned();
+    method.sig.inputs = receiver
+        .into_iter()
+        .chain(sig.inputs.iter().cloned())
+        .collect();
+    let func = ItemFn {
+        attrs: method.attrs.clone(),
+        vis: method.vis.clone(),
+        modifiers: method.modifiers.clone(),
+        sig,
+        block: Box::new(method.block.clone()),
+    };
+    let checked = check(attrs, &analysed, &func, errors)?;
+    let key = format!("{}.{}@{}", checked.namespace, checked.name, checked.version);
+    let tokens = generate(
+        attrs,
+        &analysed,
+        &checked,
+        &func,
+        &Binding::Method { self_ty },
+    );
+    Some((key, tokens))
+}
+
 fn generate(
     attrs: &ToolAttrs,
     analysed: &Analysed,
     checked: &Checked,
     func: &ItemFn,
+    binding: &Binding<'_>,
 ) -> TokenStream {
     let p = krate::private(attrs.krate());
     let serde_path = format!("{}::serde", tokens_text(&p));
@@ -628,12 +686,18 @@ fn generate(
             Param::Whole { .. } => call_args.push(quote!(#p::Args(__in0.unwire(__args)))),
         }
     }
-    // In the call, `__ctx` is always a `&ToolContext`.
-    let invoke = quote!(#fn_ident(#(#call_args),*));
+    // In the call, `__ctx` is always a `&ToolContext`, and a method's value `__this` an
+    // `&Self`.
+    let invoke = match binding {
+        Binding::Free => quote!(#fn_ident(#(#call_args),*)),
+        Binding::Method { .. } => quote!(__this.#fn_ident(#(#call_args),*)),
+    };
     let blocking = attrs.flag(&attr::BLOCKING);
+    let this = matches!(binding, Binding::Method { .. }).then(|| quote!(let __this = &*__this;));
     let call = if blocking {
         quote!(#p::run_blocking(KEY, move || {
             let __ctx: &#p::ToolContext = &__ctx;
+            #this
             #invoke
         }).await?)
     } else if analysed.is_async {
@@ -704,6 +768,95 @@ fn generate(
     };
     let must_derive = &checks.must_derive;
     let spec_fields = spec_fields(attrs, checked, &p);
+    if let Binding::Method { self_ty } = binding {
+        let check_at_build = !attrs.examples().is_empty()
+            || attrs.schema(&attr::INPUT_SCHEMA).is_some()
+            || attrs.schema(&attr::OUTPUT_SCHEMA).is_some()
+            || whole.is_some();
+        // A sync method runs where it is called, inside the call's future; a blocking or
+        // async one holds the value for as long as it runs.
+        // An async method borrows the value for the call; a blocking one moves it to
+        // its thread.
+        let borrow = (!blocking).then(|| quote!(let __this: &#self_ty = &*__this;));
+        let handler = if !analysed.is_async && !blocking {
+            quote! {
+                #[allow(unused_variables, clippy::unit_arg)]
+                fn __tackle_handler(
+                    __this: &#self_ty,
+                    __ctx: &#p::ToolContext,
+                    __input: #p::serde_json::Value,
+                ) -> ::core::result::Result<#p::serde_json::Value, #p::ToolError> {
+                    #(#derives)*
+                    let __args: #args_type = #p::decode_args(KEY, __input)?;
+                    #(#prelude)*
+                    #finish
+                }
+                let __this = ::std::sync::Arc::clone(__set);
+                let __handler = #p::ToolHandler::new(move |__ctx, __input| {
+                    let __out = __tackle_handler(&__this, &__ctx, __input);
+                    ::std::boxed::Box::pin(::core::future::ready(__out))
+                });
+            }
+        } else {
+            quote! {
+                #[allow(unused_variables, clippy::unit_arg)]
+                fn __tackle_handler(
+                    __this: ::std::sync::Arc<#self_ty>,
+                    __ctx: #p::ToolContext,
+                    __input: #p::serde_json::Value,
+                ) -> #p::ToolFuture {
+                    ::std::boxed::Box::pin(async move {
+                        #(#derives)*
+                        let __args: #args_type = #p::decode_args(KEY, __input)?;
+                        #(#prelude)*
+                        #borrow
+                        #finish
+                    })
+                }
+                let __this = ::std::sync::Arc::clone(__set);
+                let __handler = #p::ToolHandler::new(move |__ctx, __input| {
+                    __tackle_handler(::std::sync::Arc::clone(&__this), __ctx, __input)
+                });
+            }
+        };
+        let location = quote_spanned!(fn_ident.span()=> ::core::file!(), ::core::line!(),);
+        return quote! {{
+            const KEY: &str = #key;
+
+            static SPEC: #p::StaticSpec = #p::StaticSpec {
+                #(#spec_fields,)*
+                uses_context: #uses_context,
+            };
+
+            #[allow(unused_imports)]
+            use #p::{
+                HasDeserialize as _, HasJsonSchema as _, HasSerialize as _, InputWire as _,
+                LacksDeserialize as _, LacksJsonSchema as _, LacksSerialize as _,
+                OutputWire as _,
+            };
+
+            #args_struct
+            #input_schema_fn
+
+            fn __tackle_spec() -> #p::ToolSpec {
+                #(#derives)*
+                #(#must_derive)*
+                SPEC.build(#input_schema, #output_schema, ::std::vec![#(#examples),*])
+            }
+
+            #handler
+
+            #p::BoundTool::new(
+                KEY,
+                &SPEC,
+                __tackle_spec,
+                #check_at_build,
+                __handler,
+                ::core::any::type_name::<#self_ty>(),
+                #location
+            )
+        }};
+    }
     // Specs are built lazily at run time; these need checks the macro cannot make.
     let check_at_build = !attrs.examples().is_empty()
         || attrs.schema(&attr::INPUT_SCHEMA).is_some()

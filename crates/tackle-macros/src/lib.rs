@@ -17,6 +17,7 @@ mod json;
 mod krate;
 mod sig;
 mod state;
+mod toolset;
 
 use proc_macro::TokenStream;
 
@@ -35,6 +36,10 @@ use proc_macro::TokenStream;
 /// and the tool registers itself at link time. See `docs/macro.md`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    // A method of a `#[tools]` impl block, which made its tool already.
+    if args.to_string() == toolset::IN_TOOLSET {
+        return item;
+    }
     let func = match syn::parse::<syn::ItemFn>(item) {
         Ok(func) => func,
         Err(e) => {
@@ -43,6 +48,37 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     expand::expand(args.into(), func).into()
+}
+
+/// Makes the `#[tool]` methods of an `impl` block the tools of a toolset: a value that
+/// holds them and their state, added to a registry at run time.
+///
+/// ```text
+/// struct Bank { ledger: Ledger }
+///
+/// #[tools(namespace = "bank")]
+/// impl Bank {
+///     /// An account's balance, in cents.
+///     #[tool(side_effects = read)]
+///     fn balance(&self, account: String) -> u64 { self.ledger.balance(&account) }
+/// }
+///
+/// let runtime = Runtime::from_inventory()?.with_toolset(Bank { ledger })?;
+/// ```
+///
+/// Each tool method takes `&self` and is written as a `#[tool]` function is (the same
+/// attributes, parameters and compile errors); `#[tools(...)]` takes only the defaults
+/// `namespace` and `version`, and `crate`. `Bank::TOOLS` lists the keys, and
+/// `Bank::BALANCE_KEY` is one. See `docs/macro.md`.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, item: TokenStream) -> TokenStream {
+    match syn::parse::<syn::ItemImpl>(item) {
+        Ok(imp) => toolset::expand(args.into(), imp).into(),
+        Err(e) => {
+            let message = format!("#[tools] goes on an impl block: {e}");
+            syn::Error::new(e.span(), message).to_compile_error().into()
+        }
+    }
 }
 
 /// Marks a struct as a skill's state (`tackle::agent::skill`): its fields are the

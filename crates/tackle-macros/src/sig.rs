@@ -85,7 +85,7 @@ pub fn analyse(sig: &mut Signature, errors: &mut Errors) -> Analysed {
             FnArg::Receiver(r) => {
                 errors.push(err(
                     &*r,
-                    "methods cannot be tools: `self` is not part of a tool's input; write a free function and pass what it needs as parameters or a `Resource<T>`",
+                    "`#[tool]` on a method needs `#[tools]` on its impl block (`#[tools] impl MyTools { ... }`): the value then holds the tools and their state; or write a free function and pass what it needs as parameters or a `Resource<T>`",
                 ));
                 continue;
             }

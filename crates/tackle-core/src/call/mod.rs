@@ -794,6 +794,17 @@ impl Runtime {
             .map(|tool| Cow::Owned(tool.spec().clone()))
     }
 
+    /// This runtime with the tools of `set` added: a value whose `#[tools]` methods are
+    /// tools, with their state (see [`crate::registry::toolset`]). A key another tool
+    /// already has is an error naming both, and nothing is added.
+    pub fn with_toolset(
+        mut self,
+        set: impl crate::registry::IntoToolset,
+    ) -> Result<Runtime, RegistryError> {
+        self.registry.add_toolset(set)?;
+        Ok(self)
+    }
+
     /// The tools, to register or unregister run-time tools.
     pub fn registry_mut(&mut self) -> &mut Registry {
         &mut self.registry

@@ -33,6 +33,7 @@ pub mod collision;
 pub mod live;
 pub mod query;
 pub mod tool;
+pub mod toolset;
 pub mod warn;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ pub use live::LiveTools;
 pub use query::ToolQuery;
 pub(crate) use tool::HandlerKind;
 pub use tool::{ApprovalPredicate, DynamicTool, IdempotencyKeyFn, Tool, ToolHandler};
+pub use toolset::{BoundTool, IntoToolset, Toolset};
 
 use crate::error::{RegistryError, ToolError, ToolOrigin};
 use crate::keyhash::KeyMap;
@@ -152,6 +154,24 @@ impl Registry {
         let key = self.insert(tool, takeover)?;
         self.reindex();
         Ok(key)
+    }
+
+    /// Adds the tools of a [`Toolset`] (a value whose `#[tools]` methods are tools),
+    /// each bound to `set`. Returns their keys. All or nothing: a key another tool
+    /// already has is [`RegistryError::DuplicateKey`] naming both definitions (under
+    /// the default [`CollisionStrategy`]), and no tool of the set is added. Its tools
+    /// are the program's own code, so, as `#[tool]` functions, they may take any name
+    /// the strategy allows.
+    pub fn add_toolset<S: IntoToolset>(&mut self, set: S) -> Result<Vec<String>, RegistryError> {
+        let bound = S::Set::bound_tools(&set.into_shared());
+        let mut next = self.clone();
+        let mut keys = Vec::with_capacity(bound.len());
+        for tool in bound {
+            keys.push(next.insert(Tool::from_bound(tool), true)?);
+        }
+        next.reindex();
+        *self = next;
+        Ok(keys)
     }
 
     /// Removes a tool and returns it: by its key, its `namespace.name` (the highest

@@ -286,6 +286,43 @@ impl Tool {
         }
     }
 
+    /// A tool of a toolset, bound to its value: as a `#[tool]` function's, its spec is
+    /// built on first use.
+    pub(super) fn from_bound(bound: super::toolset::BoundTool) -> Tool {
+        let m = bound.meta;
+        Tool {
+            key: bound.key.to_owned(),
+            path: format!("{}.{}", m.namespace, m.name),
+            meta: Meta {
+                namespace: m.namespace.to_owned(),
+                name: m.name.to_owned(),
+                version: m.version.to_owned(),
+                tags: m.tags.iter().map(|t| (*t).to_owned()).collect(),
+                deprecated: m.deprecated,
+                trust: m.trust,
+            },
+            spec: SpecCell::Lazy {
+                make: bound.spec,
+                cell: OnceLock::new(),
+            },
+            check_at_build: bound.check_at_build,
+            handler: bound.handler,
+            origin: ToolOrigin::Toolset {
+                type_name: bound.type_name,
+                file: bound.file,
+                line: bound.line,
+            },
+            validators: OnceLock::new(),
+            fingerprint: OnceLock::new(),
+            approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
+            idempotency_fn: None,
+            scoped: m.uses_context,
+            call_info: OnceLock::new(),
+            secret_arguments: OnceLock::new(),
+            replay_check: false,
+        }
+    }
+
     /// A tool from a hand-written spec, brought into canonical form.
     pub(super) fn from_written(
         mut spec: ToolSpec,

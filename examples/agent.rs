@@ -32,9 +32,9 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, ScriptedModel, ToolCallRequest,
 };
 use tackle::agent::openai::OpenAiModel;
-use tackle::agent::react::{ReactSkill, ReactState};
+use tackle::agent::react::{AgentError, ReactState};
 use tackle::replay::{load, InteractionKind, Mode};
-use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Agent, Cassette, Run, Runtime};
 
 /// A place on Earth.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
@@ -422,17 +422,16 @@ pub(crate) async fn run(args: Args) -> Result<ReactState, String> {
         Some(cassette) => Run::new(&runtime).with_cassette(cassette.clone()),
         None => Run::new(&runtime),
     };
-    let skill = ReactSkill::new(model, runtime.registry(), TOOLS)
-        .map_err(|e| e.to_string())?
-        .with_system_prompt(
-            "You answer questions about places with the tools you are given. \
-             Look places up rather than guessing, and answer in one sentence.",
-        );
-    // Deny by default: this caller may call models (`llm:<provider>`); the example's
-    // tools require nothing.
-    let ctx = ToolContext::new().with_grant("llm:*");
-    let state = match skill.run(&run, &args.task, &ctx).await {
-        Ok(state) => state,
+    let agent = Agent::with_model(model).tools(TOOLS).instructions(
+        "You answer questions about places with the tools you are given. \
+         Look places up rather than guessing, and answer in one sentence.",
+    );
+    // The program chose the model: its calls need no grant. The example's tools
+    // require none either.
+    let state = match agent.run(&run, &args.task).await {
+        Ok(answer) => answer.state,
+        // A run that stops without an answer (its step limit, say) still has a story.
+        Err(AgentError::NoAnswer { state }) => *state,
         Err(e) => {
             // Nothing is lost: a failed run's recording is written up to the failure.
             let mut reproduced = false;

@@ -112,13 +112,9 @@ async fn drive(store: Arc<dyn RunStore>) -> Result<String, Box<dyn std::error::E
         runtime.registry(),
         &["stock.order"],
     )?;
+    // The program's own run: its model needs no grant, and the tool requires none.
     let state = run
-        .drive(
-            &runtime,
-            &skill,
-            &ToolContext::new().with_grant("llm:*"),
-            None,
-        )
+        .drive(&runtime, &skill, &ToolContext::new(), None)
         .await?;
     Ok(state.final_answer.unwrap_or_default())
 }

@@ -76,6 +76,7 @@ extern crate self as tackle;
 
 // The central types, at the root; everything else stays in its module.
 pub use tackle_agent::agent::skill::SkillState;
+pub use tackle_agent::agent::{Agent, AgentRun};
 pub use tackle_agent::register_skill;
 pub use tackle_core::cassette;
 pub use tackle_core::replay::Cassette;

@@ -22,9 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tackle::agent::react::ReactSkill;
 use tackle::replay::Mode;
-use tackle::{replay::CassetteConfig, Cassette, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, Agent, Cassette, Run, Runtime};
 use tokio::task::JoinSet;
 
 /// Counts the bytes allocated now and at the most, while `COUNTING` is on (only for
@@ -64,9 +63,8 @@ static ALLOCATOR: Counting = Counting;
 
 const RUNS: usize = 1000;
 
-/// 1,000 runs of `skill` at once; each records into a cassette when `dir` is given.
-async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&PathBuf>) {
-    let ctx = ToolContext::new().with_grant("llm:*");
+/// 1,000 runs of `agent` at once; each records into a cassette when `dir` is given.
+async fn fleet(runtime: &Arc<Runtime>, agent: &Arc<Agent>, dir: Option<&PathBuf>) {
     let mut runs = JoinSet::new();
     for i in 0..RUNS {
         let mut run = Run::new(runtime);
@@ -78,10 +76,10 @@ async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&Pat
                 .expect("the cassette opens");
             run = run.with_cassette(cassette);
         }
-        let (skill, ctx) = (Arc::clone(skill), ctx.clone());
+        let agent = Arc::clone(agent);
         runs.spawn(async move {
-            let state = skill.run(&run, &fleet::task(i), &ctx).await;
-            let right = state.is_ok_and(|s| s.final_answer == Some(fleet::answer(i)));
+            let answer = agent.run(&run, fleet::task(i)).await;
+            let right = answer.is_ok_and(|a| a.value == fleet::answer(i));
             // The run ends in its task, as a server's would: its recording is freed
             // by the thread that made it.
             drop(black_box(run));
@@ -98,7 +96,7 @@ async fn fleet(runtime: &Arc<Runtime>, skill: &Arc<ReactSkill>, dir: Option<&Pat
 fn peak_per_run(
     tokio_rt: &tokio::runtime::Runtime,
     runtime: &Arc<Runtime>,
-    skill: &Arc<ReactSkill>,
+    agent: &Arc<Agent>,
     dir: Option<&PathBuf>,
 ) -> (f64, f64) {
     // Counted from here: what is freed later but allocated before counts as negative
@@ -107,7 +105,7 @@ fn peak_per_run(
     PEAK.store(0, Ordering::Relaxed);
     ALLOCATIONS.store(0, Ordering::Relaxed);
     COUNTING.store(true, Ordering::Relaxed);
-    tokio_rt.block_on(fleet(runtime, skill, dir));
+    tokio_rt.block_on(fleet(runtime, agent, dir));
     COUNTING.store(false, Ordering::Relaxed);
     (
         PEAK.load(Ordering::Relaxed) as f64 / RUNS as f64,
@@ -122,14 +120,14 @@ fn many_runs(c: &mut Criterion) {
         .build()
         .expect("tokio");
     let runtime = Arc::new(Runtime::from_inventory().expect("the registry builds"));
-    let skill = Arc::new(fleet::skill(fleet::model(), runtime.registry()));
+    let agent = Arc::new(fleet::agent(fleet::model()));
     let dir = std::env::temp_dir().join(format!("tackle-bench-many-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch folder");
 
     for (name, dir) in [("recording", Some(&dir)), ("no_cassette", None)] {
         // Warm up once, so the first round's one-time allocations do not count.
-        tokio_rt.block_on(fleet(&runtime, &skill, dir));
-        let (peak, allocations) = peak_per_run(&tokio_rt, &runtime, &skill, dir);
+        tokio_rt.block_on(fleet(&runtime, &agent, dir));
+        let (peak, allocations) = peak_per_run(&tokio_rt, &runtime, &agent, dir);
         eprintln!(
             "many_runs/{name}: peak heap {:.1} KiB per run ({RUNS} runs at once), \
              {allocations:.0} allocations per run",
@@ -141,10 +139,10 @@ fn many_runs(c: &mut Criterion) {
     group.throughput(Throughput::Elements(RUNS as u64));
     group.sample_size(20);
     group.bench_function("recording", |b| {
-        b.iter(|| tokio_rt.block_on(fleet(&runtime, &skill, Some(&dir))))
+        b.iter(|| tokio_rt.block_on(fleet(&runtime, &agent, Some(&dir))))
     });
     group.bench_function("no_cassette", |b| {
-        b.iter(|| tokio_rt.block_on(fleet(&runtime, &skill, None)))
+        b.iter(|| tokio_rt.block_on(fleet(&runtime, &agent, None)))
     });
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);

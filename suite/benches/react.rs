@@ -8,6 +8,10 @@
 //! that receives every delta, against the same run with no sink (the baseline: the
 //! model is not asked to stream). The difference, halved, is the cost of streaming
 //! per step.
+//!
+//! The runs are an [`Agent`]'s, as a program makes them: `agent.run(&run, task)`, the
+//! model and the tool calls through the run's door (the agent's loop for the runtime
+//! made on its first run and kept).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -20,7 +24,7 @@ use tackle::agent::model::{
 };
 use tackle::agent::react::ReactSkill;
 use tackle::events::{event_queue, ModelDelta};
-use tackle::{tool, Run, Runtime, ToolContext};
+use tackle::{tool, Agent, Run, Runtime, ToolContext};
 
 /// Add two integers.
 #[tool(namespace = "bench", side_effects = none)]
@@ -96,13 +100,11 @@ fn react(c: &mut Criterion) {
         .build()
         .expect("tokio");
     let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
-    let skill = ReactSkill::new(
-        Arc::new(FunctionModel::new("bench", model)),
-        runtime.registry(),
-        &["bench.add"],
-    )
-    .expect("skill");
-    // The run may call the model (`llm:function`); the tool requires nothing.
+    let closure: Arc<dyn ChatModel> = Arc::new(FunctionModel::new("bench", model));
+    let skill =
+        ReactSkill::new(Arc::clone(&closure), runtime.registry(), &["bench.add"]).expect("skill");
+    // The loop's model calls go through the door as the caller's (`llm:function`);
+    // the tool requires nothing.
     let ctx = ToolContext::new().with_grant("llm:*");
     let by_hand = FunctionModel::new("bench", model);
     let mut group = c.benchmark_group("react/two_steps");
@@ -131,25 +133,39 @@ fn react(c: &mut Criterion) {
             })
         })
     });
-    group.bench_function("ReactSkill::run", |b| {
+    let agent = Agent::with_model(Arc::clone(&closure))
+        .tools([add::KEY])
+        .instructions("s");
+    group.bench_function("Agent::run", |b| {
         b.iter(|| {
             tokio_rt.block_on(async {
                 // Each iteration is one run.
                 let run = Run::new(&runtime);
-                black_box(skill.run(&run, "add 2 and 3", &ctx).await.expect("run"))
+                black_box(
+                    agent
+                        .run(&run, "add 2 and 3")
+                        .context(&ctx)
+                        .await
+                        .expect("run"),
+                )
             })
         })
     });
     group.finish();
 
-    let streaming =
-        ReactSkill::new(Arc::new(Streaming), runtime.registry(), &["bench.add"]).expect("skill");
+    let streaming = Agent::new(Streaming).tools([add::KEY]).instructions("s");
     let mut group = c.benchmark_group("react/streamed_step");
     group.bench_function("two steps, not streamed (baseline)", |b| {
         b.iter(|| {
             tokio_rt.block_on(async {
                 let run = Run::new(&runtime);
-                black_box(streaming.run(&run, "add 2 and 3", &ctx).await.expect("run"))
+                black_box(
+                    streaming
+                        .run(&run, "add 2 and 3")
+                        .context(&ctx)
+                        .await
+                        .expect("run"),
+                )
             })
         })
     });
@@ -158,7 +174,11 @@ fn react(c: &mut Criterion) {
         b.iter(|| {
             tokio_rt.block_on(async {
                 let run = Run::new(&runtime).with_events(sink.clone());
-                let state = streaming.run(&run, "add 2 and 3", &ctx).await.expect("run");
+                let state = streaming
+                    .run(&run, "add 2 and 3")
+                    .context(&ctx)
+                    .await
+                    .expect("run");
                 black_box(events.drain());
                 black_box(state)
             })

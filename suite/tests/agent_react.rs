@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Role, ToolCallRequest,
 };
-use tackle::agent::react::{ReactSkill, RepairHook, StopReason};
+use tackle::agent::react::{AgentError, ReactSkill, ReactState, RepairHook, StopReason};
 use tackle::replay::Mode;
-use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext, ToolError};
+use tackle::{replay::CassetteConfig, tool, Agent, Cassette, Run, Runtime, ToolContext, ToolError};
 
 /// Road distance between two Norwegian cities, in km.
 #[tool(namespace = "geo", side_effects = none)]
@@ -79,31 +79,33 @@ fn new_run(cassette: Option<Cassette>) -> Run {
 
 const TOOLS: &[&str] = &["geo.distance", "weather.tomorrow"];
 
+/// The state of a run that ended without an answer (its stop reason says why).
+fn no_answer(error: AgentError) -> ReactState {
+    match error {
+        AgentError::NoAnswer { state } => *state,
+        other => panic!("expected a run without an answer, got {other}"),
+    }
+}
+
 #[tokio::test]
 async fn a_run_thinks_acts_in_parallel_observes_and_answers() {
     let run = new_run(None);
-    let skill = ReactSkill::new(
-        Arc::new(FunctionModel::new("planner", planner)),
-        run.runtime().registry(),
-        TOOLS,
-    )
-    .unwrap();
+    let agent = Agent::new(FunctionModel::new("planner", planner)).tools(TOOLS);
     assert_eq!(
-        skill
+        agent
+            .skill(&run)
+            .unwrap()
             .tools()
             .iter()
             .map(|t| t.name.as_str())
             .collect::<Vec<_>>(),
         ["geo_distance", "weather_tomorrow"]
     );
-    let state = skill
-        .run(
-            &run,
-            "Should I drive to Bergen tomorrow?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let state = agent
+        .run(&run, "Should I drive to Bergen tomorrow?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(state.done);
     assert_eq!(state.step_index, 2);
     assert_eq!(
@@ -154,19 +156,12 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     )
     .unwrap();
     let run_live = new_run(Some(record));
-    let live = ReactSkill::new(
-        Arc::new(FunctionModel::new("planner", planner)),
-        run_live.runtime().registry(),
-        TOOLS,
-    )
-    .unwrap()
-    .run(
-        &run_live,
-        "Should I drive to Bergen tomorrow?",
-        &ToolContext::new().with_grant("llm:*"),
-    )
-    .await
-    .unwrap();
+    let live = Agent::new(FunctionModel::new("planner", planner))
+        .tools(TOOLS)
+        .run(&run_live, "Should I drive to Bergen tomorrow?")
+        .await
+        .unwrap()
+        .state;
     run_live.cassette().unwrap().finish().unwrap();
 
     let calls = Arc::new(AtomicUsize::new(0));
@@ -185,19 +180,12 @@ async fn a_recorded_run_replays_identically_without_the_model() {
     )
     .unwrap();
     let run_replay = new_run(Some(replay));
-    let replayed = ReactSkill::new(
-        Arc::new(unreachable),
-        run_replay.runtime().registry(),
-        TOOLS,
-    )
-    .unwrap()
-    .run(
-        &run_replay,
-        "Should I drive to Bergen tomorrow?",
-        &ToolContext::new().with_grant("llm:*"),
-    )
-    .await
-    .unwrap();
+    let replayed = Agent::new(unreachable)
+        .tools(TOOLS)
+        .run(&run_replay, "Should I drive to Bergen tomorrow?")
+        .await
+        .unwrap()
+        .state;
     assert_eq!(calls.load(Ordering::SeqCst), 0, "the model is never called");
     assert_eq!(replayed, live, "the same trajectory, step for step");
     run_replay.cassette().unwrap().finish().unwrap();
@@ -232,13 +220,11 @@ fn search_then_weather_then_distance() -> Arc<tackle::agent::model::ScriptedMode
     ]))
 }
 
-/// A skill offering `geo.distance`, with `weather.tomorrow` found through search.
-fn with_weather_deferred(model: Arc<tackle::agent::model::ScriptedModel>, run: &Run) -> ReactSkill {
-    let registry = run.runtime().registry();
-    ReactSkill::new(model, registry, &["geo.distance"])
-        .unwrap()
-        .with_deferred(registry, &["weather.tomorrow"])
-        .unwrap()
+/// An agent offering `geo.distance`, with `weather.tomorrow` found through search.
+fn with_weather_deferred(model: Arc<tackle::agent::model::ScriptedModel>) -> Agent {
+    Agent::with_model(model)
+        .tools(["geo.distance"])
+        .deferred_tools(["weather.tomorrow"])
 }
 
 /// A recording holds the offered tools on a run's first model call and again only
@@ -255,13 +241,13 @@ async fn a_recording_holds_the_tools_when_they_change_and_replays() {
             .with_mode(mode)
             .with_env_overrides(false)
     };
-    let ctx = ToolContext::new().with_grant("llm:*");
     let model = script();
     let run = new_run(Some(Cassette::open(&path, config(Mode::Rewrite)).unwrap()));
-    let live = skill_of(model.clone(), &run)
-        .run(&run, "weather in Bergen?", &ctx)
+    let live = skill_of(model.clone())
+        .run(&run, "weather in Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(live.done, "{live:?}");
     run.cassette().unwrap().finish().unwrap();
 
@@ -292,10 +278,11 @@ async fn a_recording_holds_the_tools_when_they_change_and_replays() {
 
     let replay_model = script();
     let run = new_run(Some(Cassette::open(&path, config(Mode::Replay)).unwrap()));
-    let replayed = skill_of(replay_model.clone(), &run)
-        .run(&run, "weather in Bergen?", &ctx)
+    let replayed = skill_of(replay_model.clone())
+        .run(&run, "weather in Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(replayed, live, "the same trajectory, step for step");
     // A scripted model is asked under replay too (its answers are compared with the
     // recording), with the same requests as the recorded run's.
@@ -326,16 +313,8 @@ impl RepairHook for UseBergen {
 #[tokio::test]
 async fn failures_are_observations_that_spend_the_error_budget() {
     let run = new_run(None);
-    let skill = ReactSkill::new(
-        Arc::new(FunctionModel::new("stubborn", stubborn)),
-        run.runtime().registry(),
-        TOOLS,
-    )
-    .unwrap();
-    let state = skill
-        .run(&run, "distance?", &ToolContext::new().with_grant("llm:*"))
-        .await
-        .unwrap();
+    let agent = Agent::new(FunctionModel::new("stubborn", stubborn)).tools(TOOLS);
+    let state = no_answer(agent.run(&run, "distance?").await.unwrap_err());
     assert!(!state.done);
     assert_eq!(state.error_budget, 0);
     assert_eq!(
@@ -377,11 +356,12 @@ async fn failures_are_observations_that_spend_the_error_budget() {
         })
     });
     let run = new_run(None);
-    let state = ReactSkill::new(Arc::new(confused), run.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run, "?", &ToolContext::new().with_grant("llm:*"))
+    let state = Agent::new(confused)
+        .tools(TOOLS)
+        .run(&run, "?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(state.done);
     assert_eq!(state.error_budget, 1);
     let errors: Vec<_> = state
@@ -393,17 +373,14 @@ async fn failures_are_observations_that_spend_the_error_budget() {
 
     // With a repair hook, invalid arguments get one more try before they count.
     let run = new_run(None);
-    let repaired = ReactSkill::new(
-        Arc::new(FunctionModel::new("stubborn", stubborn)),
-        run.runtime().registry(),
-        TOOLS,
-    )
-    .unwrap()
-    .with_repair(UseBergen)
-    .with_max_steps(2)
-    .run(&run, "distance?", &ToolContext::new().with_grant("llm:*"))
-    .await
-    .unwrap();
+    let repaired = Agent::new(FunctionModel::new("stubborn", stubborn))
+        .tools(TOOLS)
+        .configure(|skill| skill.with_repair(UseBergen))
+        .max_steps(2)
+        .run(&run, "distance?")
+        .await
+        .unwrap_err();
+    let repaired = no_answer(repaired);
     assert_eq!(repaired.error_budget, 3);
     assert_eq!(repaired.tool_calls[0].result, Some(json!(463)));
     assert_eq!(
@@ -447,19 +424,10 @@ async fn deferred_tools_are_offered_once_found() {
         ChatResponse::text("rain"),
     ]));
     let run = new_run(None);
-    let registry = run.runtime().registry();
-    let skill = ReactSkill::new(model.clone(), registry, &["geo.distance"])
-        .unwrap()
-        .with_deferred(registry, &["weather.tomorrow"])
-        .unwrap();
-    let state = skill
-        .run(
-            &run,
-            "weather in Bergen?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
-        .await
-        .unwrap();
+    let agent = Agent::with_model(model.clone())
+        .tools(["geo.distance"])
+        .deferred_tools(["weather.tomorrow"]);
+    let state = agent.run(&run, "weather in Bergen?").await.unwrap().state;
     assert!(state.done, "{state:?}");
     let offered: Vec<Vec<String>> = model
         .requests()
@@ -526,15 +494,12 @@ async fn a_cut_off_call_is_a_failed_observation_and_the_complete_calls_run() {
         ChatResponse::text("463 km, and rain: take the train."),
     ]));
     let run = new_run(None);
-    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(
-            &run,
-            "Drive to Bergen?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let state = Agent::with_model(model.clone())
+        .tools(TOOLS)
+        .run(&run, "Drive to Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(
         state.final_answer.as_deref(),
         Some("463 km, and rain: take the train.")
@@ -595,11 +560,9 @@ impl tackle::agent::model::ChatModel for Offline {
 #[tokio::test]
 async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() {
     use tackle::agent::model::ScriptedModel;
-    use tackle::agent::react::AgentError;
     let dir = std::env::temp_dir().join(format!("tackle-react-failed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("failed.json");
-    let ctx = ToolContext::new().with_grant("llm:*");
     let record = Cassette::open(
         &path,
         CassetteConfig::new()
@@ -617,9 +580,9 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
             json!({"from": "Oslo", "to": "Bergen"}),
         )],
     )]));
-    let failed = ReactSkill::new(model, run_live.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run_live, "Drive to Bergen?", &ctx)
+    let failed = Agent::with_model(model)
+        .tools(TOOLS)
+        .run(&run_live, "Drive to Bergen?")
         .await
         .unwrap_err();
     assert!(
@@ -656,9 +619,9 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
     .unwrap();
     assert_eq!(replay.recorded_failure(), Some(failed.to_string()));
     let run_replay = new_run(Some(replay));
-    let again = ReactSkill::new(Arc::new(Offline), run_replay.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run_replay, "Drive to Bergen?", &ctx)
+    let again = Agent::new(Offline)
+        .tools(TOOLS)
+        .run(&run_replay, "Drive to Bergen?")
         .await
         .unwrap_err();
     match (&failed, &again) {
@@ -689,7 +652,6 @@ async fn a_failed_run_writes_its_cassette_and_replaying_it_fails_the_same_way() 
 #[tokio::test]
 async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
     use tackle::agent::model::ScriptedModel;
-    use tackle::agent::react::AgentError;
     let schema = json!({
         "type": "object",
         "properties": {"city": {"type": "string"}, "rain": {"type": "boolean"}},
@@ -701,17 +663,13 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
         ChatResponse::text("{\"city\": \"Bergen\", \"rain\": true}"),
     ]));
     let run = new_run(None);
-    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
-        .unwrap()
-        .with_answer_schema(schema.clone())
-        .unwrap()
-        .run(
-            &run,
-            "Rain in Bergen?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let state = Agent::with_model(model.clone())
+        .tools(TOOLS)
+        .configure(|skill| skill.with_answer_schema(schema.clone()).unwrap())
+        .run(&run, "Rain in Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(state.done);
     assert_eq!(
         state.final_value,
@@ -742,11 +700,12 @@ async fn an_answer_schema_turns_a_bad_reply_into_a_repair_turn() {
     // A text answer with no schema set stays an answer, as before.
     let plain = Arc::new(ScriptedModel::new([ChatResponse::text("It will rain.")]));
     let run = new_run(None);
-    let state = ReactSkill::new(plain, run.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run, "Rain?", &ToolContext::new().with_grant("llm:*"))
+    let state = Agent::with_model(plain)
+        .tools(TOOLS)
+        .run(&run, "Rain?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state.final_answer.as_deref(), Some("It will rain."));
     assert_eq!(state.final_value, None);
 
@@ -773,11 +732,12 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
         ChatResponse::text("About 463 km by road."),
     ]));
     let run = new_run(None);
-    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+    let state = Agent::with_model(model.clone())
+        .tools(TOOLS)
+        .run(&run, task)
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state.final_answer.as_deref(), Some("About 463 km by road."));
     assert_eq!(state.error_budget, 3, "the budget is for failed tool calls");
     let observations: Vec<&str> = state
@@ -796,12 +756,13 @@ async fn an_empty_or_echoed_reply_is_not_an_answer_unless_the_run_allows_it() {
 
     let echo = Arc::new(ScriptedModel::new([ChatResponse::text(task)]));
     let run = new_run(None);
-    let state = ReactSkill::new(echo, run.runtime().registry(), TOOLS)
-        .unwrap()
-        .with_text_answers(TextAnswers::Any)
-        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+    let state = Agent::with_model(echo)
+        .tools(TOOLS)
+        .configure(|skill| skill.with_text_answers(TextAnswers::Any))
+        .run(&run, task)
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state.final_answer.as_deref(), Some(task));
 }
 
@@ -840,19 +801,23 @@ impl tackle::agent::react::StepEffects for Here<'_> {
 async fn a_paused_run_goes_on_from_its_checkpoint() {
     use tackle::agent::react::{ReactCheckpoint, StepControl};
     let script = search_then_weather_then_distance;
-    let ctx = ToolContext::new().with_grant("llm:*");
-    let skill_of = with_weather_deferred;
+    // The engine's effects call the models as the program's: no grant needed.
+    let ctx = ToolContext::new();
     // Uninterrupted.
     let whole_run = new_run(None);
     let whole_model = script();
-    let whole = skill_of(whole_model.clone(), &whole_run)
-        .run(&whole_run, "weather in Bergen?", &ctx)
+    let whole = with_weather_deferred(whole_model.clone())
+        .run(&whole_run, "weather in Bergen?")
         .await
-        .unwrap();
-    // Paused after the search, then on from the checkpoint in another run.
+        .unwrap()
+        .state;
+    // Paused after the search, then on from the checkpoint in another run: the loop
+    // driven step by step, as an engine drives it.
     let first_run = new_run(None);
     let model = script();
-    let skill = skill_of(model.clone(), &first_run);
+    let skill = with_weather_deferred(model.clone())
+        .skill(&first_run)
+        .unwrap();
     let here = Here {
         skill: &skill,
         run: &first_run,
@@ -919,23 +884,26 @@ async fn repair_turns_have_their_own_limit() {
         ChatResponse::text("About 463 km."),
     ]));
     let run = new_run(None);
-    let state = ReactSkill::new(model, run.runtime().registry(), TOOLS)
-        .unwrap()
-        .with_error_budget(1)
-        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
+    let state = Agent::with_model(model)
+        .tools(TOOLS)
+        .error_budget(1)
+        .run(&run, task)
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(state.done, "{state:?}");
     assert_eq!(state.error_budget, 1);
 
     // Four empty replies: three repair turns, then the run stops.
     let model = Arc::new(ScriptedModel::new(vec![ChatResponse::text(""); 4]));
     let run = new_run(None);
-    let state = ReactSkill::new(model.clone(), run.runtime().registry(), TOOLS)
-        .unwrap()
-        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
-        .await
-        .unwrap();
+    let state = no_answer(
+        Agent::with_model(model.clone())
+            .tools(TOOLS)
+            .run(&run, task)
+            .await
+            .unwrap_err(),
+    );
     assert!(!state.done);
     assert_eq!(
         state.stop_reason,
@@ -954,12 +922,14 @@ async fn repair_turns_have_their_own_limit() {
     // A limit of its own: none at all.
     let model = Arc::new(ScriptedModel::new([ChatResponse::text("")]));
     let run = new_run(None);
-    let state = ReactSkill::new(model, run.runtime().registry(), TOOLS)
-        .unwrap()
-        .with_repair_turns(0)
-        .run(&run, task, &ToolContext::new().with_grant("llm:*"))
-        .await
-        .unwrap();
+    let state = no_answer(
+        Agent::with_model(model)
+            .tools(TOOLS)
+            .repair_turns(0)
+            .run(&run, task)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(
         state.stop_reason.map(|r| r.to_string()).as_deref(),
         Some("no answer after 0 repair turn(s)")

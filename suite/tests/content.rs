@@ -7,9 +7,8 @@ use std::sync::Arc;
 use serde_json::json;
 use tackle::agent::model::{ChatResponse, Message, Role, ScriptedModel, ToolCallRequest};
 use tackle::agent::openai::OpenAiModel;
-use tackle::agent::react::ReactSkill;
 use tackle::content::ContentPart;
-use tackle::{tool, Run, Runtime, ToolContext};
+use tackle::{tool, Agent, Run, Runtime};
 
 /// A screenshot of a page, as a PNG.
 #[tool(namespace = "browser", side_effects = read)]
@@ -31,16 +30,12 @@ async fn a_tools_image_reaches_the_model_beside_its_text() {
         ChatResponse::text("The page shows a heading."),
     ]));
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let skill =
-        ReactSkill::new(model.clone(), runtime.registry(), &["browser.screenshot"]).unwrap();
-    let state = skill
-        .run(
-            &Run::new(&runtime),
-            "What does example.com show?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let agent = Agent::with_model(model.clone()).tools(["browser.screenshot"]);
+    let state = agent
+        .run(&Run::new(&runtime), "What does example.com show?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(
         state.final_answer.as_deref(),
         Some("The page shows a heading.")

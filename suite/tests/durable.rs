@@ -15,7 +15,7 @@ use tackle::durable::{
     RunStatus, RunStore, StoreError,
 };
 use tackle::replay::{Cassette, CassetteConfig, Mode};
-use tackle::{tool, Run, Runtime, ToolContext, ToolError};
+use tackle::{tool, Agent, Run, Runtime, ToolContext, ToolError};
 use tackle_sqlite::SqliteStore;
 
 static SHIPPED: AtomicUsize = AtomicUsize::new(0);
@@ -73,8 +73,14 @@ fn skill(runtime: &Runtime) -> ReactSkill {
     .unwrap()
 }
 
+/// The shopkeeper as an agent (for a run that is not durable).
+fn agent() -> Agent {
+    Agent::new(FunctionModel::new("shopkeeper", model)).tools(["shop.status", "shop.ship"])
+}
+
+/// The caller: the program itself (its model needs no grant; the tools require none).
 fn ctx() -> ToolContext {
-    ToolContext::new().with_grant("llm:*")
+    ToolContext::new()
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -214,21 +220,19 @@ async fn a_paused_run_resumes_from_the_store_to_the_same_result_running_nothing_
     )
     .unwrap();
     let runtime = inventory();
-    let offline = ReactSkill::new(
-        Arc::new(FunctionModel::new("shopkeeper", |_: &ChatRequest| {
-            Err(tackle::agent::model::ModelError::Failed {
-                message: "offline".into(),
-            })
-        })),
-        runtime.registry(),
-        &["shop.status", "shop.ship"],
-    )
-    .unwrap();
+    let offline = Agent::new(FunctionModel::new("shopkeeper", |_: &ChatRequest| {
+        Err(tackle::agent::model::ModelError::Failed {
+            message: "offline".into(),
+        })
+    }))
+    .tools(["shop.status", "shop.ship"]);
     let replaying = Run::new(&runtime).with_cassette(replay);
     let replayed = offline
-        .run(&replaying, "Ship o-1 and o-2.", &ctx())
+        .run(&replaying, "Ship o-1 and o-2.")
+        .context(&ctx())
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(replayed.final_answer, whole.final_answer);
     assert_eq!(SHIPPED.load(Ordering::SeqCst), 2, "replay ships nothing");
     std::fs::remove_dir_all(&dir).ok();
@@ -681,10 +685,12 @@ async fn the_journal_holds_each_message_once_and_exports_whole_requests() {
     )
     .unwrap();
     let offline = Run::new(&runtime).with_cassette(replay);
-    let state = skill(&runtime)
-        .run(&offline, "Ship o-1 and o-2.", &ctx())
+    let state = agent()
+        .run(&offline, "Ship o-1 and o-2.")
+        .context(&ctx())
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state.final_answer.as_deref(), Some("Shipped o-1 and o-2."));
 }
 

@@ -15,7 +15,6 @@ use serde_json::{json, Map, Value};
 use tackle::agent::model::{
     complete, completion, ChatModel, ChatResponse, ModelError, ScriptedModel, ToolCallRequest,
 };
-use tackle::agent::react::{AgentError, ReactSkill};
 use tackle::agent::skill::{Skill, SkillError, SkillKind};
 use tackle::audit::{AuditEvent, Execution, GateDecision, MemoryAudit};
 use tackle::chain::{ChainStep, ToolChain};
@@ -24,8 +23,8 @@ use tackle::pipeline::{
     PipelineError,
 };
 use tackle::{
-    error::RegistryError, registry::DynamicTool, tool, Registry, Run, Runtime, SideEffects,
-    SkillState, ToolCall, ToolContext, ToolErrorKind, ToolSpec,
+    context::Resource, error::RegistryError, registry::DynamicTool, tool, Agent, Registry, Run,
+    Runtime, SideEffects, SkillState, ToolCall, ToolContext, ToolErrorKind, ToolSpec,
 };
 use tackle_mcp::{import_http, serve_http, Identity, ImportOptions, McpServer};
 
@@ -161,47 +160,64 @@ fn vault_model() -> ScriptedModel {
 
 const MODEL_KEY: &str = "llm.scripted.complete@script";
 
+/// Runs an agent of the vault model inside a tool call: on behalf of whoever called
+/// the tool, with the context the tool was given.
+#[tool(namespace = "vault", side_effects = external)]
+async fn delegate(ctx: &ToolContext, runtime: Resource<Arc<Runtime>>) -> Result<String, String> {
+    let agent = Agent::new(vault_model()).tools(["vault.open"]);
+    let run = Run::new(&runtime);
+    match agent.run(&run, "open it").context(ctx).await {
+        Ok(answer) => Ok(answer.value),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[tokio::test]
 async fn a_react_run() {
     let (rt, audit) = audited();
-    let react = |model| ReactSkill::new(Arc::new(model), rt.registry(), &["vault.open"]);
+    let agent = Agent::new(vault_model()).tools(["vault.open"]);
 
-    // Without `llm:scripted`, the first model call is refused.
-    let err = react(vault_model())
-        .unwrap()
-        .run(&Run::new(&rt), "open it", &ToolContext::new())
-        .await
-        .unwrap_err();
-    match err {
-        AgentError::Model {
-            error: ModelError::Door(e),
-            ..
-        } => assert_eq!(e.kind(), ToolErrorKind::CapabilityDenied),
-        other => panic!("{other}"),
-    }
-    assert_refused(&audit, MODEL_KEY);
-
-    // With it but without `vault:open`, the tool call is a refused observation.
-    let state = react(vault_model())
-        .unwrap()
-        .run(
-            &Run::new(&rt),
-            "open it",
-            &ToolContext::new().with_grant("llm:scripted"),
-        )
-        .await
-        .unwrap();
-    assert_eq!(state.final_answer.as_deref(), Some("done"));
+    // The program's own agent: its model needs no grant (the program chose it), but
+    // without `vault:open` the tool call is a refused observation.
+    let answer = agent.run(&Run::new(&rt), "open it").await.unwrap();
+    assert_eq!(answer.value, "done");
     assert_eq!(
-        state.tool_calls[0].error_kind,
+        answer.state.tool_calls[0].error_kind,
         Some(ToolErrorKind::CapabilityDenied)
     );
     assert_refused(&audit, "vault.open@1");
     let model_calls = events_of(&audit, MODEL_KEY);
-    assert_eq!(model_calls.len(), 3, "one refused, two answered");
-    assert!(model_calls[1..]
+    assert_eq!(model_calls.len(), 2);
+    assert!(model_calls
         .iter()
         .all(|e| e.gates.capability == GateDecision::Passed && e.error.is_none()));
+
+    // The same agent run by a tool for a caller without `llm:scripted` (an MCP client,
+    // say): its first model call is refused, deny by default.
+    let caller = ToolContext::new().with_resource(Arc::clone(&rt));
+    let err = rt
+        .call("vault.delegate", json!({}), &caller)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("llm:scripted"), "{err}");
+    let model_calls = events_of(&audit, MODEL_KEY);
+    assert_eq!(model_calls.len(), 3);
+    assert!(
+        matches!(model_calls[2].gates.capability, GateDecision::Refused(_)),
+        "{:?}",
+        model_calls[2]
+    );
+
+    // Granted by its caller, the tool's agent runs; the grant reaches the model calls
+    // only: `vault.open` is still refused.
+    let caller = caller.with_grant("llm:scripted");
+    let out = rt.call("vault.delegate", json!({}), &caller).await.unwrap();
+    assert_eq!(out, json!("done"));
+    assert_eq!(events_of(&audit, MODEL_KEY).len(), 5);
+    assert_eq!(events_of(&audit, "vault.open@1").len(), 2);
+    assert!(events_of(&audit, "vault.open@1")
+        .iter()
+        .all(|e| e.gates.capability != GateDecision::Passed));
 }
 
 /// What the vault skill ends with.
@@ -219,40 +235,19 @@ async fn a_skill() {
         .with_tools(&["vault.open"])
         .build()
         .unwrap();
-    let model = vault_model_then("{\"found\": \"nothing\"}");
-    let err = skill
-        .run::<Opened>(
-            Arc::new(model),
-            &Run::new(&rt),
-            "open it",
-            &ToolContext::new(),
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            SkillError::Agent {
-                error: AgentError::Model {
-                    error: ModelError::Door(e),
-                    ..
-                },
-                ..
-            } if e.kind() == ToolErrorKind::CapabilityDenied
-        ),
-        "{err}"
-    );
-    assert_refused(&audit, MODEL_KEY);
-
+    // Run by the program, the skill's model needs no grant; its tool does.
     let done = skill
         .run::<Opened>(
             Arc::new(vault_model_then("{\"found\": \"nothing\"}")),
             &Run::new(&rt),
             "open it",
-            &ToolContext::new().with_grant("llm:*"),
+            &ToolContext::new(),
         )
         .await
         .unwrap();
+    assert!(events_of(&audit, MODEL_KEY)
+        .iter()
+        .all(|e| e.gates.capability == GateDecision::Passed));
     assert_eq!(done.state.found, "nothing");
     assert_refused(&audit, "vault.open@1");
 }
@@ -590,17 +585,15 @@ async fn a_react_run_calls_only_the_tools_it_offers() {
         ChatResponse::text("gave up"),
     ]);
     // Offered: the note tool only. The caller may open the vault, but the run may not.
-    let skill = ReactSkill::new(Arc::new(model), rt.registry(), &["vault.note"])
-        .unwrap()
-        .with_error_budget(10);
+    let agent = Agent::new(model).tools(["vault.note"]).error_budget(10);
     let before = OPENED.load(Ordering::SeqCst);
-    let ctx = ToolContext::new()
-        .with_grant("llm:*")
-        .with_grant("vault:open");
-    let state = skill
-        .run(&Run::new(&rt), "open the vault", &ctx)
+    let ctx = ToolContext::new().with_grant("vault:open");
+    let state = agent
+        .run(&Run::new(&rt), "open the vault")
+        .context(&ctx)
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state.tool_calls.len(), names.len());
     for record in &state.tool_calls {
         assert_eq!(

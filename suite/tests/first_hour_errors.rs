@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
+use tackle::agent::model::{
+    complete, completion, ChatRequest, ChatResponse, Message, ScriptedModel, ToolCallRequest,
+};
 use tackle::agent::react::{AgentError, ReactSkill};
 use tackle::durable::{DurableError, DurableOptions, DurableRun, MemoryStore, RunStore};
-use tackle::{tool, Run, Runtime, ToolContext, ToolError, ToolErrorKind};
+use tackle::{tool, Agent, Run, Runtime, ToolContext, ToolError, ToolErrorKind};
 use tackle_mcp::{Identity, McpServer};
 
 /// An account's balance, in cents.
@@ -118,11 +120,16 @@ fn a_held_run_never_shows_an_empty_holder_or_a_zero_wait() {
 
 #[tokio::test]
 async fn a_model_call_refused_for_its_grant_names_the_grant() {
+    // A model called directly (not by the program's own agent) needs its grant.
     let runtime = runtime();
-    let model = Arc::new(ScriptedModel::new([ChatResponse::text("Hello!")]));
-    let skill = ReactSkill::new(model, runtime.registry(), &[]).unwrap();
-    let error = skill
-        .run(&Run::new(&runtime), "Say hello.", &ToolContext::new())
+    let model = ScriptedModel::new([ChatResponse::text("Hello!")]);
+    let operation = completion(&model);
+    let request = ChatRequest {
+        messages: vec![Message::user("Say hello.")],
+        ..ChatRequest::default()
+    };
+    let run = Run::new(&runtime);
+    let error = complete(&run, &operation, &model, &request, &ToolContext::new())
         .await
         .unwrap_err();
     let text = error.to_string();
@@ -134,16 +141,17 @@ async fn a_model_call_refused_for_its_grant_names_the_grant() {
         ),
         "{text}"
     );
-    // Granted as it says, the run goes through.
-    let state = skill
-        .run(
-            &Run::new(&runtime),
-            "Say hello.",
-            &ToolContext::new().with_grant("llm:*"),
-        )
-        .await
-        .unwrap();
-    assert_eq!(state.final_answer.as_deref(), Some("Hello!"));
+    // Granted as it says, the call goes through.
+    let reply = complete(
+        &run,
+        &operation,
+        &model,
+        &request,
+        &ToolContext::new().with_grant("llm:*"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.text, "Hello!");
 }
 
 #[tokio::test]
@@ -277,15 +285,12 @@ async fn a_model_may_call_a_tool_by_its_key_or_its_offered_name() {
         ),
         ChatResponse::text("12000 cents."),
     ]));
-    let skill = ReactSkill::new(model, runtime.registry(), &["bank.balance"]).unwrap();
-    let state = skill
-        .run(
-            &Run::new(&runtime),
-            "What is in savings?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let agent = Agent::with_model(model).tools(["bank.balance"]);
+    let state = agent
+        .run(&Run::new(&runtime), "What is in savings?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     let calls = &state.tool_calls;
     for call in &calls[..3] {
         assert_eq!(call.result, Some(json!(12_000)), "{call:?}");

@@ -13,8 +13,7 @@ use serde_json::json;
 use tackle::agent::model::{
     ChatRequest, ChatResponse, FunctionModel, ModelError, Pricing, Role, ToolCallRequest, Usage,
 };
-use tackle::agent::react::ReactSkill;
-use tackle::{tool, Run, Runtime, ToolContext};
+use tackle::{tool, Agent, Run, Runtime};
 
 /// Tomorrow's forecast for a city.
 #[tool(namespace = "weather", side_effects = read)]
@@ -65,29 +64,24 @@ fn forecaster(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_cost() {
     let capture = Arc::new(Capture::default());
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let skill = ReactSkill::new(
-        Arc::new(FunctionModel::new("forecaster-1", forecaster)),
-        runtime.registry(),
-        &["weather.tomorrow"],
-    )
-    .unwrap()
-    // 3.00 per million input tokens, 15.00 per million output tokens.
-    .with_pricing(
-        "forecaster-1",
-        Pricing::per_million(Decimal::new(300, 2), Decimal::new(1500, 2)),
-    );
+    let agent = Agent::new(FunctionModel::new("forecaster-1", forecaster))
+        .tools(["weather.tomorrow"])
+        // 3.00 per million input tokens, 15.00 per million output tokens.
+        .configure(|skill| {
+            skill.with_pricing(
+                "forecaster-1",
+                Pricing::per_million(Decimal::new(300, 2), Decimal::new(1500, 2)),
+            )
+        });
     let dispatch = tracing::Dispatch::from(capture.clone());
     let state = tracing::dispatcher::with_default(&dispatch, || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
-            .block_on(skill.run(
-                &Run::new(&runtime),
-                "Rain tomorrow?",
-                &ToolContext::new().with_grant("llm:*"),
-            ))
+            .block_on(async { agent.run(&Run::new(&runtime), "Rain tomorrow?").await })
             .unwrap()
+            .state
     });
     assert_eq!(state.final_answer.as_deref(), Some("Rain in Bergen."));
     assert_eq!(

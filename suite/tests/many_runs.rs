@@ -10,9 +10,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tackle::agent::model::{ChatModel, ChatRequest, FunctionModel, ModelError};
-use tackle::agent::react::{ReactSkill, ReactState, StopReason};
+use tackle::agent::react::{ReactState, StopReason};
 use tackle::replay::{load, Mode};
-use tackle::{replay::CassetteConfig, Cassette, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, Agent, Cassette, Run, Runtime};
 use tokio::task::JoinSet;
 
 const RUNS: usize = 1000;
@@ -37,19 +37,18 @@ fn cassette(dir: &Path, i: usize, mode: Mode) -> Cassette {
 /// Runs the fleet, each run on its own cassette in `dir`; the states by run.
 async fn fleet(
     runtime: &Arc<Runtime>,
-    skill: &Arc<ReactSkill>,
+    agent: &Arc<Agent>,
     dir: &Path,
     mode: Mode,
 ) -> Vec<ReactState> {
-    let ctx = ToolContext::new().with_grant("llm:*");
     let mut runs = JoinSet::new();
     for i in 0..RUNS {
         let run = Run::new(runtime)
             .with_id(format!("fleet-{i}"))
             .with_cassette(cassette(dir, i, mode));
-        let (skill, ctx) = (Arc::clone(skill), ctx.clone());
+        let agent = Arc::clone(agent);
         runs.spawn(async move {
-            let state = skill.run(&run, &fleet::task(i), &ctx).await;
+            let state = agent.run(&run, fleet::task(i)).await.map(|a| a.state);
             let finished = run.finish();
             (i, state, finished)
         });
@@ -80,7 +79,7 @@ async fn a_thousand_runs_record_and_replay_over_one_runtime() {
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
 
     // Record: every run live, each into its own cassette.
-    let live = Arc::new(fleet::skill(fleet::model(), runtime.registry()));
+    let live = Arc::new(fleet::agent(fleet::model()));
     let before = fleet::TOOL_RUNS.load(Ordering::Relaxed);
     let recorded = fleet(&runtime, &live, &dir, Mode::Rewrite).await;
     assert_eq!(fleet::TOOL_RUNS.load(Ordering::Relaxed) - before, 2 * RUNS);
@@ -124,7 +123,7 @@ async fn a_thousand_runs_record_and_replay_over_one_runtime() {
     // Replay: no model (one that fails if asked), the same states. The two tools are
     // pure, so each replayed call of them also runs, to be compared with its
     // recording (and every comparison is equal: the replays finish).
-    let offline = Arc::new(fleet::skill(no_model(), runtime.registry()));
+    let offline = Arc::new(fleet::agent(no_model()));
     let before = fleet::TOOL_RUNS.load(Ordering::Relaxed);
     let replayed = fleet(&runtime, &offline, &dir, Mode::Replay).await;
     assert_eq!(

@@ -10,8 +10,7 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition,
 };
 use tackle::agent::openai::OpenAiModel;
-use tackle::agent::react::ReactSkill;
-use tackle::{tool, Run, Runtime, ToolContext};
+use tackle::{tool, Agent, Run, Runtime};
 
 #[path = "support/fake_endpoint.rs"]
 mod fake_endpoint;
@@ -320,16 +319,12 @@ async fn a_react_run_over_the_wire() {
         .unwrap()
         .with_strict(true);
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let skill =
-        ReactSkill::new(Arc::new(model), runtime.registry(), &["weather.tomorrow"]).unwrap();
-    let state = skill
-        .run(
-            &Run::new(&runtime),
-            "Weather in Oslo and Bergen?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let agent = Agent::new(model).tools(["weather.tomorrow"]);
+    let state = agent
+        .run(&Run::new(&runtime), "Weather in Oslo and Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(
         state.final_answer.as_deref(),
         Some("Oslo clear, Bergen rain.")

@@ -768,18 +768,14 @@ async fn fee_run(
     cassette: Cassette,
     model: Arc<tackle::agent::model::ScriptedModel>,
 ) -> Result<tackle::replay::FinishReport, CassetteError> {
-    use tackle::agent::react::ReactSkill;
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
     let run = Run::new(&runtime).with_cassette(cassette);
-    let skill = ReactSkill::new(model, runtime.registry(), &[fee::KEY]).unwrap();
-    let state = skill
-        .run(
-            &run,
-            "What is the fee for 2000?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let agent = tackle::Agent::with_model(model).tools([fee::KEY]);
+    let state = agent
+        .run(&run, "What is the fee for 2000?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert!(state.done, "{state:?}");
     run.finish()
 }

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use tackle::agent::model::{ChatRequest, ChatResponse, FunctionModel, Role, ScriptedModel};
-use tackle::agent::react::{ReactSkill, Session, StopReason};
+use tackle::agent::react::StopReason;
 use tackle::approval::{ApprovalRequest, ApproveWith};
 use tackle::replay::{load, CassetteError, CassetteWarning, Mode};
 use tackle::{
-    replay::CassetteConfig, tool, Cassette, Registry, Run, Runtime, ToolCall, ToolContext,
+    replay::CassetteConfig, tool, Agent, Cassette, Registry, Run, Runtime, ToolCall, ToolContext,
     ToolError, ToolErrorKind,
 };
 
@@ -222,10 +222,9 @@ fn lookup_model() -> Arc<
 async fn a_divergence_leads_with_the_diff_and_names_the_tool_whose_result_changed() {
     let path = scratch("divergence");
     let runtime = runtime();
-    let ctx = ToolContext::new().with_grant("llm:*");
-    let agent = ReactSkill::new(lookup_model(), runtime.registry(), &["runs.lookup"]).unwrap();
+    let agent = Agent::with_model(lookup_model()).tools(["runs.lookup"]);
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite));
-    agent.run(&run, "Find Oslo.", &ctx).await.unwrap();
+    agent.run(&run, "Find Oslo.").await.unwrap();
     run.finish().unwrap();
 
     // Change what the tool answered in the recording: the model's next request (which
@@ -238,7 +237,7 @@ async fn a_divergence_leads_with_the_diff_and_names_the_tool_whose_result_change
     }
     tackle::replay::file::save(&path, &file).unwrap();
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay));
-    let error = agent.run(&run, "Find Oslo.", &ctx).await.unwrap_err();
+    let error = agent.run(&run, "Find Oslo.").await.unwrap_err();
     let text = error.to_string();
     let diff_at = text.find("/messages/3/content").expect("the diff is shown");
     assert!(
@@ -255,10 +254,9 @@ async fn a_divergence_leads_with_the_diff_and_names_the_tool_whose_result_change
 async fn model_requests_are_recorded_as_deltas_and_replay() {
     let path = scratch("deltas");
     let runtime = runtime();
-    let ctx = ToolContext::new().with_grant("llm:*");
-    let agent = ReactSkill::new(lookup_model(), runtime.registry(), &["runs.lookup"]).unwrap();
+    let agent = Agent::with_model(lookup_model()).tools(["runs.lookup"]);
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite));
-    let recorded = agent.run(&run, "Find Oslo.", &ctx).await.unwrap();
+    let recorded = agent.run(&run, "Find Oslo.").await.unwrap().state;
     run.finish().unwrap();
 
     let file = load(&path).unwrap();
@@ -280,7 +278,7 @@ async fn model_requests_are_recorded_as_deltas_and_replay() {
     assert_ne!(requests[0]["digest"], requests[1]["digest"]);
 
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay));
-    let replayed = agent.run(&run, "Find Oslo.", &ctx).await.unwrap();
+    let replayed = agent.run(&run, "Find Oslo.").await.unwrap().state;
     run.finish().unwrap();
     assert_eq!(replayed.final_answer, recorded.final_answer);
     assert_eq!(replayed.trajectory, recorded.trajectory);
@@ -290,15 +288,14 @@ async fn model_requests_are_recorded_as_deltas_and_replay() {
 async fn a_model_reply_is_never_shaped_and_a_200_kb_one_replays() {
     let path = scratch("long-reply");
     let runtime = runtime();
-    let ctx = ToolContext::new().with_grant("llm:*");
     let long = "word ".repeat(40_000); // 200 KB, about 50,000 estimated tokens
     let reply = long.clone();
     let model = Arc::new(FunctionModel::new("long", move |_: &ChatRequest| {
         Ok(ChatResponse::text(reply.clone()))
     }));
-    let agent = ReactSkill::new(model, runtime.registry(), &[]).unwrap();
+    let agent = Agent::with_model(model);
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite));
-    let live = agent.run(&run, "Say a lot.", &ctx).await.unwrap();
+    let live = agent.run(&run, "Say a lot.").await.unwrap().state;
     run.finish().unwrap();
     assert_eq!(live.final_answer.as_deref(), Some(long.as_str()));
 
@@ -307,9 +304,9 @@ async fn a_model_reply_is_never_shaped_and_a_200_kb_one_replays() {
             message: "not during a replay".into(),
         })
     }));
-    let agent = ReactSkill::new(silent, runtime.registry(), &[]).unwrap();
+    let agent = Agent::with_model(silent);
     let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay));
-    let replayed = agent.run(&run, "Say a lot.", &ctx).await.unwrap();
+    let replayed = agent.run(&run, "Say a lot.").await.unwrap().state;
     run.finish().unwrap();
     assert_eq!(replayed, live);
 }
@@ -428,18 +425,21 @@ async fn runs_of_one_runtime_keep_their_own_cancellation_memory_and_approvals() 
 async fn a_session_continues_the_conversation_and_replays_from_one_cassette() {
     let path = scratch("session");
     let runtime = runtime();
-    let ctx = ToolContext::new().with_grant("llm:*");
     let model = Arc::new(ScriptedModel::new([
         ChatResponse::text("Hello, Ada."),
         ChatResponse::text("You are Ada."),
     ]));
-    let agent = ReactSkill::new(model.clone(), runtime.registry(), &[]).unwrap();
-    let mut session = Session::new(
-        &agent,
-        Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite)),
-    );
-    session.ask("I am Ada.", &ctx).await.unwrap();
-    let second = session.ask("Who am I?", &ctx).await.unwrap();
+    let agent = Agent::with_model(model.clone());
+    // One run, two turns: the second continues from the first turn's messages.
+    let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Rewrite));
+    let mut history = agent.run(&run, "I am Ada.").await.unwrap().messages;
+    let turn = agent
+        .run(&run, "Who am I?")
+        .history(&history)
+        .await
+        .unwrap();
+    history.extend(turn.messages);
+    let second = turn.state;
     assert_eq!(second.final_answer.as_deref(), Some("You are Ada."));
     // The second request held the first turn.
     let asked = model.requests();
@@ -449,8 +449,7 @@ async fn a_session_continues_the_conversation_and_replays_from_one_cassette() {
         .map(|m| m.content.as_str())
         .collect();
     assert_eq!(&contents[1..], ["I am Ada.", "Hello, Ada.", "Who am I?"]);
-    session.run().finish().unwrap();
-    let history = session.into_history();
+    run.finish().unwrap();
     assert_eq!(history.len(), 4);
 
     // Replayed whole from the one cassette, with the same script: the replay serves
@@ -459,16 +458,18 @@ async fn a_session_continues_the_conversation_and_replays_from_one_cassette() {
         ChatResponse::text("Hello, Ada."),
         ChatResponse::text("You are Ada."),
     ]));
-    let agent = ReactSkill::new(script.clone(), runtime.registry(), &[]).unwrap();
-    let mut session = Session::new(
-        &agent,
-        Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay)),
-    );
-    session.ask("I am Ada.", &ctx).await.unwrap();
-    let again = session.ask("Who am I?", &ctx).await.unwrap();
+    let agent = Agent::with_model(script.clone());
+    let run = Run::new(&runtime).with_cassette(cassette(&path, Mode::Replay));
+    let first = agent.run(&run, "I am Ada.").await.unwrap().messages;
+    let again = agent
+        .run(&run, "Who am I?")
+        .history(&first)
+        .await
+        .unwrap()
+        .state;
     assert_eq!(again, second);
     assert_eq!(again.stop_reason, Some(StopReason::Done));
-    session.run().finish().unwrap();
+    run.finish().unwrap();
     script
         .finish()
         .expect("the replay used every scripted turn");
@@ -482,14 +483,13 @@ async fn a_typed_answer_is_read_as_its_type_and_a_bad_one_is_a_repair_turn() {
         celsius: i32,
     }
     let runtime = runtime();
-    let ctx = ToolContext::new().with_grant("llm:*");
     let model = Arc::new(ScriptedModel::new([
         ChatResponse::text("It is warm in Oslo."),
         ChatResponse::text(r#"{"city": "Oslo", "celsius": 21}"#),
     ]));
-    let agent = ReactSkill::new(model.clone(), runtime.registry(), &[]).unwrap();
+    let agent = Agent::with_model(model.clone()).answer::<Weather>();
     let answer = agent
-        .run_for::<Weather>(&Run::new(&runtime), "Weather in Oslo?", &ctx)
+        .run(&Run::new(&runtime), "Weather in Oslo?")
         .await
         .unwrap();
     assert_eq!(

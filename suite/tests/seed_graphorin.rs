@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
-use tackle::agent::react::{ReactSkill, SEARCH_TOOL};
+use tackle::agent::react::SEARCH_TOOL;
 use tackle::agent::search::{Embedder, SearchTier, ToolIndex};
 use tackle::audit::MemoryAudit;
 use tackle::call::MemoryGuard;
@@ -18,7 +18,7 @@ use tackle::shape::Shaping;
 use tackle::spec::{
     ModelHint, PreferredModel, ResultShaping, Sensitivity, DEFAULT_MAX_RESULT_TOKENS,
 };
-use tackle::{tool, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolSpec};
+use tackle::{tool, Agent, Registry, Run, Runtime, SideEffects, ToolCall, ToolContext, ToolSpec};
 
 /// Every WARN event's message, for the whole binary.
 fn warnings() -> &'static Mutex<Vec<String>> {
@@ -589,16 +589,15 @@ async fn a_deferred_tool_is_found_with_tool_search_k_5() {
         ),
         ChatResponse::text("42"),
     ]));
-    let skill = ReactSkill::new(model, rt.registry(), &["g.lines", "g.payroll"]).unwrap();
+    let agent = Agent::with_model(model).tools(["g.lines", "g.payroll"]);
+    let run = Run::new(&rt);
+    // What a run of the agent offers: the tools found in its registry.
+    let skill = agent.skill(&run).unwrap();
     let offered: Vec<String> = skill.tools().iter().map(|t| t.name.clone()).collect();
     assert_eq!(offered, ["g_lines", SEARCH_TOOL], "payroll is deferred");
     let search = skill.tools().last().unwrap().clone();
     assert_eq!(search.parameters["properties"]["k"]["default"], 5);
-    let ctx = ToolContext::new().with_grant("llm:*");
-    let run = skill
-        .run(&Run::new(&rt), "what is the payroll?", &ctx)
-        .await
-        .unwrap();
+    let run = agent.run(&run, "what is the payroll?").await.unwrap().state;
     assert_eq!(run.final_answer.as_deref(), Some("42"));
     assert_eq!(run.tool_calls.last().unwrap().name, "g.payroll@1");
 }
@@ -633,18 +632,18 @@ async fn the_step_after_a_tool_asks_the_model_it_prefers() {
         json!({"n": 1}),
     )]));
     let fast = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
-    let skill = ReactSkill::new(default.clone(), rt.registry(), &["g.analyse", "g.lines"])
-        .unwrap()
-        .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
-        .with_model_for(PreferredModel::Hint(ModelHint::Fast), fast.clone());
-    let run = skill
-        .run(
-            &Run::new(&rt),
-            "analyse abc",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+    let agent = Agent::with_model(default.clone())
+        .tools(["g.analyse", "g.lines"])
+        .configure(|skill| {
+            skill
+                .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
+                .with_model_for(PreferredModel::Hint(ModelHint::Fast), fast.clone())
+        });
+    let run = agent
+        .run(&Run::new(&rt), "analyse abc")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(run.final_answer.as_deref(), Some("the fast model answers"));
     // Step 0: the run's model; step 1 (after `analyse`): the smart one; step 2 (after
     // `lines`, which prefers nothing): the run's model again.
@@ -686,18 +685,14 @@ async fn a_named_model_wins_over_a_tier() {
     let named = Arc::new(ScriptedModel::in_call_order([ChatResponse::text(
         "checked",
     )]));
-    let skill = ReactSkill::new(default.clone(), rt.registry(), &["g.analyse", "g.fact"])
-        .unwrap()
-        .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
-        .with_model_for(PreferredModel::parse("local/fact-checker"), named.clone());
-    let run = skill
-        .run(
-            &Run::new(&rt),
-            "check",
-            &ToolContext::new().with_grant("llm:*"),
-        )
-        .await
-        .unwrap();
+    let agent = Agent::with_model(default.clone())
+        .tools(["g.analyse", "g.fact"])
+        .configure(|skill| {
+            skill
+                .with_model_for(PreferredModel::Hint(ModelHint::Smart), smart.clone())
+                .with_model_for(PreferredModel::parse("local/fact-checker"), named.clone())
+        });
+    let run = agent.run(&Run::new(&rt), "check").await.unwrap().state;
     assert_eq!(run.final_answer.as_deref(), Some("checked"));
     assert_eq!((default.used(), smart.used(), named.used()), (1, 0, 1));
 }

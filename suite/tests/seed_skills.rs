@@ -238,8 +238,10 @@ nodes:
         let model = Arc::new(ScriptedModel::new([ChatResponse::text(
             r#"{"words": [], "total": 0, "mood": "fine"}"#,
         )]));
-        let ctx = ToolContext::new().with_grant("llm:*");
-        match skill.run::<Counted>(model, &new_run(), "count", &ctx).await {
+        match skill
+            .run::<Counted>(model, &new_run(), "count", &ToolContext::new())
+            .await
+        {
             Err(SkillError::BadAnswer { problems, .. }) => {
                 assert!(problems.contains("`mood`"), "{problems}")
             }
@@ -376,7 +378,7 @@ mod react_defaults {
     use tackle::agent::model::{ChatResponse, FunctionModel, ToolCallRequest};
     use tackle::agent::react::{ReactSkill, StopReason};
     use tackle::agent::skill::SkillKind;
-    use tackle::{tool, Run, Runtime, ToolContext};
+    use tackle::{tool, Agent, Run, Runtime};
 
     /// Says nothing useful.
     #[tool(namespace = "loop", version = "1", side_effects = none)]
@@ -400,14 +402,13 @@ mod react_defaults {
             ))
         }));
         let rt = Arc::new(Runtime::from_inventory().unwrap());
-        let skill = ReactSkill::new(model, rt.registry(), &["loop.noop"]).unwrap();
-        let run = skill
-            .run(
-                &Run::new(&rt),
-                "loop",
-                &ToolContext::new().with_grant("llm:*"),
-            )
+        // An agent's limits are the skill's defaults unless set.
+        let agent = Agent::with_model(model).tools(["loop.noop"]);
+        let run = agent
+            .run(&Run::new(&rt), "loop")
             .await
+            .unwrap_err()
+            .into_state()
             .unwrap();
         assert_eq!(ReactSkill::DEFAULT_MAX_STEPS, 10);
         assert_eq!(run.step_index, 10);

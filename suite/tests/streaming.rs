@@ -11,10 +11,10 @@ use tackle::agent::model::{
     ModelError, ScriptedModel, ToolCallRequest,
 };
 use tackle::agent::openai::OpenAiModel;
-use tackle::agent::react::{ReactSkill, ReactState};
+use tackle::agent::react::ReactState;
 use tackle::events::{event_queue, EventReceiver, ModelDelta, ToolEvent, ToolEventKind};
 use tackle::replay::Mode;
-use tackle::{replay::CassetteConfig, tool, Cassette, Run, Runtime, ToolContext};
+use tackle::{replay::CassetteConfig, tool, Agent, Cassette, Run, Runtime, ToolContext};
 use tokio::sync::Notify;
 
 #[path = "support/fake_endpoint.rs"]
@@ -84,8 +84,8 @@ fn sse(events: Vec<String>) -> Reply {
     }
 }
 
-fn skill(model: impl ChatModel + 'static, runtime: &Runtime) -> ReactSkill {
-    ReactSkill::new(Arc::new(model), runtime.registry(), &["forecast.tomorrow"]).unwrap()
+fn agent(model: impl ChatModel + 'static) -> Agent {
+    Agent::new(model).tools(["forecast.tomorrow"])
 }
 
 /// The model deltas among `events`, with the key of the call they belong to.
@@ -154,18 +154,14 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
         .unwrap()
         .with_timeout(Duration::from_secs(10));
     let runtime = Arc::new(Runtime::from_inventory().unwrap());
-    let live = Arc::new(skill(model, &runtime));
+    let live = Arc::new(agent(model));
     let (sink, mut events) = event_queue(1024);
     let recording = Run::new(&runtime)
         .with_cassette(cassette.clone())
         .with_events(sink);
-    let ctx = ToolContext::new().with_grant("llm:*");
     let run = tokio::spawn({
-        let (live, recording, ctx) = (live.clone(), recording.clone(), ctx.clone());
-        async move {
-            live.run(&recording, "Weather in Oslo and Bergen?", &ctx)
-                .await
-        }
+        let (live, recording) = (live.clone(), recording.clone());
+        async move { live.run(&recording, "Weather in Oslo and Bergen?").await }
     });
 
     // The first two text pieces arrive while the server still holds the rest of the
@@ -183,7 +179,7 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
         "the step waits for the rest of the reply"
     );
     gate.notify_one();
-    let state: ReactState = run.await.unwrap().unwrap();
+    let state: ReactState = run.await.unwrap().unwrap().state;
     cassette.finish().unwrap();
 
     assert_eq!(
@@ -256,17 +252,14 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
     // events, and the run ends the same.
     let replay = Cassette::open(&path, config(Mode::Replay)).unwrap();
     let offline = OpenAiModel::new("http://127.0.0.1:9/v1", "gpt-stream").unwrap();
-    let replayed = skill(offline, &runtime);
+    let replayed = agent(offline);
     let (sink, mut events) = event_queue(1024);
     let replaying = Run::new(&runtime).with_cassette(replay).with_events(sink);
     let again = replayed
-        .run(
-            &replaying,
-            "Weather in Oslo and Bergen?",
-            &ToolContext::new().with_grant("llm:*"),
-        )
+        .run(&replaying, "Weather in Oslo and Bergen?")
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(again.final_answer, state.final_answer);
     assert_eq!(again.tool_calls, state.tool_calls);
     let replay_events = events.drain();

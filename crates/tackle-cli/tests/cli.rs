@@ -700,8 +700,8 @@ fn runs_commands() {
     let db_arg = db.to_str().expect("path");
     let runtime = Arc::new(tackle::Runtime::from_inventory().expect("registry"));
     let tokio = harness::tokio();
-    let wire_skill = || {
-        let model = ScriptedModel::new([
+    let script = || {
+        ScriptedModel::new([
             ChatResponse::calls(
                 "Wiring.",
                 vec![ToolCallRequest::new(
@@ -711,10 +711,12 @@ fn runs_commands() {
                 )],
             ),
             ChatResponse::text("Wired 500."),
-        ]);
-        ReactSkill::new(Arc::new(model), runtime.registry(), &["demo.wire"]).expect("skill")
+        ])
     };
-    let ctx = tackle::ToolContext::new().with_grant("llm:*");
+    let wire_skill =
+        || ReactSkill::new(Arc::new(script()), runtime.registry(), &["demo.wire"]).expect("skill");
+    // The program itself: its model needs no grant, and the wire requires none.
+    let ctx = tackle::ToolContext::new();
     {
         let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&db).expect("store"));
         let run = DurableRun::start(store.clone(), "r-1", "Wire 500.").expect("start");
@@ -880,9 +882,11 @@ fn runs_commands() {
         )
         .expect("the export opens as a cassette");
         let offline = tackle::Run::new(&runtime).with_cassette(replay);
+        let agent = tackle::Agent::new(script()).tools(["demo.wire"]);
         let state = tokio
-            .block_on(wire_skill().run(&offline, "Wire 500.", &ctx))
-            .expect("the replay");
+            .block_on(async { agent.run(&offline, "Wire 500.").context(&ctx).await })
+            .expect("the replay")
+            .state;
         assert_eq!(state.final_answer.as_deref(), Some("Wired 500."));
         assert_eq!(state.tool_calls[0].result, Some(json!("wired 500")));
         let report = offline.finish().expect("every recorded call replayed");

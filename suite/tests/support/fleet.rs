@@ -15,8 +15,7 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, ChatResponse, FunctionModel, ModelError, ModelFuture, Role,
     ToolCallRequest,
 };
-use tackle::agent::react::ReactSkill;
-use tackle::{tool, Registry};
+use tackle::{tool, Agent};
 
 /// How many times the fleet's tools ran (a replay runs none).
 pub static TOOL_RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -115,10 +114,9 @@ pub fn model() -> Arc<dyn ChatModel> {
     )))
 }
 
-/// The agent: `model` over the two tools.
-pub fn skill(model: Arc<dyn ChatModel>, registry: &Registry) -> ReactSkill {
-    match ReactSkill::new(model, registry, &["fleet.add", "fleet.double"]) {
-        Ok(skill) => skill.with_max_steps(3),
-        Err(e) => panic!("the fleet's tools are registered: {e}"),
-    }
+/// The agent: `model` over the two tools (found in each run's registry).
+pub fn agent(model: Arc<dyn ChatModel>) -> Agent {
+    Agent::with_model(model)
+        .tools([add::KEY, double::KEY])
+        .max_steps(3)
 }

@@ -1,5 +1,7 @@
 //! Agents: the models that decide which tools to call, and finding the tools to offer.
 //!
+//! * [`Agent`]: an agent's definition (model, tools, instructions, answer type,
+//!   limits) and [`AgentRun`], the one way to run it: `agent.run(&run, task).await`;
 //! * [`model`]: the [`ChatModel`](model::ChatModel) trait, the models for tests
 //!   ([`ScriptedModel`](model::ScriptedModel), [`FunctionModel`](model::FunctionModel),
 //!   [`TestModel`](model::TestModel)), and [`complete`](model::complete), which calls a
@@ -16,6 +18,7 @@
 //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
 //!   an optional embedder tier.
 
+mod definition;
 #[cfg(any(
     feature = "anthropic",
     feature = "gemini",
@@ -42,3 +45,5 @@ pub mod skill;
     feature = "openai-responses"
 ))]
 mod wire;
+
+pub use definition::{Agent, AgentRun, Local};

@@ -1,7 +1,8 @@
 //! The ReAct loop: think, act, observe, until the model answers (seed 004's
 //! `ReactSkill`, with its `ReactState`, `ReactStep` and `ToolCallRecord`).
 //!
-//! [`ReactSkill::run`] gives the model the task and the tools; each step the model
+//! A run of the loop ([`Agent::run`](crate::agent::Agent::run)) gives the model the
+//! task and the tools; each step the model
 //! either answers (a reply without tool calls that the run takes as an answer, see
 //! [`TextAnswers`] and [`ReactSkill::with_answer_schema`]: the run is done) or asks for
 //! tool calls,
@@ -40,13 +41,13 @@
 //! mean `bank.balance`?"), and nothing runs.
 
 use std::any::TypeId;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -67,7 +68,8 @@ use crate::run::Run;
 use crate::spec::{ModelHint, PreferredModel};
 use crate::validate::{SchemaValidator, ValidationIssue};
 
-/// What a step observer of [`ReactSkill::run_observed`] tells the run.
+/// What a step observer ([`AgentRun::observe`](crate::agent::AgentRun::observe)) tells
+/// the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepControl {
     /// Go on with the next step.
@@ -78,7 +80,8 @@ pub enum StepControl {
 
 /// Where a run's effects go: its model calls and its tool calls.
 ///
-/// [`ReactSkill::run_observed`] sends them through the door as calls of its run,
+/// A run made here ([`Agent::run`](crate::agent::Agent::run)) sends them through the
+/// door as calls of its run,
 /// in this process, with the caller's context. A run driven elsewhere implements this
 /// trait: `tackle-temporal` makes each call an activity that a worker runs through its
 /// own door, while the loop itself, which only decides, runs as a workflow. Given the
@@ -133,11 +136,56 @@ pub trait StepEffects {
 
 /// The effects of a run in this process: calls of `run` through its runtime's door,
 /// with the caller's context. Each serves one conversation of the loop.
-struct LocalEffects<'a> {
+pub(crate) struct LocalEffects<'a> {
     skill: &'a ReactSkill,
     run: &'a Run,
+    /// The context of the run's tool calls: the caller's.
     ctx: &'a ToolContext,
+    /// The context of the run's model calls (see [`model_context`]).
+    model_ctx: Cow<'a, ToolContext>,
     conversation: crate::agent::model::Conversation,
+}
+
+impl<'a> LocalEffects<'a> {
+    /// The effects of a run of `skill` on `run`, for the caller `ctx`.
+    pub(crate) fn new(skill: &'a ReactSkill, run: &'a Run, ctx: &'a ToolContext) -> Self {
+        LocalEffects {
+            skill,
+            run,
+            ctx,
+            model_ctx: model_context(skill, ctx),
+            conversation: crate::agent::model::Conversation::new(),
+        }
+    }
+}
+
+/// The context a run's model calls are made with.
+///
+/// A program that runs its own agent chose its models: a caller outside any tool call
+/// (the program's own code) needs no grant for them, so the models' permissions are
+/// granted for the model calls alone (the tool calls keep the caller's grants, and no
+/// tool sees these). Inside a tool call (a tool that runs an agent, on behalf of
+/// whoever called it: an MCP client, another agent, a pipeline served as a tool) the
+/// model calls need the grants as any call does: deny by default.
+fn model_context<'a>(skill: &ReactSkill, ctx: &'a ToolContext) -> Cow<'a, ToolContext> {
+    if ctx.call_id().is_some() {
+        return Cow::Borrowed(ctx);
+    }
+    let models = std::iter::once(&skill.model).chain(skill.preferred.iter().map(|(_, m, _)| m));
+    let missing: Vec<String> = models
+        .flat_map(|model| model.permissions())
+        .filter(|permission| !ctx.capabilities().allows(permission))
+        .collect();
+    if missing.is_empty() {
+        return Cow::Borrowed(ctx);
+    }
+    Cow::Owned(
+        missing
+            .into_iter()
+            .fold(ctx.clone(), |granted, permission| {
+                granted.with_grant(permission)
+            }),
+    )
 }
 
 impl StepEffects for LocalEffects<'_> {
@@ -155,7 +203,7 @@ impl StepEffects for LocalEffects<'_> {
             operation,
             model,
             request,
-            self.ctx,
+            &self.model_ctx,
             Some(&self.conversation),
         )
     }
@@ -329,11 +377,10 @@ impl Default for ReactState {
     }
 }
 
-/// One turn of a conversation ([`ReactSkill::run_turn`]): the run's state and the
-/// messages the turn added (the user's task, the model's turns, tool results, the
-/// answer), to pass as history to the next turn.
+/// One turn of a conversation: the run's state and the messages the turn added (the
+/// user's task, the model's turns, tool results, the answer).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Turn {
+pub(crate) struct Turn {
     /// The run's state.
     pub state: ReactState,
     /// The messages this turn added to the conversation.
@@ -360,86 +407,18 @@ pub struct ReactCheckpoint {
     pub model: Option<usize>,
 }
 
-/// A typed answer ([`ReactSkill::run_for`]): the value, and the run's state.
+/// A run's answer ([`Agent::run`](crate::agent::Agent::run)): the value, the run's
+/// state, and the messages the run added to its conversation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer<T> {
-    /// The answer.
+    /// The answer: the model's final text, or the typed answer the agent asks for.
     pub value: T,
-    /// The run's state.
+    /// The run's state: its trajectory, tool calls, usage and cost.
     pub state: ReactState,
-}
-
-/// A conversation with a skill, turn after turn, on one [`Run`]: each
-/// [`ask`](Session::ask) continues from the messages of the turns before. Every turn's
-/// calls are the run's, so a session with a cassette records and replays whole.
-///
-/// ```
-/// use std::sync::Arc;
-/// use tackle::agent::model::{ChatResponse, ScriptedModel};
-/// use tackle::agent::react::{ReactSkill, Session};
-/// use tackle::{Run, Runtime, ToolContext};
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let runtime = Arc::new(Runtime::from_inventory()?);
-/// let model = ScriptedModel::new([ChatResponse::text("Hi Ada."), ChatResponse::text("Ada.")]);
-/// let skill = ReactSkill::new(Arc::new(model), runtime.registry(), &[])?;
-/// let mut chat = Session::new(&skill, Run::new(&runtime));
-/// let ctx = ToolContext::new().with_grant("llm:*");
-/// chat.ask("I am Ada.", &ctx).await?;
-/// let second = chat.ask("What is my name?", &ctx).await?;
-/// assert_eq!(second.final_answer.as_deref(), Some("Ada."));
-/// assert_eq!(chat.history().len(), 4); // two questions, two answers
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug)]
-pub struct Session<'s> {
-    skill: &'s ReactSkill,
-    run: Run,
-    history: Vec<Message>,
-}
-
-impl<'s> Session<'s> {
-    /// A new conversation with `skill`, its calls made on `run`.
-    pub fn new(skill: &'s ReactSkill, run: Run) -> Session<'s> {
-        Session {
-            skill,
-            run,
-            history: Vec::new(),
-        }
-    }
-
-    /// A conversation that continues from `history` (messages of earlier turns).
-    pub fn with_history(mut self, history: Vec<Message>) -> Session<'s> {
-        self.history = history;
-        self
-    }
-
-    /// Asks the next question: one turn, continuing the conversation.
-    pub async fn ask(&mut self, text: &str, ctx: &ToolContext) -> Result<ReactState, AgentError> {
-        let turn = self
-            .skill
-            .run_turn(&self.run, &self.history, text, ctx)
-            .await?;
-        self.history.extend(turn.new_messages);
-        Ok(turn.state)
-    }
-
-    /// The conversation so far.
-    pub fn history(&self) -> &[Message] {
-        &self.history
-    }
-
-    /// The run the turns' calls are made on (to finish its cassette, say).
-    pub fn run(&self) -> &Run {
-        &self.run
-    }
-
-    /// The conversation, to keep or to continue later.
-    pub fn into_history(self) -> Vec<Message> {
-        self.history
-    }
+    /// The messages this run added to the conversation (the user's task, the model's
+    /// turns, the tool results, the answer), to pass as
+    /// [`history`](crate::agent::AgentRun::history) to the next turn.
+    pub messages: Vec<Message>,
 }
 
 /// Gets a second chance at invalid arguments: given the call and the problems, new
@@ -482,6 +461,22 @@ pub enum AgentError {
         /// The run's state.
         state: Box<ReactState>,
     },
+    /// An observer paused the run at a step boundary
+    /// ([`AgentRun::observe`](crate::agent::AgentRun::observe)): not an answer yet.
+    #[error("the run paused after {} step(s)", checkpoint.state.step_index)]
+    Paused {
+        /// Where the run stands, to go on from
+        /// ([`AgentRun::from`](crate::agent::AgentRun::from)).
+        checkpoint: Box<ReactCheckpoint>,
+    },
+    /// A run was given a checkpoint of another task to start from.
+    #[error("the checkpoint is of the task {checkpoint:?}, not of this run's task {task:?}")]
+    CheckpointTask {
+        /// The run's task.
+        task: String,
+        /// The checkpoint's task.
+        checkpoint: String,
+    },
     /// The answer matched the schema but could not be read as the Rust type.
     #[error("the answer could not be read as `{type_name}`: {message}")]
     AnswerType {
@@ -504,6 +499,28 @@ pub enum AgentError {
     },
 }
 
+impl AgentError {
+    /// The state of the run that ended this way, when it ran: a run without an answer
+    /// ([`NoAnswer`](Self::NoAnswer)), with an answer of the wrong type
+    /// ([`AnswerType`](Self::AnswerType)), or paused ([`Paused`](Self::Paused)).
+    pub fn state(&self) -> Option<&ReactState> {
+        match self {
+            AgentError::NoAnswer { state } | AgentError::AnswerType { state, .. } => Some(state),
+            AgentError::Paused { checkpoint } => Some(&checkpoint.state),
+            _ => None,
+        }
+    }
+
+    /// [`state`](Self::state), by value.
+    pub fn into_state(self) -> Option<ReactState> {
+        match self {
+            AgentError::NoAnswer { state } | AgentError::AnswerType { state, .. } => Some(*state),
+            AgentError::Paused { checkpoint } => Some(checkpoint.state),
+            _ => None,
+        }
+    }
+}
+
 /// Adds `key` under its model name to `names`, refusing a name another key has.
 fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, AgentError> {
     let name = model_name(key);
@@ -520,14 +537,19 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
     }
 }
 
-/// A ReAct agent over some tools. See the [module docs](self).
+/// Seed 004's ReAct loop over some tools: the loop an [`Agent`](crate::agent::Agent)
+/// runs. See the [module docs](self).
+///
+/// Programs define and run an [`Agent`](crate::agent::Agent); a `ReactSkill` is what
+/// an agent makes for each run (its settings, offering the tools of the run's
+/// registry), and what an engine that drives the loop step by step elsewhere holds
+/// ([`checkpoint`](Self::checkpoint), [`run_from`](Self::run_from)).
 ///
 /// ```
 /// use std::sync::Arc;
-/// use serde_json::json;
-/// use tackle::agent::model::{ChatResponse, ScriptedModel, ToolCallRequest};
+/// use tackle::agent::model::ScriptedModel;
 /// use tackle::agent::react::ReactSkill;
-/// use tackle::{tool, Run, Runtime, ToolContext};
+/// use tackle::{tool, Runtime};
 ///
 /// /// Adds two integers.
 /// #[tool(namespace = "math", side_effects = none)]
@@ -535,23 +557,13 @@ fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, Agent
 ///     a + b
 /// }
 ///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = ScriptedModel::new([
-///     ChatResponse::calls("adding", vec![ToolCallRequest {
-///         id: "c1".into(),
-///         name: "math_add".into(), // the name the model is offered
-///         arguments: json!({"a": 2, "b": 3}),
-///     }]),
-///     ChatResponse::text("2 + 3 = 5"),
-/// ]);
-/// let runtime = Arc::new(Runtime::from_inventory()?);
-/// let agent = ReactSkill::new(Arc::new(model), runtime.registry(), &["math.add"])?.with_max_steps(4);
-/// // Deny by default: the caller grants the model's permission.
-/// let ctx = ToolContext::new().with_grant("llm:*");
-/// let state = agent.run(&Run::new(&runtime), "What is 2 + 3?", &ctx).await?;
-/// assert_eq!(state.final_answer.as_deref(), Some("2 + 3 = 5"));
-/// assert_eq!(state.tool_calls[0].result, Some(json!(5)));
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::from_inventory()?;
+/// let model = Arc::new(ScriptedModel::new([]));
+/// let skill = ReactSkill::new(model, runtime.registry(), &[add::KEY])?.with_max_steps(4);
+/// assert_eq!(skill.tools()[0].name, "math_add"); // the name the model is offered
+/// let start = skill.checkpoint("What is 2 + 3?"); // where an engine starts the loop
+/// assert_eq!((start.state.step_index, start.messages.len()), (0, 2));
 /// # Ok(())
 /// # }
 /// ```
@@ -719,38 +731,18 @@ impl ReactSkill {
         registry: &Registry,
         keys: &[&str],
     ) -> Result<ReactSkill, AgentError> {
-        let mut tools = Vec::with_capacity(keys.len());
-        let mut names = HashMap::new();
-        let mut deferred = Vec::new();
-        let mut preferences = HashMap::new();
-        for key in keys {
-            let tool = registry
-                .resolve(key)
-                .map_err(|error| AgentError::UnknownTool {
-                    key: (*key).to_owned(),
-                    error,
-                })?;
-            if let Some(preferred) = &tool.spec().preferred_model {
-                preferences.insert(tool.key().to_owned(), preferred.clone());
-            }
-            if tool.spec().defer_loading {
-                deferred.push(tool.key().to_owned());
-                continue;
-            }
-            let name = offer(&mut names, tool.key())?;
-            tools.push(ToolDefinition {
-                name,
-                description: tool.spec().description.clone(),
-                parameters: tool.spec().input_schema.clone(),
-            });
-        }
-        let skill = ReactSkill {
+        ReactSkill::bare(model).offering(registry, keys, &[])
+    }
+
+    /// A skill of `model` that offers no tool yet, with default limits.
+    pub(crate) fn bare(model: Arc<dyn ChatModel>) -> ReactSkill {
+        ReactSkill {
             completion: completion(model.as_ref()),
             model,
-            tools: Arc::new(tools),
-            names,
+            tools: Arc::new(Vec::new()),
+            names: HashMap::new(),
             aliases: HashMap::new(),
-            preferences,
+            preferences: HashMap::new(),
             deferred: HashMap::new(),
             deferred_tools: Vec::new(),
             deferred_index: None,
@@ -766,12 +758,82 @@ impl ReactSkill {
             answer_schema: None,
             answer_type: None,
             text_answers: TextAnswers::default(),
-        };
-        if deferred.is_empty() {
+        }
+    }
+
+    /// This skill's settings (model, prompt, limits, answer, hooks), offering no tool.
+    pub(crate) fn clone_settings(&self) -> ReactSkill {
+        ReactSkill {
+            completion: completion(self.model.as_ref()),
+            model: Arc::clone(&self.model),
+            tools: Arc::new(Vec::new()),
+            names: HashMap::new(),
+            aliases: HashMap::new(),
+            preferences: HashMap::new(),
+            deferred: HashMap::new(),
+            deferred_tools: Vec::new(),
+            deferred_index: None,
+            embedder: self.embedder.clone(),
+            preferred: self
+                .preferred
+                .iter()
+                .map(|(p, model, _)| (p.clone(), Arc::clone(model), completion(model.as_ref())))
+                .collect(),
+            system_prompt: self.system_prompt.clone(),
+            system_normal: self.system_normal.clone(),
+            max_steps: self.max_steps,
+            error_budget: self.error_budget,
+            repair_turns: self.repair_turns,
+            repair: self.repair.clone(),
+            pricing: self.pricing.clone(),
+            answer_schema: self.answer_schema.clone(),
+            answer_type: self.answer_type,
+            text_answers: self.text_answers,
+        }
+    }
+
+    /// This skill's settings (model, prompt, limits, answer, hooks) offering the tools
+    /// `keys` of `registry`, and the tools `deferred` behind `tool_search`, in place of
+    /// the tools it offers. An [`Agent`](crate::agent::Agent) makes its skill this
+    /// way for each run, from the run's registry.
+    pub(crate) fn offering(
+        &self,
+        registry: &Registry,
+        keys: &[&str],
+        deferred: &[&str],
+    ) -> Result<ReactSkill, AgentError> {
+        let mut skill = self.clone_settings();
+        let mut late: Vec<&str> = Vec::new();
+        let tools = Arc::make_mut(&mut skill.tools);
+        tools.reserve(keys.len());
+        for key in keys {
+            let tool = registry
+                .resolve(key)
+                .map_err(|error| AgentError::UnknownTool {
+                    key: (*key).to_owned(),
+                    error,
+                })?;
+            if let Some(preferred) = &tool.spec().preferred_model {
+                skill
+                    .preferences
+                    .insert(tool.key().to_owned(), preferred.clone());
+            }
+            if tool.spec().defer_loading {
+                late.push(tool.key());
+                continue;
+            }
+            let name = offer(&mut skill.names, tool.key())?;
+            tools.push(ToolDefinition {
+                name,
+                description: tool.spec().description.clone(),
+                parameters: tool.spec().input_schema.clone(),
+            });
+        }
+        late.extend_from_slice(deferred);
+        if late.is_empty() {
             return Ok(skill.with_aliases());
         }
-        let deferred: Vec<&str> = deferred.iter().map(String::as_str).collect();
-        skill.with_deferred(registry, &deferred)
+        skill.with_deferred(registry, &late)
     }
 
     /// Fills the other names offered tools answer to from their keys.
@@ -967,37 +1029,9 @@ impl ReactSkill {
         Arc::clone(&self.tools)
     }
 
-    /// Runs one turn of a conversation as `run`'s calls: `history` (the messages of
-    /// earlier turns, as [`Turn::new_messages`] gave them; a system message in it is
-    /// left out, the skill's prompt stands), then `task` as the user's new message.
-    /// The turn's messages come back to continue from (as pydantic-ai's
-    /// `message_history`). A chat loop uses [`Session`].
-    pub async fn run_turn(
-        &self,
-        run: &Run,
-        history: &[Message],
-        task: &str,
-        ctx: &ToolContext,
-    ) -> Result<Turn, AgentError> {
-        let effects = LocalEffects {
-            skill: self,
-            run,
-            ctx,
-            conversation: crate::agent::model::Conversation::new(),
-        };
-        self.converse(
-            history,
-            task,
-            self.answer_schema.as_ref(),
-            &effects,
-            &mut |_| StepControl::Continue,
-        )
-        .await
-    }
-
     /// Requires the answer to be a `T`: its schema ([`crate::schema::answer_schema`])
     /// becomes the skill's answer schema (see
-    /// [`with_answer_schema`](Self::with_answer_schema)), and [`run_for`](Self::run_for)
+    /// [`with_answer_schema`](Self::with_answer_schema)), and a run
     /// reads the answer as a `T`.
     pub fn with_answer<T: JsonSchema + 'static>(self) -> Result<ReactSkill, AgentError> {
         let mut skill = self.with_answer_schema(crate::schema::answer_schema::<T>())?;
@@ -1005,95 +1039,30 @@ impl ReactSkill {
         Ok(skill)
     }
 
-    /// Runs the loop on `task` as `run`'s calls and returns its answer as a `T`.
-    ///
-    /// The answer must match `T`'s schema: it is sent natively to a model whose
-    /// provider enforces schemas, and told in the prompt otherwise; a reply that does
-    /// not parse or does not match is a repair turn. A skill built
-    /// [`with_answer::<T>()`](Self::with_answer) uses the schema it compiled; any
-    /// other compiles `T`'s for this run. A run that ends without an answer is
-    /// [`AgentError::NoAnswer`], with its state.
-    pub async fn run_for<T: JsonSchema + DeserializeOwned + 'static>(
-        &self,
-        run: &Run,
-        task: &str,
-        ctx: &ToolContext,
-    ) -> Result<Answer<T>, AgentError> {
-        let compiled;
-        let schema = match (&self.answer_schema, self.answer_type) {
-            (Some(schema), Some(t)) if t == TypeId::of::<T>() => schema,
-            _ => {
-                let schema = crate::schema::answer_schema::<T>();
-                let validator =
-                    SchemaValidator::compile(&schema).map_err(AgentError::InvalidAnswerSchema)?;
-                compiled = (schema, Arc::new(validator));
-                &compiled
-            }
-        };
-        let effects = LocalEffects {
-            skill: self,
-            run,
-            ctx,
-            conversation: crate::agent::model::Conversation::new(),
-        };
-        let turn = self
-            .converse(&[], task, Some(schema), &effects, &mut |_| {
-                StepControl::Continue
-            })
-            .await?;
-        let Some(value) = turn.state.final_value.clone() else {
-            return Err(AgentError::NoAnswer {
-                state: Box::new(turn.state),
-            });
-        };
-        match serde_json::from_value(value) {
-            Ok(value) => Ok(Answer {
-                value,
-                state: turn.state,
-            }),
-            Err(e) => Err(AgentError::AnswerType {
-                type_name: std::any::type_name::<T>(),
-                message: e.to_string(),
-                state: Box::new(turn.state),
-            }),
-        }
-    }
-
-    /// Runs the loop on `task` as `run`'s calls, with the caller's context.
-    pub async fn run(
-        &self,
-        run: &Run,
-        task: &str,
-        ctx: &ToolContext,
-    ) -> Result<ReactState, AgentError> {
-        self.run_observed(run, task, ctx, &mut |_| StepControl::Continue)
-            .await
-    }
-
     /// Runs the loop on `task`, showing `observe` the state at each step boundary
     /// (after a step's observations, before the next model call); when it answers
     /// [`StepControl::Pause`], the run stops there, not done, with `stop_reason` saying
     /// so. A durable run checkpoints its state this way (see [`crate::durable`]).
-    pub async fn run_observed(
+    pub(crate) async fn run_observed(
         &self,
         run: &Run,
         task: &str,
         ctx: &ToolContext,
         observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
     ) -> Result<ReactState, AgentError> {
-        let effects = LocalEffects {
-            skill: self,
-            run,
-            ctx,
-            conversation: crate::agent::model::Conversation::new(),
-        };
-        self.run_with(task, &effects, observe).await
+        let effects = LocalEffects::new(self, run, ctx);
+        let turn = self
+            .converse(&[], task, self.answer_schema.as_ref(), &effects, observe)
+            .await?;
+        Ok(turn.state)
     }
 
     /// Asks a model through the door as a call of `run`: the skill's model when
     /// `model` is `None`, else the `model`-th model given with
     /// [`with_model_for`](Self::with_model_for) (`None` past the last). The effect of
-    /// a run's model call ([`StepEffects::complete`]).
+    /// a run's model call ([`StepEffects::complete`]). Outside a tool call the skill's
+    /// models need no grant from `ctx` (the program chose them); inside one they do
+    /// (see `docs/security.md`).
     pub async fn ask_model(
         &self,
         run: &Run,
@@ -1102,7 +1071,7 @@ impl ReactSkill {
         ctx: &ToolContext,
     ) -> Result<ChatResponse, ModelError> {
         let (model, operation) = self.model_at(model);
-        complete(run, operation, model, request, ctx).await
+        complete(run, operation, model, request, &model_context(self, ctx)).await
     }
 
     /// Runs tool calls as one batch of `run` (in parallel where safe, every call
@@ -1126,21 +1095,6 @@ impl ReactSkill {
         }
     }
 
-    /// Runs the loop on `task` with its model and tool calls going to `effects`,
-    /// showing `observe` each step boundary as [`run_observed`](Self::run_observed)
-    /// does. For a loop driven by an engine that runs the effects elsewhere.
-    pub async fn run_with<E: StepEffects>(
-        &self,
-        task: &str,
-        effects: &E,
-        observe: &mut (dyn FnMut(&ReactState) -> StepControl + Send),
-    ) -> Result<ReactState, AgentError> {
-        let turn = self
-            .converse(&[], task, self.answer_schema.as_ref(), effects, observe)
-            .await?;
-        Ok(turn.state)
-    }
-
     /// The loop over a conversation: `history` (earlier turns, without the system
     /// prompt), then `task` as the user's message. Returns the state and the new
     /// messages (the task, the model's turns, the tool results, the answer).
@@ -1162,6 +1116,12 @@ impl ReactSkill {
         })
     }
 
+    /// Where a run on `task` after the messages `history` starts (see
+    /// [`checkpoint`](Self::checkpoint)), with this skill's answer schema.
+    pub(crate) fn start(&self, history: &[Message], task: &str) -> ReactCheckpoint {
+        self.begin(history, task, self.answer_schema.as_ref())
+    }
+
     /// Where a run on `task` starts: no step taken, the system prompt and the task
     /// as the conversation, the skill's tools offered. [`run_from`](Self::run_from)
     /// runs from it.
@@ -1171,7 +1131,8 @@ impl ReactSkill {
 
     /// Runs the loop from `checkpoint` (a start from [`checkpoint`](Self::checkpoint),
     /// or where an earlier run paused), its model and tool calls going to `effects`,
-    /// showing `observe` each step boundary as [`run_observed`](Self::run_observed)
+    /// showing `observe` each step boundary as
+    /// [`AgentRun::observe`](crate::agent::AgentRun::observe)
     /// does. Returns where the run stands when it stops: ended (its state's
     /// `stop_reason` says why), or paused by `observe`, to go on from later, in this
     /// process or another. Runs of the skill's answer schema, if it has one.

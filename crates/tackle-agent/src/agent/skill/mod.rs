@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::model::ChatModel;
-use crate::agent::react::{AgentError, ReactSkill, ReactState};
+use crate::agent::react::{AgentError, ReactSkill, ReactState, StepControl};
 use crate::call::Runtime;
 use crate::context::ToolContext;
 use crate::error::{ToolError, ToolErrorKind};
@@ -608,7 +608,7 @@ impl Skill {
         let react = self.react(model, &run.runtime().tools())?;
         let run = &self.events_scope(run);
         let run = react
-            .run(run, task, ctx)
+            .run_observed(run, task, ctx, &mut |_| StepControl::Continue)
             .await
             .map_err(|error| SkillError::Agent {
                 site_id: site_id.clone(),

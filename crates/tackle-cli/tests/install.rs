@@ -6,8 +6,9 @@
 //! dependency without a version, or a build that works only inside the workspace
 //! fails here.
 //!
-//! It builds the CLI once more (in the workspace's target folder, sharing what it
-//! can): a few minutes on two cores.
+//! Every published crate is packaged and built from its package here (the Temporal
+//! crate too), so this test is also what `cargo publish --dry-run` would check, in the
+//! workspace's target folder, sharing what it can: a few minutes on two cores.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,6 +24,7 @@ const PACKAGES: &[&str] = &[
     "tackle-sqlite",
     "tackle-rs",
     "tackle-cli",
+    "tackle-temporal",
 ];
 
 fn workspace() -> PathBuf {
@@ -102,6 +104,16 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
         .arg(&target);
     with_patches(&mut build);
     run(&mut build, "cargo build of the packaged facade");
+
+    // The Temporal crate builds from its package as well.
+    let mut temporal = Command::new(env!("CARGO"));
+    temporal
+        .current_dir(path_of("tackle-temporal"))
+        .args(["build", "--offline", "--lib"])
+        .arg("--target-dir")
+        .arg(&target);
+    with_patches(&mut temporal);
+    run(&mut temporal, "cargo build of the packaged Temporal crate");
 
     let root = unpacked.join("root");
     let mut install = Command::new(env!("CARGO"));

@@ -126,36 +126,47 @@ pub mod __private_0_1 {
 
 pub mod derives;
 
-/// The README and the guides in `docs/`, compiled and run as doctests: every `rust`
-/// block in them is checked by `cargo test`.
-#[cfg(doctest)]
-mod guides {
+/// The guides of `docs/`, rendered here as they read on the repository (and the
+/// README): each is a page of this module, and every `rust` block in them is compiled
+/// and run as a doctest by `cargo test`.
+pub mod guides {
+    /// The README: what tackle is, the first tool, the first agent test.
     #[doc = include_str!("../README.md")]
-    struct Readme;
+    pub mod readme {}
+    /// Agents: models, providers, `Agent`, the ReAct loop, skills, pipelines.
     #[doc = include_str!("../docs/agents.md")]
-    struct Agents;
+    pub mod agents {}
+    /// The architecture: layers, the door, runs, one call and one agent run walked.
     #[doc = include_str!("../docs/architecture.md")]
-    struct Architecture;
+    pub mod architecture {}
+    /// Cassettes: recording and replaying runs in `cargo test`.
     #[doc = include_str!("../docs/cassettes.md")]
-    struct Cassettes;
+    pub mod cassettes {}
+    /// The command line: your tools from a terminal, and `cargo tackle`.
     #[doc = include_str!("../docs/cli.md")]
-    struct Cli;
-    // These two use `tackle::sqlite` and `tackle::mcp`, as users write them: built
-    // with those features (as `cargo test --workspace` builds the facade).
+    pub mod cli {}
+    /// Durable runs: a run kept in a store, resumed after a crash (feature `sqlite`
+    /// for its examples).
     #[cfg(feature = "sqlite")]
     #[doc = include_str!("../docs/durable.md")]
-    struct Durable;
+    pub mod durable {}
+    /// The executor: batches of calls, approvals, limits, cancellation.
     #[doc = include_str!("../docs/executor.md")]
-    struct Executor;
+    pub mod executor {}
+    /// `#[tool]` and `#[tools]`: every attribute and compile error.
     #[doc = include_str!("../docs/macro.md")]
-    struct Macro;
+    pub mod macros {}
+    /// The MCP bridge: serving and importing tools (feature `mcp` for its examples).
     #[cfg(feature = "mcp")]
     #[doc = include_str!("../docs/mcp.md")]
-    struct Mcp;
+    pub mod mcp {}
+    /// Every speed figure, its target, baseline and command.
     #[doc = include_str!("../docs/performance.md")]
-    struct Performance;
+    pub mod performance {}
+    /// The five specifications tackle implements, item by item.
     #[doc = include_str!("../docs/seeds.md")]
-    struct Seeds;
+    pub mod seeds {}
+    /// Who can reach the door, limits, secrets.
     #[doc = include_str!("../docs/security.md")]
-    struct Security;
+    pub mod security {}
 }

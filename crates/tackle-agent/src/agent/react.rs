@@ -171,21 +171,21 @@ fn model_context<'a>(skill: &ReactSkill, ctx: &'a ToolContext) -> Cow<'a, ToolCo
     if ctx.call_id().is_some() {
         return Cow::Borrowed(ctx);
     }
-    let models = std::iter::once(&skill.model).chain(skill.preferred.iter().map(|(_, m, _)| m));
-    let missing: Vec<String> = models
-        .flat_map(|model| model.permissions())
-        .filter(|permission| !ctx.capabilities().allows(permission))
-        .collect();
-    if missing.is_empty() {
+    // The permissions each model's completion operation requires (made once, with the
+    // skill): nothing to copy when the caller grants them already.
+    let operations =
+        std::iter::once(&skill.completion).chain(skill.preferred.iter().map(|(_, _, op)| op));
+    let required = || {
+        operations
+            .clone()
+            .flat_map(|op| op.spec().permissions.iter())
+    };
+    if required().all(|permission| ctx.capabilities().allows(permission)) {
         return Cow::Borrowed(ctx);
     }
-    Cow::Owned(
-        missing
-            .into_iter()
-            .fold(ctx.clone(), |granted, permission| {
-                granted.with_grant(permission)
-            }),
-    )
+    Cow::Owned(required().fold(ctx.clone(), |granted, permission| {
+        granted.with_grant(permission.clone())
+    }))
 }
 
 impl StepEffects for LocalEffects<'_> {

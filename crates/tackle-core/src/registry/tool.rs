@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use crate::abi::{RegisteredHandler, ToolFuture, ToolRegistration};
+use crate::abi::{RegisteredHandler, StaticSpec, ToolFuture, ToolRegistration};
 use crate::canonical::fingerprint;
 use crate::context::ToolContext;
 use crate::error::{RegistryError, SchemaSide, ToolError, ToolOrigin};
@@ -252,46 +252,51 @@ pub(crate) struct Validators {
 impl Tool {
     /// A `#[tool]` function: its spec is built on first use.
     pub(super) fn from_registration(reg: &ToolRegistration) -> Tool {
-        let m = reg.meta;
-        Tool {
-            key: reg.key.to_owned(),
-            path: format!("{}.{}", m.namespace, m.name),
-            meta: Meta {
-                namespace: m.namespace.to_owned(),
-                name: m.name.to_owned(),
-                version: m.version.to_owned(),
-                tags: m.tags.iter().map(|t| (*t).to_owned()).collect(),
-                deprecated: m.deprecated,
-                trust: m.trust,
-            },
-            spec: SpecCell::Lazy {
-                make: reg.spec,
-                cell: OnceLock::new(),
-            },
-            check_at_build: reg.check_at_build,
-            handler: ToolHandler::registered(reg.handler),
-            origin: ToolOrigin::Static {
-                file: reg.file,
-                line: reg.line,
-                module: reg.module,
-            },
-            validators: OnceLock::new(),
-            fingerprint: OnceLock::new(),
-            approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),
-            idempotency_fn: None,
-            scoped: m.uses_context,
-            call_info: OnceLock::new(),
-            secret_arguments: OnceLock::new(),
-            replay_check: false,
-        }
+        let origin = ToolOrigin::Static {
+            file: reg.file,
+            line: reg.line,
+            module: reg.module,
+        };
+        let handler = ToolHandler::registered(reg.handler);
+        Tool::from_static(
+            reg.key,
+            reg.meta,
+            reg.spec,
+            reg.check_at_build,
+            handler,
+            origin,
+        )
     }
 
     /// A tool of a toolset, bound to its value: as a `#[tool]` function's, its spec is
     /// built on first use.
     pub(super) fn from_bound(bound: super::toolset::BoundTool) -> Tool {
-        let m = bound.meta;
+        let origin = ToolOrigin::Toolset {
+            type_name: bound.type_name,
+            file: bound.file,
+            line: bound.line,
+        };
+        Tool::from_static(
+            bound.key,
+            bound.meta,
+            bound.spec,
+            bound.check_at_build,
+            bound.handler,
+            origin,
+        )
+    }
+
+    /// A tool whose spec the macro wrote (`meta`) and builds on first use (`spec`).
+    fn from_static(
+        key: &str,
+        m: &'static StaticSpec,
+        spec: fn() -> ToolSpec,
+        check_at_build: bool,
+        handler: ToolHandler,
+        origin: ToolOrigin,
+    ) -> Tool {
         Tool {
-            key: bound.key.to_owned(),
+            key: key.to_owned(),
             path: format!("{}.{}", m.namespace, m.name),
             meta: Meta {
                 namespace: m.namespace.to_owned(),
@@ -302,16 +307,12 @@ impl Tool {
                 trust: m.trust,
             },
             spec: SpecCell::Lazy {
-                make: bound.spec,
+                make: spec,
                 cell: OnceLock::new(),
             },
-            check_at_build: bound.check_at_build,
-            handler: bound.handler,
-            origin: ToolOrigin::Toolset {
-                type_name: bound.type_name,
-                file: bound.file,
-                line: bound.line,
-            },
+            check_at_build,
+            handler,
+            origin,
             validators: OnceLock::new(),
             fingerprint: OnceLock::new(),
             approval_when: m.approval_when.map(|f| ApprovalPredicate(Arc::new(f))),

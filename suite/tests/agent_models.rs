@@ -74,7 +74,7 @@ async fn function_models_answer_from_the_request() {
 
 #[tokio::test]
 async fn the_test_model_calls_every_tool_with_arguments_its_schema_accepts() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let tools: Vec<ToolDefinition> = rt
         .registry()
         .list()

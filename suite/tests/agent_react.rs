@@ -70,7 +70,9 @@ fn planner(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 
 /// A run over the inventory's tools, recording or replaying through `cassette`.
 fn new_run(cassette: Option<Cassette>) -> Run {
-    let run = Run::new(&Arc::new(Runtime::from_inventory().unwrap()));
+    let run = Run::new(&Arc::new(
+        Runtime::from_inventory_in(module_path!()).unwrap(),
+    ));
     match cassette {
         Some(cassette) => run.with_cassette(cassette),
         None => run,

@@ -31,15 +31,14 @@ fn send(ctx: &ToolContext, fail: Option<bool>) -> Result<String, String> {
     Ok("sent".into())
 }
 
-#[path = "support/capture.rs"]
-mod capture;
+use crate::support::capture;
 use capture::Capture;
 
 #[test]
 fn every_call_has_an_audit_event_counters_and_a_span() {
     let capture = Arc::new(Capture::default());
     let audit = Arc::new(MemoryAudit::new());
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_audit(audit.clone())
         .with_approver(ApproveWith(|r: &ApprovalRequest| r.approve()));
@@ -138,7 +137,7 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
     // A shaped, sanitized result records what shaping and sanitization did.
     let capture = Arc::new(Capture::default());
     let dispatch = tracing::Dispatch::from(capture.clone());
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     tracing::dispatcher::with_default(&dispatch, || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -171,7 +170,7 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
     // has no sandbox to run it in (the call is refused, never run in process).
     let capture = Arc::new(Capture::default());
     let dispatch = tracing::Dispatch::from(capture.clone());
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_sandbox_resolver(|_: &tackle::ToolSpec| SandboxPolicy::process());
     tracing::dispatcher::with_default(&dispatch, || {

@@ -35,7 +35,7 @@ fn deep_input() -> Value {
 
 #[tokio::test]
 async fn a_deep_input_is_invalid_input_at_every_way_in() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let ctx = ToolContext::new();
     let err = rt.call("b.echo", deep_input(), &ctx).await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
@@ -90,10 +90,12 @@ async fn a_deep_output_is_invalid_output() {
 
 #[tokio::test]
 async fn the_limits_are_configurable() {
-    let rt = Runtime::from_inventory().unwrap().with_limits(Limits {
-        max_depth: 3,
-        max_bytes: 64,
-    });
+    let rt = Runtime::from_inventory_in(module_path!())
+        .unwrap()
+        .with_limits(Limits {
+            max_depth: 3,
+            max_bytes: 64,
+        });
     let ctx = ToolContext::new();
     assert!(rt
         .call("b.echo", json!({"value": [[1]]}), &ctx)
@@ -116,7 +118,7 @@ async fn the_limits_are_configurable() {
 
 #[tokio::test]
 async fn a_models_deep_tool_call_is_a_malformed_answer() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let model = FunctionModel::new("deep", |_request: &ChatRequest| {
         Ok(ChatResponse::calls(
             "",
@@ -139,7 +141,7 @@ async fn a_models_deep_tool_call_is_a_malformed_answer() {
 
 #[tokio::test]
 async fn a_huge_unknown_key_is_not_found_without_suggestions() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let key = "b.echo".repeat(200_000);
     match rt.call(&key, json!({}), &ToolContext::new()).await {
         Err(tackle::ToolError::NotFound { suggestions, .. }) => assert!(suggestions.is_empty()),
@@ -177,7 +179,7 @@ fn a_deeply_nested_pipeline_document_is_a_parse_error() {
 
 #[tokio::test]
 async fn a_deep_pipeline_state_is_refused() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let doc = Pipeline::from_yaml(
         "name: p\nnodes:\n  - id: e\n    kind: tool\n    tool: b.echo\n    inputs: {value: \"{{state.v}}\"}\n",
     )
@@ -211,7 +213,7 @@ fn abc_underscored() -> u8 {
 fn two_keys_with_one_model_name_are_refused_naming_both() {
     use tackle::agent::model::ScriptedModel;
     use tackle::agent::react::{AgentError, ReactSkill};
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let model = Arc::new(ScriptedModel::new(Vec::<ChatResponse>::new()));
     match ReactSkill::new(model, rt.registry(), &["a.b.c", "a.b_c"]) {
         Err(AgentError::NameCollision {

@@ -40,7 +40,7 @@ fn paths_use_dots_and_indices() {
 
 #[tokio::test]
 async fn steps_feed_each_other_through_the_context() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let chain = ToolChain::new([
         ChainStep::new("shop.latest_order", "order").with_mapping("customer", "customer"),
@@ -67,7 +67,7 @@ async fn steps_feed_each_other_through_the_context() {
 
 #[tokio::test]
 async fn failures_stop_the_chain_unless_a_step_keeps_going() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let ctx = ToolContext::new();
     let bad_sku = |step: ChainStep| {
@@ -107,7 +107,7 @@ async fn failures_stop_the_chain_unless_a_step_keeps_going() {
 
 #[test]
 fn validation_names_unknown_tools_and_fields() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let chain = ToolChain::new([
         ChainStep::new("shop.latest_ordr", "o"),
         ChainStep::new("shop.price", "p").with_mapping("amount", "x"),
@@ -149,7 +149,7 @@ fn price_here(sku: String, qty: u32, customer: Option<String>, total_cents: Opti
 
 #[tokio::test]
 async fn a_step_without_a_mapping_gets_the_context_so_far() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let chain = ToolChain::new([
         ChainStep::new("shop.price", "")
@@ -169,7 +169,7 @@ async fn a_step_without_a_mapping_gets_the_context_so_far() {
 
 #[tokio::test]
 async fn a_chain_builds_a_pipeline_that_ends_in_the_same_state() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let chain = ToolChain::new([
         ChainStep::new("shop.latest_order", "order").with_mapping("customer", "customer"),

@@ -29,7 +29,7 @@ async fn a_tools_image_reaches_the_model_beside_its_text() {
         ),
         ChatResponse::text("The page shows a heading."),
     ]));
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let agent = Agent::with_model(model.clone()).tools(["browser.screenshot"]);
     let state = agent
         .run(&Run::new(&runtime), "What does example.com show?")

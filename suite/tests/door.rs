@@ -92,7 +92,7 @@ fn ints_sum(values: Vec<i64>) -> i64 {
 }
 
 fn runtime() -> Runtime {
-    Runtime::from_inventory().expect("the registry builds")
+    Runtime::from_inventory_in(module_path!()).expect("the registry builds")
 }
 
 #[tokio::test]

@@ -61,7 +61,7 @@ fn model(request: &ChatRequest) -> Result<ChatResponse, tackle::agent::model::Mo
 /// A fresh runtime (as another process would build): a durable run's `drive` makes
 /// its run over it, with the journal as its cassette and the run's approver.
 fn inventory() -> Arc<Runtime> {
-    Arc::new(Runtime::from_inventory().unwrap())
+    Arc::new(Runtime::from_inventory_in(module_path!()).unwrap())
 }
 
 fn skill(runtime: &Runtime) -> ReactSkill {

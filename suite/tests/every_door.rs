@@ -46,7 +46,7 @@ fn note(text: String) -> String {
 /// A runtime over this file's tools with an audit trail.
 fn audited() -> (Arc<Runtime>, Arc<MemoryAudit>) {
     let audit = Arc::new(MemoryAudit::new());
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_audit(Arc::clone(&audit));
     (Arc::new(rt), audit)
@@ -403,7 +403,7 @@ async fn a_pipelines_broker_node() {
 #[tokio::test]
 async fn the_broker_request_tool() {
     let audit = Arc::new(MemoryAudit::new());
-    let mut rt = Runtime::from_inventory()
+    let mut rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_audit(Arc::clone(&audit));
     rt.registry_mut().register(broker_request_tool()).unwrap();

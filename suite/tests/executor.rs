@@ -348,7 +348,7 @@ async fn place(order_id: String, qty: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_runs_once_per_run() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let batch = vec![
         ToolCall::new("1", "shop.place", json!({"order_id": "A", "qty": 1})),
@@ -405,7 +405,7 @@ async fn render(ctx: &ToolContext, sections: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_chunks_arrive_in_order_and_the_aggregate_is_the_output() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let (sink, mut events) = event_queue(1_000);
     let outcome = Run::new(&rt)
         .with_events(sink)
@@ -472,7 +472,7 @@ fn stall_blocking(id: String) -> String {
 
 #[tokio::test]
 async fn a_sync_tool_is_held_to_its_time_limit_and_a_timeout_says_it_still_runs() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     for key in ["sync.stall", "sync.stall_blocking"] {
         let started = Instant::now();
         let err = rt

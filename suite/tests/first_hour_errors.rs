@@ -58,7 +58,7 @@ fn pay(amount: u32) -> String {
 }
 
 fn runtime() -> Arc<Runtime> {
-    Arc::new(Runtime::from_inventory().unwrap())
+    Arc::new(Runtime::from_inventory_in(module_path!()).unwrap())
 }
 
 // ---- 1. a run held by another process ----

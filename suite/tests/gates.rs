@@ -53,7 +53,7 @@ impl Approver for Counting {
 
 #[tokio::test]
 async fn without_an_approver_calls_that_need_approval_are_denied() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let ctx = ToolContext::new();
     let err = rt
         .call("bank.wipe", json!({"account": "a1"}), &ctx)
@@ -89,7 +89,7 @@ async fn approvers_decide_and_approvals_stay_bound_to_their_arguments() {
         },
     });
     let rt = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_approver(approver.clone())
             .with_audit(audit.clone()),
@@ -147,7 +147,7 @@ async fn approvers_decide_and_approvals_stay_bound_to_their_arguments() {
 #[tokio::test]
 async fn an_approval_made_for_other_arguments_does_not_open_the_gate() {
     // This approver approves a *different* request than the one it was shown.
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_approver(ApproveWith(|r: &ApprovalRequest| {
             let mut other = r.clone();
@@ -190,7 +190,9 @@ fn send(ctx: &ToolContext, peek: Option<String>, fail: Option<bool>) -> Result<S
 #[tokio::test]
 async fn tools_read_only_the_secrets_they_declare_and_values_never_leak() {
     let audit = Arc::new(MemoryAudit::new());
-    let rt = Runtime::from_inventory().unwrap().with_audit(audit.clone());
+    let rt = Runtime::from_inventory_in(module_path!())
+        .unwrap()
+        .with_audit(audit.clone());
     let ctx = ToolContext::new()
         .with_secret("MAIL_TOKEN", "tok-123456")
         .with_secret("DB_PASSWORD", "hunter2-db");
@@ -213,7 +215,7 @@ async fn tools_read_only_the_secrets_they_declare_and_values_never_leak() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "`mail.send@1` failed: server rejected token <redacted>"
+        "`mail.send@1` failed: server rejected token [REDACTED]"
     );
     // Outside the door there is no grant at all.
     assert!(ctx.secret("MAIL_TOKEN").is_err());
@@ -222,7 +224,7 @@ async fn tools_read_only_the_secrets_they_declare_and_values_never_leak() {
         format!("{:?}", ctx).replace("tok-123456", "")
     );
     let trail = serde_json::to_string(&audit.events()).unwrap();
-    assert!(trail.contains("server rejected token <redacted>"));
+    assert!(trail.contains("server rejected token [REDACTED]"));
     assert!(!trail.contains("tok-123456") && !trail.contains("hunter2-db"));
 }
 
@@ -269,11 +271,13 @@ impl Summarizer for CountLines {
 #[tokio::test]
 async fn long_results_are_shaped_by_the_tools_strategy() {
     let dir = std::env::temp_dir().join(format!("tackle-gates-{}", std::process::id()));
-    let rt = Runtime::from_inventory().unwrap().with_shaping(
-        Shaping::default()
-            .with_spill_root(&dir)
-            .with_summarizer(CountLines),
-    );
+    let rt = Runtime::from_inventory_in(module_path!())
+        .unwrap()
+        .with_shaping(
+            Shaping::default()
+                .with_spill_root(&dir)
+                .with_summarizer(CountLines),
+        );
     let ctx = ToolContext::new();
 
     let report = rt.call_report("logs.middle", json!({}), &ctx).await;
@@ -322,7 +326,7 @@ async fn long_results_are_shaped_by_the_tools_strategy() {
         json!("logs.summary@1: 400 lines (limit 40 tokens)")
     );
     // Without a hook, summarize falls back to middle and says so.
-    let report = Runtime::from_inventory()
+    let report = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .call_report("logs.summary", json!({}), &ctx)
         .await;

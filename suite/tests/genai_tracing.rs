@@ -2,8 +2,7 @@
 //! token usage and cost. A test binary of its own, so that no other test touches the
 //! spans' callsites while the capturing subscriber is installed.
 
-#[path = "support/capture.rs"]
-mod capture;
+use crate::support::capture;
 
 use std::sync::Arc;
 
@@ -63,7 +62,7 @@ fn forecaster(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 #[test]
 fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_cost() {
     let capture = Arc::new(Capture::default());
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let agent = Agent::new(FunctionModel::new("forecaster-1", forecaster))
         .tools(["weather.tomorrow"])
         // 3.00 per million input tokens, 15.00 per million output tokens.

@@ -439,12 +439,11 @@ fn schemas_are_valid_2020_12() {
 #[tokio::test]
 async fn the_door_decodes_calls_and_encodes() {
     // `place-order` needs approval; this approver grants every request.
-    let rt =
-        tackle::Runtime::from_inventory()
-            .unwrap()
-            .with_approver(tackle::approval::ApproveWith(
-                |r: &tackle::approval::ApprovalRequest| r.approve(),
-            ));
+    let rt = tackle::Runtime::from_inventory_in(module_path!())
+        .unwrap()
+        .with_approver(tackle::approval::ApproveWith(
+            |r: &tackle::approval::ApprovalRequest| r.approve(),
+        ));
     let ctx = ToolContext::new()
         .with_grant("shop:*")
         .with_grant("net:http");

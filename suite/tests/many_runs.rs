@@ -76,7 +76,7 @@ fn scratch() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_runs_record_and_replay_over_one_runtime() {
     let dir = scratch();
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
 
     // Record: every run live, each into its own cassette.
     let live = Arc::new(fleet::agent(fleet::model()));

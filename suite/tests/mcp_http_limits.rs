@@ -21,7 +21,7 @@ fn add(a: i64, b: i64) -> i64 {
 }
 
 fn server() -> McpServer {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     McpServer::new(rt, Identity::new("limits", "1"), ToolContext::new()).unwrap()
 }
 

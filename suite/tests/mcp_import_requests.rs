@@ -93,7 +93,7 @@ impl ChatModel for Echo {
 
 /// The desk's tools served over streamable HTTP on loopback, and their URL.
 async fn desk() -> (tackle_mcp::HttpServer, String) {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await

@@ -258,7 +258,7 @@ async fn protected(required: Option<&str>) -> (String, Arc<Mutex<Issued>>, tackl
     if let Some(scope) = required {
         oauth = oauth.with_required_scope(scope);
     }
-    let served = Arc::new(Runtime::from_inventory().unwrap());
+    let served = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(served, Identity::new("vault", "1"), ToolContext::new()).unwrap();
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))

@@ -90,7 +90,7 @@ impl ClientHandler for Logs {
 }
 
 async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Logs>, Logs) {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(runtime, Identity::new("library", "1.0.0"), ctx)
         .unwrap()
         .with_resources(resources())
@@ -245,7 +245,7 @@ async fn tracing_events_reach_the_client_that_set_a_level() {
     assert_eq!(logs[0]["data"], json!({"message": "working", "step": "1"}));
     assert_eq!(logs[1]["level"], "warning");
     // The server context's secrets are scrubbed.
-    assert_eq!(logs[1]["data"], "almost done with <redacted>");
+    assert_eq!(logs[1]["data"], "almost done with [REDACTED]");
 }
 
 /// A read passes the door: capabilities, audit, and a cassette that records it and
@@ -253,7 +253,11 @@ async fn tracing_events_reach_the_client_that_set_a_level() {
 #[tokio::test]
 async fn a_read_passes_the_door_and_replays() {
     let audit = Arc::new(MemoryAudit::new());
-    let runtime = Arc::new(Runtime::from_inventory().unwrap().with_audit(audit.clone()));
+    let runtime = Arc::new(
+        Runtime::from_inventory_in(module_path!())
+            .unwrap()
+            .with_audit(audit.clone()),
+    );
     let set = resources();
     let ctx = ToolContext::new();
     let run = Run::new(&runtime);
@@ -330,7 +334,7 @@ impl ClientHandler for Human {
 /// showing the exact arguments; their answer decides that one call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_human_at_the_client_approves_each_call() {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(runtime, Identity::new("bank", "1.0.0"), ToolContext::new())
         .unwrap()
         .with_client_approval();
@@ -391,7 +395,7 @@ async fn a_skill_is_served_as_a_prompt_naming_the_tools_the_client_sees() {
         .with_example(json!({"task": "count"}), Some(json!({"total": 3})))
         .build()
         .unwrap();
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(runtime, Identity::new("bank", "1.0.0"), ToolContext::new())
         .unwrap()
         .with_prompts(Prompts::new().with(Prompt::from_skill(&skill)).unwrap());
@@ -473,7 +477,7 @@ async fn clients_of_every_revision_are_answered_in_theirs() {
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     use rmcp::transport::StreamableHttpClientTransport;
 
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(
         runtime,
         Identity::new("library", "1.0.0"),

@@ -126,7 +126,7 @@ impl ClientHandler for Recorder {
 }
 
 async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Recorder>, Recorder) {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(
         runtime,
         Identity::new("weather-desk", "3.1.4").with_instructions("Tools for the desk."),
@@ -383,7 +383,7 @@ async fn status_with(
 
 #[tokio::test]
 async fn http_accepts_loopback_hosts_and_origins_only_unless_told_otherwise() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server =
         McpServer::new(rt.clone(), Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
@@ -432,7 +432,7 @@ async fn http_accepts_loopback_hosts_and_origins_only_unless_told_otherwise() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_that_fails_part_way_leaves_nothing_registered() {
     use tackle::{registry::DynamicTool, Registry, SideEffects, ToolSpec};
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
@@ -471,7 +471,7 @@ async fn an_import_that_fails_part_way_leaves_nothing_registered() {
 /// permission they require: the importer's name does.
 #[tokio::test]
 async fn the_importer_names_an_import_and_so_its_permission() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("trusted", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
@@ -512,7 +512,7 @@ async fn the_importer_names_an_import_and_so_its_permission() {
 /// request is cancelled at the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_tool_that_does_not_answer_in_time_times_out() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("slowpoke", "1"), ToolContext::new()).unwrap();
     let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
@@ -551,7 +551,7 @@ async fn an_imported_tool_that_does_not_answer_in_time_times_out() {
 
 /// Serves a fresh server on `addr` (the same port again after a restart).
 async fn serve_on(addr: std::net::SocketAddr) -> tackle_mcp::HttpServer {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("desk", "1"), ToolContext::new()).unwrap();
     tackle_mcp::serve_http(server, addr).await.unwrap()
 }
@@ -615,7 +615,7 @@ async fn an_import_reconnects_to_a_restarted_server() {
 #[tokio::test]
 async fn an_over_limit_request_line_is_answered_and_the_session_goes_on() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let (client_out, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_in) = tokio::io::duplex(1 << 20);
@@ -686,7 +686,7 @@ async fn an_over_limit_request_line_is_answered_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn with_tokens_a_request_without_a_valid_one_is_401() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let options = tackle_mcp::HttpOptions::default().with_token("t-0123456789", &["demo:*"]);
     let http = tackle_mcp::serve_http_with(server, "127.0.0.1:0".parse().unwrap(), options)
@@ -847,7 +847,7 @@ async fn as_an_oauth_resource_server_tokens_are_checked_and_scopes_are_grants() 
     )
     .with_scopes_supported(["mcp:use", "mail:send"])
     .with_required_scope("mcp:use");
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server = McpServer::new(rt, Identity::new("demo", "1"), ToolContext::new()).unwrap();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
@@ -989,7 +989,7 @@ async fn a_tools_image_goes_as_image_content_and_an_import_keeps_it() {
     assert!(wire.get("structuredContent").is_none(), "{wire}");
     // Imported back (tackle to tackle), the tool's value holds the image and the file.
     let server = McpServer::new(
-        Arc::new(Runtime::from_inventory().unwrap()),
+        Arc::new(Runtime::from_inventory_in(module_path!()).unwrap()),
         Identity::new("charts", "1"),
         ToolContext::new(),
     )
@@ -1028,7 +1028,7 @@ async fn a_tools_image_goes_as_image_content_and_an_import_keeps_it() {
 /// One JSON-RPC request line to a server over `serve_io`, and its answer.
 async fn raw_exchange(lines: &[Value]) -> Vec<Value> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let server =
         McpServer::new(runtime, Identity::new("eras", "1.0.0"), ToolContext::new()).unwrap();
     let (mut to_server, server_in) = tokio::io::duplex(64 * 1024);

@@ -12,8 +12,7 @@ use tackle::agent::model::{
 use tackle::agent::openai::OpenAiModel;
 use tackle::{tool, Agent, Run, Runtime};
 
-#[path = "support/fake_endpoint.rs"]
-mod fake_endpoint;
+use crate::support::fake_endpoint;
 use fake_endpoint::{FakeEndpoint, Reply};
 
 fn completion(message: Value) -> Value {
@@ -318,7 +317,7 @@ async fn a_react_run_over_the_wire() {
     let model = OpenAiModel::new(&server.base, "gpt-test")
         .unwrap()
         .with_strict(true);
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let agent = Agent::new(model).tools(["weather.tomorrow"]);
     let state = agent
         .run(&Run::new(&runtime), "Weather in Oslo and Bergen?")

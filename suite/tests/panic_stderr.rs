@@ -27,7 +27,7 @@ fn panicking_child() {
     if std::env::var_os("TACKLE_PANIC_CHILD").is_none() {
         return;
     }
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let ctx = ToolContext::new().with_secret("MAIL_TOKEN", TOKEN);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -61,13 +61,14 @@ fn panicking_child() {
 
 #[test]
 fn panic_messages_on_stderr_hold_no_secret() {
+    // The child test's name as the harness knows it: its module path in the binary.
+    let child = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::panicking_child"),
+        None => "panicking_child".to_owned(),
+    };
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "panicking_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .arg(&child)
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env("TACKLE_PANIC_CHILD", "1")
         .output()
         .unwrap();

@@ -82,7 +82,9 @@ nodes:
 
 /// A run over the inventory's tools.
 fn new_run() -> Run {
-    Run::new(&Arc::new(Runtime::from_inventory().unwrap()))
+    Run::new(&Arc::new(
+        Runtime::from_inventory_in(module_path!()).unwrap(),
+    ))
 }
 
 fn start() -> Value {

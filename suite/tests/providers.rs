@@ -1,7 +1,7 @@
 //! Tool definitions in each provider's form, checked against golden files over tricky
 //! schemas: nested objects, enums, `Option`, maps and a recursive type.
 //!
-//! After an intended change: `TACKLE_UPDATE_GOLDEN=1 cargo test --test providers`,
+//! After an intended change: `TACKLE_UPDATE_GOLDEN=1 cargo test -p tackle-suite --test it_agents providers::`,
 //! then read the diff of `tests/golden/providers/*.json`.
 
 use std::collections::HashMap;
@@ -85,7 +85,7 @@ fn tree(root: Tree) -> usize {
 
 #[test]
 fn definitions_match_the_golden_files() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let tools: Vec<_> = rt
         .registry()
         .list()
@@ -129,7 +129,7 @@ fn definitions_match_the_golden_files() {
 
 #[test]
 fn openai_strict_requires_everything_and_nulls_are_dropped_before_dispatch() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let tool = rt.registry().resolve("shapes.enums").unwrap();
     let schema = &tool.spec().input_schema;
     let strict = openai_strict(schema);

@@ -4,8 +4,7 @@
 //! going back in the provider's form, an error status, a timeout and malformed bodies,
 //! each a typed `ModelError`.
 
-#[path = "support/fake_endpoint.rs"]
-mod fake_endpoint;
+use crate::support::fake_endpoint;
 
 use std::time::{Duration, Instant};
 

@@ -61,7 +61,7 @@ fn open(path: &PathBuf, mode: Mode) -> Cassette {
 
 /// A run of the inventory's tools through `cassette`, and a context counting what runs.
 fn run_with(cassette: Cassette) -> (Run, ToolContext) {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&runtime).with_cassette(cassette);
     (run, ToolContext::new().with_resource(Counter::default()))
 }
@@ -768,7 +768,7 @@ async fn fee_run(
     cassette: Cassette,
     model: Arc<tackle::agent::model::ScriptedModel>,
 ) -> Result<tackle::replay::FinishReport, CassetteError> {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&runtime).with_cassette(cassette);
     let agent = tackle::Agent::with_model(model).tools([fee::KEY]);
     let state = agent

@@ -137,8 +137,11 @@ fn the_macro_names_the_cassette_after_the_test() {
     let CassetteError::Missing { path } = &err else {
         panic!("{err}")
     };
-    let expected = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/cassettes/replay_files.the_macro_names_the_cassette_after_the_test.json");
+    // `<test binary>.<module>.<test>`: the module path, `::` as `.`.
+    let expected = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/cassettes/{}.the_macro_names_the_cassette_after_the_test.json",
+        module_path!().replace("::", ".")
+    ));
     assert_eq!(path, &expected);
 }
 
@@ -289,14 +292,16 @@ async fn writer_loop_writes_valid_cassettes() {
 fn sigkill_while_recording_leaves_the_previous_file_intact() {
     let path = temp("sigkill");
     let exe = std::env::current_exe().unwrap();
+    // The writer's test name as the harness knows it: its module path in the binary.
+    let writer = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::writer_loop_writes_valid_cassettes"),
+        None => "writer_loop_writes_valid_cassettes".to_owned(),
+    };
     let mut kills = 0;
     for i in 0..20 {
         let mut child = Command::new(&exe)
-            .args([
-                "writer_loop_writes_valid_cassettes",
-                "--exact",
-                "--test-threads=1",
-            ])
+            .arg(&writer)
+            .args(["--exact", "--test-threads=1"])
             .env("TACKLE_KILL_TEST_PATH", &path)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

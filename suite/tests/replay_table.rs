@@ -116,7 +116,7 @@ async fn a_pure_hit_is_served_and_compared_by_default() {
 
 /// A run of the inventory's tools through `cassette`, and a context counting what runs.
 fn run_with(cassette: Cassette) -> (Run, ToolContext) {
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&runtime).with_cassette(cassette);
     (run, ToolContext::new().with_resource(Runs::default()))
 }

@@ -1,7 +1,7 @@
 //! The workflow users follow: record once, commit the cassette, replay in `cargo test`.
 //!
-//! `tests/cassettes/replay_workflow.*.json` were recorded with
-//! `TACKLE_CASSETTE=once cargo test --test replay_workflow` and committed; every other
+//! `tests/cassettes/it_agents.replay_workflow.*.json` were recorded with
+//! `TACKLE_CASSETTE=once cargo test -p tackle-suite --test it_agents replay_workflow::` and committed; every other
 //! run (CI included) replays them, and the "remote" tools never run.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,7 +36,10 @@ fn book(restaurant: String, guests: u8) -> Result<String, String> {
 async fn plan_an_evening() {
     let cassette = tackle::cassette!().expect("the test's cassette opens");
     let replaying = cassette.mode() == Mode::Replay;
-    let run = Run::new(&Arc::new(Runtime::from_inventory().unwrap())).with_cassette(cassette);
+    let run = Run::new(&Arc::new(
+        Runtime::from_inventory_in(module_path!()).unwrap(),
+    ))
+    .with_cassette(cassette);
     let ctx = ToolContext::new();
 
     let days = run

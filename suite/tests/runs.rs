@@ -48,7 +48,7 @@ fn refund(cents: u64) -> u64 {
 }
 
 fn runtime() -> Arc<Runtime> {
-    Arc::new(Runtime::from_inventory().unwrap())
+    Arc::new(Runtime::from_inventory_in(module_path!()).unwrap())
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -184,7 +184,7 @@ async fn an_empty_registry_says_the_tools_crate_may_not_be_linked() {
     assert!(text.contains("use my_tools as _;"), "{text}");
     assert!(text.contains("not be linked"), "{text}");
     // A registry with tools gives no such hint.
-    let error = Runtime::from_inventory()
+    let error = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .call("geo.nowhere", json!({}), &ToolContext::new())
         .await
@@ -320,10 +320,14 @@ async fn a_model_reply_over_the_doors_limits_is_refused() {
     use tackle::agent::model::{complete, completion, Message, ModelError, ToolCallRequest};
     use tackle::bounds::{nested, Limits};
 
-    let runtime = Arc::new(Runtime::from_inventory().unwrap().with_limits(Limits {
-        max_depth: 10,
-        max_bytes: 1_000,
-    }));
+    let runtime = Arc::new(
+        Runtime::from_inventory_in(module_path!())
+            .unwrap()
+            .with_limits(Limits {
+                max_depth: 10,
+                max_bytes: 1_000,
+            }),
+    );
     let ctx = ToolContext::new().with_grant("llm:*");
     let request = ChatRequest {
         messages: vec![Message::user("go")],
@@ -360,7 +364,7 @@ async fn a_model_reply_over_the_doors_limits_is_refused() {
 #[tokio::test]
 async fn runs_of_one_runtime_keep_their_own_cancellation_memory_and_approvals() {
     let runtime = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_approver(ApproveWith(|r: &ApprovalRequest| r.approve())),
     );

@@ -50,18 +50,18 @@ fn ctx() -> ToolContext {
 #[tokio::test]
 async fn outputs_lose_the_callers_secrets_unless_the_tool_reveals_them() {
     let root = std::env::temp_dir().join(format!("tackle-secrets-{}", std::process::id()));
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_shaping(Shaping::default().with_spill_root(&root));
     let out = rt
         .call("s.echo", json!({"text": format!("here: {TOKEN}")}), &ctx())
         .await
         .unwrap();
-    assert_eq!(out, json!("here: <redacted>"));
+    assert_eq!(out, json!("here: [REDACTED]"));
     // The spilled file is written from the scrubbed output.
     let handle = rt.call("s.leak", json!({}), &ctx()).await.unwrap();
     let spilled = std::fs::read_to_string(handle["path"].as_str().unwrap()).unwrap();
-    assert!(spilled.starts_with("token=<redacted>"), "{spilled}");
+    assert!(spilled.starts_with("token=[REDACTED]"), "{spilled}");
     assert!(!handle.to_string().contains(TOKEN));
     // On purpose: kept.
     assert_eq!(
@@ -84,7 +84,7 @@ async fn errors_lose_secrets_and_token_shaped_strings_everywhere() {
             .with_env_overrides(false),
     )
     .unwrap();
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_audit(Arc::clone(&audit));
     let run = Run::new(&Arc::new(rt)).with_cassette(cassette.clone());
@@ -99,7 +99,7 @@ async fn errors_lose_secrets_and_token_shaped_strings_everywhere() {
         .call("s.echo", json!({"text": TOKEN}), &ctx())
         .await
         .unwrap();
-    assert_eq!(echoed, json!("<redacted>"));
+    assert_eq!(echoed, json!("[REDACTED]"));
     cassette.finish().unwrap();
     let events = serde_json::to_string(&audit.events()).unwrap();
     let file = std::fs::read_to_string(&path).unwrap();
@@ -122,16 +122,16 @@ fn chatter(ctx: &ToolContext) {
 
 #[tokio::test]
 async fn stream_events_and_the_streamed_output_lose_secrets() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let (sink, mut events) = tackle::events::default_event_queue();
     let out = Run::new(&rt)
         .with_events(sink)
         .call("s.chatter", json!({}), &ctx())
         .await
         .unwrap();
-    assert_eq!(out, json!("logging in with <redacted>"));
+    assert_eq!(out, json!("logging in with [REDACTED]"));
     let seen = format!("{:?}", events.drain());
-    assert!(seen.contains("logging in with <redacted>"), "{seen}");
+    assert!(seen.contains("logging in with [REDACTED]"), "{seen}");
     assert!(!seen.contains(TOKEN), "{seen}");
 }
 
@@ -149,7 +149,7 @@ fn mint() -> String {
 
 #[tokio::test]
 async fn token_shaped_strings_leave_outputs_unless_the_tool_reveals_them() {
-    let rt = Runtime::from_inventory().unwrap();
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     let ctx = ToolContext::new();
     let out = rt
         .call(
@@ -169,7 +169,9 @@ async fn token_shaped_strings_leave_outputs_unless_the_tool_reveals_them() {
 #[tokio::test]
 async fn an_unknown_key_holding_a_secret_is_scrubbed_from_errors_and_audit() {
     let audit = Arc::new(MemoryAudit::new());
-    let rt = Runtime::from_inventory().unwrap().with_audit(audit.clone());
+    let rt = Runtime::from_inventory_in(module_path!())
+        .unwrap()
+        .with_audit(audit.clone());
     let asked = format!("s.{TOKEN} sk-proj-ABCDEFGHIJKLMNOP1234");
     let err = rt.call(&asked, json!({}), &ctx()).await.unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::NotFound);
@@ -182,8 +184,7 @@ async fn an_unknown_key_holding_a_secret_is_scrubbed_from_errors_and_audit() {
     assert_eq!(audit.events().len(), 1);
 }
 
-#[path = "support/capture.rs"]
-mod capture;
+use crate::support::capture;
 
 const API_KEY: &str = "live-4e1f9a77c0d2b3";
 const PIN: &str = "pin-00913377";
@@ -218,7 +219,7 @@ async fn numbers_and_short_secrets_leave_no_trace_in_the_cassette() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("safe.json");
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let config = CassetteConfig::new()
         .with_mode(Mode::Rewrite)
         .with_env_overrides(false);
@@ -231,7 +232,7 @@ async fn numbers_and_short_secrets_leave_no_trace_in_the_cassette() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "`s.safe@1` failed: code <redacted> refused (3 digits of pin)"
+        "`s.safe@1` failed: code [REDACTED] refused (3 digits of pin)"
     );
     cassette.finish().unwrap();
     let file = std::fs::read_to_string(&path).unwrap();
@@ -280,7 +281,7 @@ fn secret_arguments_never_leave_the_door() {
             .unwrap();
         rt.block_on(async {
             let runtime = Arc::new(
-                Runtime::from_inventory()
+                Runtime::from_inventory_in(module_path!())
                     .unwrap()
                     .with_audit(Arc::clone(&audit))
                     .with_shaping(Shaping::default().with_spill_root(root.join("spill"))),
@@ -303,7 +304,7 @@ fn secret_arguments_never_leave_the_door() {
                 .unwrap_err();
             seen.push_str(&format!("{err}\n{err:?}\n"));
             assert!(
-                err.to_string().contains("refused <redacted> for Oslo"),
+                err.to_string().contains("refused [REDACTED] for Oslo"),
                 "{err}"
             );
             let handle = run
@@ -312,7 +313,7 @@ fn secret_arguments_never_leave_the_door() {
                 .unwrap();
             seen.push_str(&format!("{handle}\n"));
             let spilled = std::fs::read_to_string(handle["path"].as_str().unwrap()).unwrap();
-            assert!(spilled.starts_with("opened with <redacted>;"), "{spilled}");
+            assert!(spilled.starts_with("opened with [REDACTED];"), "{spilled}");
             seen.push_str(&spilled);
             seen.push_str(&format!("{:?}\n", events.drain()));
             cassette.finish().unwrap();
@@ -356,7 +357,7 @@ fn secret_arguments_never_leave_the_door() {
 
 #[test]
 fn secret_parameters_are_write_only_in_the_schema() {
-    let runtime = Runtime::from_inventory().unwrap();
+    let runtime = Runtime::from_inventory_in(module_path!()).unwrap();
     let schema = |key: &str| {
         runtime
             .registry()
@@ -382,7 +383,7 @@ fn secret_parameters_are_write_only_in_the_schema() {
 
 #[tokio::test]
 async fn the_secret_words_are_configurable() {
-    let runtime = Runtime::from_inventory()
+    let runtime = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_secret_words(["city"]);
     let err = runtime
@@ -396,7 +397,7 @@ async fn the_secret_words_are_configurable() {
     // `city` by the words; `api_key` by its schema's `writeOnly`, whatever the words.
     assert_eq!(
         err.to_string(),
-        "`s.forecast@1` failed: the service refused <redacted> for <redacted>"
+        "`s.forecast@1` failed: the service refused [REDACTED] for [REDACTED]"
     );
 }
 
@@ -420,7 +421,7 @@ async fn an_approver_never_sees_a_secret_argument() {
     let seen: Arc<Mutex<Vec<ApprovalRequest>>> = Arc::default();
     let kept = Arc::clone(&seen);
     let runtime = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_approver(ApproveWith(
                 move |request: &ApprovalRequest| -> ApprovalDecision {
@@ -490,7 +491,7 @@ async fn one_key_and_one_scrubber_serve_replay_approval_and_the_caller() {
     let seen: Arc<Mutex<Vec<ApprovalRequest>>> = Arc::default();
     let kept = Arc::clone(&seen);
     let runtime = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_approver(ApproveWith(
                 move |request: &ApprovalRequest| -> ApprovalDecision {
@@ -569,11 +570,11 @@ fn relay(ctx: &ToolContext, text: String, password: String) {
 }
 
 /// What leaves while a tool runs (a streamed chunk) is scrubbed by the rules of its
-/// outcome: the caller's secrets and the secret arguments `<redacted>`, token shapes
+/// outcome: the caller's secrets and the secret arguments `[REDACTED]`, token shapes
 /// `[REDACTED]`; the event shows what the output shows.
 #[tokio::test]
 async fn a_streamed_chunk_is_scrubbed_as_the_outcome_is() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let (sink, mut events) = tackle::events::default_event_queue();
     let out = Run::new(&rt)
         .with_events(sink)
@@ -584,7 +585,7 @@ async fn a_streamed_chunk_is_scrubbed_as_the_outcome_is() {
         )
         .await
         .unwrap();
-    let expected = "key [REDACTED] via <redacted> as <redacted>";
+    let expected = "key [REDACTED] via [REDACTED] as [REDACTED]";
     assert_eq!(out, json!(expected));
     let chunks: Vec<String> = events
         .drain()
@@ -628,7 +629,7 @@ async fn a_model_reply_and_its_error_are_scrubbed_in_their_own_types() {
     });
     let operation = completion(&model);
     let ctx = ctx().with_grant("llm:*");
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let ask = ChatRequest {
         messages: vec![Message::user("go")],
         ..ChatRequest::default()
@@ -652,10 +653,10 @@ async fn a_model_reply_and_its_error_are_scrubbed_in_their_own_types() {
     let reply = complete(&run, &operation, &model, &ask, &ctx)
         .await
         .unwrap();
-    assert_eq!(reply.text, "the token is <redacted>");
+    assert_eq!(reply.text, "the token is [REDACTED]");
     assert_eq!(
         reply.tool_calls[0].arguments,
-        json!({"text": "say <redacted>", "n": 1})
+        json!({"text": "say [REDACTED]", "n": 1})
     );
     let error = complete(&run, &operation, &model, &fail, &ctx)
         .await
@@ -663,14 +664,14 @@ async fn a_model_reply_and_its_error_are_scrubbed_in_their_own_types() {
     match &error {
         ModelError::Status { status, body } => {
             assert_eq!(*status, 401);
-            assert_eq!(body, "rejected <redacted>");
+            assert_eq!(body, "rejected [REDACTED]");
         }
         other => panic!("the model's own error, typed: {other:?}"),
     }
     cassette.finish().unwrap();
     let file = std::fs::read_to_string(&path).unwrap();
     assert!(!file.contains(TOKEN), "{file}");
-    assert!(file.contains("the token is <redacted>"), "{file}");
+    assert!(file.contains("the token is [REDACTED]"), "{file}");
 
     // Replayed: the same reply, made from its recorded view; the failure as recorded.
     let cassette = Cassette::open(&path, config(Mode::Replay)).unwrap();
@@ -683,7 +684,7 @@ async fn a_model_reply_and_its_error_are_scrubbed_in_their_own_types() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, ModelError::Failed { message } if message.contains("rejected <redacted>")),
+        matches!(&error, ModelError::Failed { message } if message.contains("rejected [REDACTED]")),
         "{error:?}"
     );
     cassette.finish().unwrap();

@@ -45,7 +45,7 @@ fn granted(broker: &Arc<Double>) -> ToolContext {
 }
 
 fn runtime() -> Runtime {
-    let mut rt = Runtime::from_inventory().unwrap();
+    let mut rt = Runtime::from_inventory_in(module_path!()).unwrap();
     rt.registry_mut().register(broker_request_tool()).unwrap();
     rt
 }

@@ -92,7 +92,7 @@ fn validate_input_and_output_know_the_seeds_keywords() {
 
 #[test]
 fn the_registry_lists_names_contains_and_searches() {
-    let registry = Registry::from_inventory().unwrap();
+    let registry = Registry::from_inventory_in(module_path!()).unwrap();
     let names = registry.list_names();
     assert_eq!(names, ["calc.double@1", "calc.inc@1", "calc.liar@1"]);
     assert_eq!(registry.len(), 3);
@@ -162,7 +162,7 @@ fn registering_a_taken_name_is_an_error() {
 #[tokio::test]
 async fn invoke_reports_a_result_and_goes_through_the_door() {
     let audit = Arc::new(MemoryAudit::new());
-    let rt = Runtime::from_inventory()
+    let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_audit(Arc::clone(&audit));
     let ctx = ToolContext::new();
@@ -228,7 +228,7 @@ fn object(value: Value) -> Map<String, Value> {
 
 #[tokio::test]
 async fn chains_have_the_seeds_steps_results_and_options() {
-    let rt = Arc::new(Runtime::from_inventory().unwrap());
+    let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let run = Run::new(&rt);
     let ctx = ToolContext::new();
     let step: ChainStep = serde_json::from_value(json!({

@@ -157,7 +157,9 @@ nodes:
     }
 
     fn new_run() -> Run {
-        Run::new(&Arc::new(Runtime::from_inventory().unwrap()))
+        Run::new(&Arc::new(
+            Runtime::from_inventory_in(module_path!()).unwrap(),
+        ))
     }
 
     #[tokio::test]
@@ -220,7 +222,7 @@ nodes:
             .with_subgraph(Pipeline::from_yaml(GRAPH).unwrap())
             .build()
             .unwrap();
-        let rt = Runtime::from_inventory().unwrap();
+        let rt = Runtime::from_inventory_in(module_path!()).unwrap();
         match Skills::new().register(skill, rt.registry()) {
             Err(SkillError::ToolNotListed { node, tool, .. }) => {
                 assert_eq!((node.as_str(), tool.as_str()), ("count", "text.count"))
@@ -401,7 +403,7 @@ mod react_defaults {
                 }],
             ))
         }));
-        let rt = Arc::new(Runtime::from_inventory().unwrap());
+        let rt = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
         // An agent's limits are the skill's defaults unless set.
         let agent = Agent::with_model(model).tools(["loop.noop"]);
         let run = agent

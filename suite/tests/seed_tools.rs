@@ -150,7 +150,7 @@ fn post(body: String) -> String {
 
 #[test]
 fn the_macro_reads_seed_003_classes_too() {
-    let registry = Registry::from_inventory().unwrap();
+    let registry = Registry::from_inventory_in(module_path!()).unwrap();
     let effects = |key: &str| registry.resolve(key).unwrap().spec().side_effects;
     assert_eq!(effects("alias.pure_add"), SideEffects::None);
     assert_eq!(effects("alias.peek"), SideEffects::Read);

@@ -60,7 +60,7 @@ register_skill!(trip_planner);
 register_skill!(trip_planner_quiet);
 
 fn runtime() -> Arc<Runtime> {
-    Arc::new(Runtime::from_inventory().unwrap())
+    Arc::new(Runtime::from_inventory_in(module_path!()).unwrap())
 }
 
 fn answer_turns() -> Vec<ChatResponse> {

@@ -17,8 +17,7 @@ use tackle::replay::Mode;
 use tackle::{replay::CassetteConfig, tool, Agent, Cassette, Run, Runtime, ToolContext};
 use tokio::sync::Notify;
 
-#[path = "support/fake_endpoint.rs"]
-mod fake_endpoint;
+use crate::support::fake_endpoint;
 use fake_endpoint::{FakeEndpoint, Reply};
 
 /// Tomorrow's forecast for a city.
@@ -153,7 +152,7 @@ async fn deltas_reach_the_caller_while_a_step_runs_and_a_streamed_run_replays_as
     let model = OpenAiModel::new(&server.base, "gpt-stream")
         .unwrap()
         .with_timeout(Duration::from_secs(10));
-    let runtime = Arc::new(Runtime::from_inventory().unwrap());
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
     let live = Arc::new(agent(model));
     let (sink, mut events) = event_queue(1024);
     let recording = Run::new(&runtime)
@@ -427,7 +426,7 @@ async fn streamed_deltas_do_not_carry_the_callers_secrets() {
     let deltas = model_deltas(&events.drain());
     assert_eq!(
         deltas[0].1,
-        ModelDelta::Text("the key is <redacted>".into())
+        ModelDelta::Text("the key is [REDACTED]".into())
     );
 }
 
@@ -454,7 +453,7 @@ async fn the_receiver_ends_when_the_run_that_fed_it_ends() {
         seen
     });
     {
-        let runtime = Arc::new(Runtime::from_inventory().unwrap());
+        let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
         let run = Run::new(&runtime).with_events(sink);
         let out = run
             .call("count.up_to", json!({"n": 2}), &ToolContext::new())

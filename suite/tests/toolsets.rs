@@ -98,7 +98,7 @@ impl Shadow {
 
 fn runtime_of(bank: Bank) -> Arc<Runtime> {
     Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_toolset(bank)
             .unwrap(),
@@ -177,7 +177,7 @@ async fn each_value_holds_its_own_state_behind_the_door() {
 
 #[test]
 fn a_key_taken_twice_names_both_sources_and_adds_nothing() {
-    let runtime = Runtime::from_inventory()
+    let runtime = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_toolset(Bank::of("acme", 0))
         .unwrap();
@@ -191,12 +191,16 @@ fn a_key_taken_twice_names_both_sources_and_adds_nothing() {
     };
     assert_eq!(key, "bank.balance@1");
     let text = err.to_string();
-    assert!(text.contains("toolset `toolsets::Bank`"), "{text}");
-    assert!(text.contains("toolset `toolsets::Shadow`"), "{text}");
+    let here = module_path!();
+    assert!(text.contains(&format!("toolset `{here}::Bank`")), "{text}");
+    assert!(
+        text.contains(&format!("toolset `{here}::Shadow`")),
+        "{text}"
+    );
     assert!(text.contains("suite/tests/toolsets.rs"), "{text}");
 
     // All or nothing: `Shadow`'s own `bank.echo@1` was not added either.
-    let mut registry = tackle::Registry::from_inventory().unwrap();
+    let mut registry = tackle::Registry::from_inventory_in(module_path!()).unwrap();
     registry.add_toolset(Bank::of("acme", 0)).unwrap();
     assert!(registry.add_toolset(Shadow).is_err());
     assert_eq!(registry.len(), before);
@@ -227,7 +231,7 @@ async fn a_write_method_records_once_and_replays_without_running() {
 
     let bank = Arc::new(Bank::of("acme", 10));
     let runtime = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_toolset(Arc::clone(&bank))
             .unwrap(),
@@ -244,7 +248,7 @@ async fn a_write_method_records_once_and_replays_without_running() {
     // Replayed on a fresh value: the recorded outcome, and the method never runs.
     let fresh = Arc::new(Bank::of("acme", 0));
     let runtime = Arc::new(
-        Runtime::from_inventory()
+        Runtime::from_inventory_in(module_path!())
             .unwrap()
             .with_toolset(Arc::clone(&fresh))
             .unwrap(),

@@ -95,26 +95,33 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
         }
     };
 
-    // The facade builds from its package, as a user's `tackle-rs = "0.1"` does.
+    // One build of the three packages a user installs or depends on first, as one
+    // feature set: a workspace around the unpacked packages (none of them is one),
+    // resolved against this workspace's lockfile so the dependencies are the versions
+    // the tests were built with (and what of them is built already is reused).
+    let members = ["tackle-rs", "tackle-temporal", "tackle-cli"]
+        .iter()
+        .map(|name| format!("{:?}", format!("{name}-{version}")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    std::fs::write(
+        unpacked.join("Cargo.toml"),
+        format!("[workspace]\nmembers = [{members}]\nresolver = \"2\"\n"),
+    )
+    .unwrap();
+    std::fs::copy(ws.join("Cargo.lock"), unpacked.join("Cargo.lock")).unwrap();
     let mut build = Command::new(env!("CARGO"));
     build
-        .current_dir(path_of("tackle-rs"))
-        .args(["build", "--offline", "--lib", "--features", "mcp,sqlite"])
+        .current_dir(&unpacked)
+        .args(["build", "--offline", "--workspace", "--lib", "--bins"])
+        // The facade as a user's `tackle-rs = { features = [...] }` builds it.
+        .args(["--features", "tackle-rs/mcp,tackle-rs/sqlite,tackle-rs/cli"])
         .arg("--target-dir")
         .arg(&target);
     with_patches(&mut build);
-    run(&mut build, "cargo build of the packaged facade");
+    run(&mut build, "cargo build of the packaged crates");
 
-    // The Temporal crate builds from its package as well.
-    let mut temporal = Command::new(env!("CARGO"));
-    temporal
-        .current_dir(path_of("tackle-temporal"))
-        .args(["build", "--offline", "--lib"])
-        .arg("--target-dir")
-        .arg(&target);
-    with_patches(&mut temporal);
-    run(&mut temporal, "cargo build of the packaged Temporal crate");
-
+    // `cargo install --path` of the packaged CLI: what it builds is built already.
     let root = unpacked.join("root");
     let mut install = Command::new(env!("CARGO"));
     install

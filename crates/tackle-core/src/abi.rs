@@ -98,6 +98,20 @@ impl ToolRegistration {
     pub fn spec(&self) -> ToolSpec {
         (self.spec)()
     }
+
+    /// The path of the module the tool was written in, as `module_path!()` gives it.
+    pub fn module(&self) -> &'static str {
+        self.module
+    }
+
+    /// Whether the tool was written in `module` or in a module inside it (`a::b` is
+    /// in `a` and in `a::b`, not in `a::bc`).
+    pub fn is_in(&self, module: &str) -> bool {
+        match self.module.strip_prefix(module) {
+            Some(rest) => rest.is_empty() || rest.starts_with("::"),
+            None => false,
+        }
+    }
 }
 
 inventory::collect!(ToolRegistration);

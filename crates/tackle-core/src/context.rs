@@ -322,7 +322,7 @@ impl ToolContext {
     }
 
     /// Streams a chunk of the running call's result. The caller sees it as an event
-    /// (with the caller's secrets replaced by `<redacted>`); a tool that returns `()`
+    /// (with the caller's secrets replaced by `[REDACTED]`); a tool that returns `()`
     /// gets the concatenation of its chunks as its output.
     /// Outside a call it does nothing.
     pub fn stream(&self, chunk: impl Into<String>) {
@@ -342,8 +342,8 @@ impl ToolContext {
 
     /// Scrubs `text` as the door scrubs a call's outcome (see [`crate::secrets`]), for
     /// what leaves while a call runs (streamed chunks, model deltas, log messages): this
-    /// context's secret values become `<redacted>`, then token-shaped strings
-    /// `[REDACTED]`, then the running call's secret arguments' values `<redacted>`;
+    /// context's secret values become `[REDACTED]`, then token-shaped strings, then
+    /// the running call's secret arguments' values;
     /// whether anything was replaced.
     pub fn redact_secrets(&self, text: &mut String) -> bool {
         let arguments = self
@@ -468,13 +468,13 @@ impl Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
+        write!(f, "Secret({})", crate::secrets::REDACTED)
     }
 }
 
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
+        f.write_str(crate::secrets::REDACTED)
     }
 }
 

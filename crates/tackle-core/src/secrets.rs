@@ -20,8 +20,9 @@
 //!    model, an MCP client): [`Scrubber::outcome`] (for a typed operation's outcome,
 //!    its effect's [`Effect::scrub`](crate::call::Effect::scrub) with the same
 //!    scrubber) replaces the caller's secrets and
-//!    the secret arguments with `<redacted>`, and token-shaped strings and a cassette's
-//!    secrets with `[REDACTED]`, in an output's strings and in every text of an error.
+//!    the secret arguments, token-shaped strings and a cassette's secrets with
+//!    `[REDACTED]` (the one marker: [`REDACTED`]), in an output's strings and in every
+//!    text of an error.
 //!    A call ended before it ran (invalid input, denied, not found) has its error
 //!    scrubbed the same way, once, when it leaves the door.
 //!
@@ -39,8 +40,14 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
-/// What replaces a secret.
+/// What replaces a secret, wherever it is found: inputs, outputs, error texts, events,
+/// cassettes, spill files.
 pub const REDACTED: &str = "[REDACTED]";
+
+/// The marker outcomes were scrubbed with before [`REDACTED`] was the only one: a
+/// cassette recorded then is read with it upgraded (see
+/// [`crate::replay::file::load`]), so it replays, and checks, as before.
+pub(crate) const LEGACY_MARKER: &str = "<redacted>";
 
 /// Replaces secrets in JSON values. Token-shaped strings are always redacted; add
 /// known secret values with [`Redactor::with_secret`].
@@ -215,18 +222,14 @@ fn jwt_len(s: &str) -> Option<usize> {
     Some(len)
 }
 
-/// What replaces the caller's secrets and the secret arguments in outcomes, error
-/// texts and events.
-pub const SCRUBBED: &str = "<redacted>";
-
 /// Replaces each of `secrets` (non-empty ones, in the order given: longest first, so
-/// a secret containing another is replaced whole) in `text` with [`SCRUBBED`];
+/// a secret containing another is replaced whole) in `text` with [`REDACTED`];
 /// whether anything was replaced.
 pub fn scrub_text<'s>(text: &mut String, secrets: impl IntoIterator<Item = &'s str>) -> bool {
     let mut changed = false;
     for secret in secrets {
         if !secret.is_empty() && text.contains(secret) {
-            *text = text.replace(secret, SCRUBBED);
+            *text = text.replace(secret, REDACTED);
             changed = true;
         }
     }
@@ -323,9 +326,9 @@ impl<'a> Scrubber<'a> {
         }
     }
 
-    /// Scrubs one text: the caller's secrets become `<redacted>`, then the cassette's
-    /// secrets and token shapes `[REDACTED]`, then what is left of the secret
-    /// arguments' values `<redacted>` (a `Bearer ...` argument shows as `Bearer
+    /// Scrubs one text: the caller's secrets become `[REDACTED]`, then the cassette's
+    /// secrets and token shapes, then what is left of the secret arguments' values
+    /// (a `Bearer ...` argument shows as `Bearer
     /// [REDACTED]`, as a token anywhere does); whether anything changed.
     pub fn text(&self, text: &mut String) -> bool {
         let mut changed = scrub_text(text, self.caller.iter().copied());
@@ -384,8 +387,8 @@ mod tests {
             crate::canonical::canonical(&scrubbed)
         );
 
-        // The outcome: the caller's and the arguments' values are `<redacted>`, the
-        // cassette's and token shapes `[REDACTED]`; errors in every text.
+        // The outcome: the caller's and the arguments' values, the cassette's and token
+        // shapes are all `[REDACTED]`; errors in every text.
         let mut output: Result<Value, ToolError> = Ok(json!({
             "a": "caller-secret", "b": ["configured-1"], "c": "Bearer abc123.def-456",
             "d": "pa55word-x"
@@ -393,7 +396,7 @@ mod tests {
         scrubber.outcome(&mut output, false);
         assert_eq!(
             output.unwrap(),
-            json!({"a": "<redacted>", "b": ["[REDACTED]"], "c": "Bearer [REDACTED]", "d": "<redacted>"})
+            json!({"a": "[REDACTED]", "b": ["[REDACTED]"], "c": "Bearer [REDACTED]", "d": "[REDACTED]"})
         );
         let mut kept: Result<Value, ToolError> = Ok(json!("caller-secret"));
         scrubber.outcome(&mut kept, true);
@@ -409,7 +412,7 @@ mod tests {
         scrubber.outcome(&mut error, true);
         assert_eq!(
             error.unwrap_err().to_string(),
-            "`k` failed: refused <redacted> for <redacted>"
+            "`k` failed: refused [REDACTED] for [REDACTED]"
         );
     }
 

@@ -145,7 +145,7 @@ pub struct ToolSpec {
     pub defer_loading: bool,
     /// Whether the tool's output may hold the caller's secrets on purpose (a tool that
     /// hands out a credential). Otherwise the door replaces every secret value of the
-    /// caller's context found in the output with `<redacted>` before anything sees it.
+    /// caller's context found in the output with `[REDACTED]` before anything sees it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub reveals_secrets: bool,
     /// Where the tool runs (default `in-process`); the runtime's sandbox resolver may

@@ -643,6 +643,13 @@ impl Runtime {
         Ok(Runtime::new(Registry::from_inventory()?))
     }
 
+    /// A runtime over the `#[tool]`s written in `module` or a module inside it (see
+    /// [`Registry::from_inventory_in`]): `Runtime::from_inventory_in(module_path!())`
+    /// takes the tools of the module it is written in.
+    pub fn from_inventory_in(module: &str) -> Result<Runtime, RegistryError> {
+        Ok(Runtime::new(Registry::from_inventory_in(module)?))
+    }
+
     /// A runtime over the given registry.
     pub fn new(registry: Registry) -> Runtime {
         Runtime {

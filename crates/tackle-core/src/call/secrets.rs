@@ -2,9 +2,9 @@
 //!
 //! The call's one scrubber ([`crate::secrets::Scrubber`]) replaces every secret value
 //! of the caller's context and every secret argument's value that appears in a string
-//! of the tool's output or in a text of its error with `<redacted>`, and every
-//! token-shaped string (`Bearer ...`, `sk-...` keys, JWTs) and the cassette's secrets
-//! with `[REDACTED]`, before anything else sees the outcome: shaping (so a spilled
+//! of the tool's output or in a text of its error, every token-shaped string
+//! (`Bearer ...`, `sk-...` keys, JWTs) and the cassette's secrets with `[REDACTED]`
+//! (one marker for all), before anything else sees the outcome: shaping (so a spilled
 //! file holds no secret), sanitization, the recording, the caller, a model, an MCP
 //! client. So a live run gives what its replay gives. A tool that hands out a
 //! credential on purpose says so with `reveals_secrets`, and its output is left as it
@@ -18,7 +18,7 @@
 //! takes the string values of the call's secret arguments, and from then on scrubs
 //! them from everything that leaves it: the recorded input (a cassette keys and keeps
 //! `[REDACTED]` in their place, so a replay still matches), the output and a spill
-//! file (`<redacted>`), error texts, audit events, stream events. An approver is shown
+//! file (`[REDACTED]`), error texts, audit events, stream events. An approver is shown
 //! `[REDACTED]` in their place too, and the approval is bound to the call as shown
 //! (the call's key: see [`crate::secrets`]), so a secret's value never travels in a
 //! binding.

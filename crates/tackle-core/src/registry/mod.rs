@@ -116,6 +116,51 @@ impl Registry {
         Registry::from_inventory_with(CollisionStrategy::Error)
     }
 
+    /// The `#[tool]`s linked into the program that were written in `module` or in a
+    /// module inside it, with [`CollisionStrategy::Error`]: `module` is a path as
+    /// `module_path!()` gives it (`my_app::billing` takes the tools of
+    /// `my_app::billing` and `my_app::billing::invoices`, not `my_app::billing_v2`).
+    ///
+    /// One program can so hold several tool sets apart (the tools of one agent, of
+    /// one test module) while every tool still registers at link time.
+    ///
+    /// ```
+    /// # use tackle::{tool, Registry};
+    /// mod billing {
+    ///     /// Today's total.
+    ///     #[tackle::tool(namespace = "billing", side_effects = none)]
+    ///     pub fn total() -> u32 {
+    ///         42
+    ///     }
+    /// }
+    /// mod billing_v2 {
+    ///     /// A module whose name only starts like the other's.
+    ///     #[tackle::tool(namespace = "billing", side_effects = none)]
+    ///     pub fn draft() -> u32 {
+    ///         7
+    ///     }
+    /// }
+    /// /// Unrelated.
+    /// #[tool(namespace = "misc", side_effects = none)]
+    /// fn other() -> u32 {
+    ///     1
+    /// }
+    ///
+    /// let billing = Registry::from_inventory_in(&format!("{}::billing", module_path!()))?;
+    /// assert!(billing.get("billing.total@1").is_some());
+    /// assert!(billing.get("billing.draft@1").is_none());
+    /// assert!(billing.get("misc.other@1").is_none());
+    /// // The whole program's: all three.
+    /// assert_eq!(Registry::from_inventory_in(module_path!())?.len(), 3);
+    /// # Ok::<(), tackle::error::RegistryError>(())
+    /// ```
+    pub fn from_inventory_in(module: &str) -> Result<Registry, RegistryError> {
+        Registry::from_registrations(
+            registrations().filter(|registration| registration.is_in(module)),
+            CollisionStrategy::Error,
+        )
+    }
+
     /// Every `#[tool]` linked into the program, with the given collision strategy.
     pub fn from_inventory_with(strategy: CollisionStrategy) -> Result<Registry, RegistryError> {
         Registry::from_registrations(registrations(), strategy)

@@ -133,6 +133,35 @@ impl Outcome {
         }
     }
 
+    /// Replaces the marker an older recording scrubbed the caller's secrets with
+    /// (`<redacted>`) by the one marker, [`REDACTED`](crate::secrets::REDACTED), in
+    /// the output's strings or the error's texts: what the door gives today, so the
+    /// recording replays and checks as it did.
+    fn upgrade_marker(&mut self) {
+        use crate::secrets::{LEGACY_MARKER, REDACTED};
+        let mut upgrade = |text: &mut String| {
+            if text.contains(LEGACY_MARKER) {
+                *text = text.replace(LEGACY_MARKER, REDACTED);
+            }
+        };
+        match self {
+            Outcome::Ok(value) => {
+                // A stack, not recursion: a recording may be deep.
+                let mut stack = vec![value];
+                while let Some(value) = stack.pop() {
+                    match value {
+                        Value::String(text) => upgrade(text),
+                        Value::Array(items) => stack.extend(items.iter_mut()),
+                        Value::Object(map) => stack.extend(map.values_mut()),
+                        _ => {}
+                    }
+                }
+            }
+            Outcome::Error(error) => error.for_each_text(&mut upgrade),
+            Outcome::Tombstone => {}
+        }
+    }
+
     /// What a tombstone replays as: the call `call` of `key` cannot be replayed.
     fn gap(key: &str, call: u64) -> ToolError {
         ToolError::ReplayGap {
@@ -300,6 +329,42 @@ mod pending_tests {
         assert_eq!(committed_path(Path::new("x.json")), None);
         assert_eq!(committed_path(Path::new(".pending.json")), None);
     }
+
+    #[test]
+    fn a_cassette_scrubbed_with_the_old_marker_loads_with_the_one_marker() {
+        let dir = std::env::temp_dir().join(format!("tackle-marker-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.json");
+        let recorded = r#"{"format": "tackle-cassette", "version": 1, "complete": true,
+            "name": "old", "tools": {},
+            "interactions": [
+              {"call": 0, "key": "a.b@1", "kind": "tool", "policy": "must-stub",
+               "input": {"note": "<redacted> stays in an input"},
+               "outcome": {"ok": {"deep": [["token <redacted>"]], "n": 1}}},
+              {"call": 1, "key": "a.b@1", "kind": "tool", "policy": "must-stub",
+               "input": {},
+               "outcome": {"error": {"kind": "Execution", "key": "a.b@1",
+                                     "message": "refused <redacted>"}}}
+            ]}"#;
+        fs::write(&path, recorded).unwrap();
+        let file = load(&path).unwrap();
+        assert_eq!(
+            file.interactions[0].outcome,
+            Outcome::Ok(serde_json::json!({"deep": [["token [REDACTED]"]], "n": 1}))
+        );
+        // An input keys the call: it is read as written.
+        assert_eq!(
+            file.interactions[0].input["note"],
+            "<redacted> stays in an input"
+        );
+        match &file.interactions[1].outcome {
+            Outcome::Error(error) => {
+                assert_eq!(error.to_string(), "`a.b@1` failed: refused [REDACTED]")
+            }
+            other => panic!("{other:?}"),
+        }
+        fs::remove_dir_all(&dir).ok();
+    }
 }
 
 /// Which recorded calls of a cassette a replay used: written beside the cassette
@@ -346,7 +411,7 @@ pub fn load(path: &Path) -> Result<CassetteFile, CassetteError> {
         path: path.to_owned(),
         source,
     })?;
-    let file: CassetteFile = match serde_json::from_slice(&bytes) {
+    let mut file: CassetteFile = match serde_json::from_slice(&bytes) {
         Ok(file) => file,
         Err(e) => {
             // A cassette of another version may fail to parse as this one: say so.
@@ -384,6 +449,12 @@ pub fn load(path: &Path) -> Result<CassetteFile, CassetteError> {
         return Err(CassetteError::Incomplete {
             path: path.to_owned(),
         });
+    }
+    let legacy = crate::secrets::LEGACY_MARKER.as_bytes();
+    if bytes.windows(legacy.len()).any(|window| window == legacy) {
+        for interaction in &mut file.interactions {
+            interaction.outcome.upgrade_marker();
+        }
     }
     Ok(file)
 }

@@ -1,5 +1,5 @@
 //! Newline-delimited JSON-RPC over a pair of byte streams (stdin and stdout for
-//! [`serve_stdio`](crate::serve_stdio)), with a line limit that answers.
+//! [`serve_stdio`]), with a line limit that answers.
 //!
 //! Every incoming line is read whole, up to [`StdioOptions::max_line_bytes`], before
 //! the MCP service sees it. A longer line is not read into memory: the rest of it is
@@ -377,6 +377,28 @@ impl IdScanner {
     fn id(self) -> Value {
         self.found.unwrap_or(Value::Null)
     }
+}
+/// Serves `server` over this process's stdin and stdout until the client disconnects.
+/// Write logs to stderr: anything else on stdout breaks the protocol. A request line
+/// longer than 16 MiB is answered with a JSON-RPC error (see [`stdio`]).
+///
+/// [`stdio`]: crate::stdio
+pub async fn serve_stdio(server: McpServer) -> Result<(), McpError> {
+    serve_stdio_with(server, StdioOptions::default()).await
+}
+
+/// [`serve_stdio`] with another line limit.
+///
+/// When stdin and stdout are pipes (as an MCP client that starts the server makes
+/// them), they are read and written without blocking, on the runtime's own threads
+/// (rmcp's [`stdio_pipes`](rmcp::transport::stdio_pipes): on Linux each is reopened
+/// on a description of its own, so the process's own stdin and stdout, and a child's
+/// that inherits them, stay blocking); otherwise (a terminal, a file, a socket)
+/// through Tokio's stdin and stdout, which hand each read and write to a blocking
+/// thread. Print nothing to stdout yourself, as always with MCP over stdio.
+pub async fn serve_stdio_with(server: McpServer, options: StdioOptions) -> Result<(), McpError> {
+    let (input, output) = rmcp::transport::stdio_pipes();
+    serve_io(server, input, output, options).await
 }
 
 #[cfg(test)]

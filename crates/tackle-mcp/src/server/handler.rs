@@ -1,0 +1,465 @@
+//! The MCP protocol side of [`McpServer`]: its `ServerHandler`, which answers
+//! `initialize`, the tools, resources, prompts, completion, logging and subscription
+//! requests, and the Tasks extension's requests, each as the client's grants allow.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams, TASKS_EXTENSION_ID,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use tackle_core::events::DEFAULT_EVENT_QUEUE_DEPTH;
+use tackle_core::{event_queue, Run, ToolEventKind};
+use tracing::Instrument;
+
+use super::subscriptions::{Listener, MAX_SESSION_SUBSCRIPTIONS};
+use super::tools::{result_of, unwrapped_outputs};
+use super::{next_session, McpServer, LOG_GRANT};
+use crate::client::Client;
+use crate::prompts::PromptArguments;
+
+/// MCP's "resource not found" (`-32002`) for `uri`: also what a client is told of a
+/// resource its grants hide.
+fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(format!("no resource `{uri}`"), Some(json!({ "uri": uri })))
+}
+
+/// A JSON-RPC "invalid params" error with `message`.
+fn invalid(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+/// `value` as the rmcp type `T`, or an internal error.
+fn wire<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+impl ServerHandler for McpServer {
+    // Logging is served for clients of the revisions before 2026-07-28 (see `set_level`).
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        if !self.resources.is_empty() {
+            capabilities.resources =
+                Some(wire(json!({"subscribe": true, "listChanged": false})).unwrap_or_default());
+        }
+        if !self.prompts.is_empty() {
+            capabilities.prompts = Some(wire(json!({"listChanged": false})).unwrap_or_default());
+        }
+        if !self.resources.is_empty() || !self.prompts.is_empty() {
+            capabilities.completions = Some(wire(json!({})).unwrap_or_default());
+        }
+        if self.tasks.is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    TASKS_EXTENSION_ID.to_owned(),
+                    rmcp::model::JsonObject::new(),
+                );
+        }
+        let mut info = ServerConfig::new(capabilities);
+        let mut implementation =
+            Implementation::new(self.identity.name.clone(), self.identity.version.clone());
+        implementation.title = Some(self.identity.name.clone());
+        info.server_info = implementation;
+        info.instructions = self.identity.instructions.clone();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let unwrapped = unwrapped_outputs(&context);
+        let visible = self
+            .tools
+            .iter()
+            .filter(|served| self.allows(&served.needs))
+            .map(|served| {
+                if unwrapped {
+                    served.current.clone()
+                } else {
+                    served.legacy.clone()
+                }
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools
+            .iter()
+            .find(|served| served.legacy.name == name && self.allows(&served.needs))
+            .map(|served| served.legacy.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let unknown =
+            || ErrorData::invalid_params(format!("unknown tool `{}`", request.name), None);
+        let key = self.names.key_of(&request.name).ok_or_else(unknown)?;
+        let tool = self
+            .runtime
+            .registry()
+            .resolve(key)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // A tool this client's grants cannot call is not listed to it, and is unknown
+        // to it; the call still passes the door, which refuses and audits it.
+        if !self.allows(&tool.spec().permissions) {
+            let input = Value::Object(request.arguments.unwrap_or_default());
+            let run = Run::new(&self.runtime);
+            let _refused = run.call_report(key, input, &self.ctx).await;
+            return Err(unknown());
+        }
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        if self.tasks.is_some() {
+            let asks = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            // Secrets are never stored, and a task keeps its call's arguments.
+            if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
+                let (key, arguments) = (key.to_owned(), input.clone());
+                let started = self
+                    .with_tasks_off_workers(move |tasks, server| {
+                        Ok(tasks.start(server, &key, arguments))
+                    })
+                    .await?;
+                if let Some(created) = started {
+                    return created.map(CallToolResponse::Task);
+                }
+            }
+        }
+        // Each request is a run of its own: the client's cancellation is the run's.
+        let mut run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
+        // Only a tool that sees its context can report progress.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .filter(|_| tool.takes_context());
+        let forwarder = progress.map(|token| {
+            let (sink, mut events) = event_queue(DEFAULT_EVENT_QUEUE_DEPTH);
+            run = run.clone().with_events(sink.clone());
+            let peer = context.peer.clone();
+            let task = tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    if let ToolEventKind::Progress { done, total } = event.kind {
+                        let mut note = ProgressNotificationParam::new(token.clone(), done as f64);
+                        note.total = total.map(|t| t as f64);
+                        // A client that went away cannot be told; the call goes on.
+                        let _ = peer.notify_progress(note).await;
+                    }
+                }
+            });
+            (sink, task)
+        });
+        let client = Client::of(&context);
+        if self.client_approval {
+            run = run.with_approver(client.approver());
+        }
+        // The caller's trace goes on here (W3C trace context in `_meta`, feature
+        // `otel`).
+        let span = crate::trace::served_span(&request.name, &context.meta);
+        let report = client
+            .scope(
+                self.log
+                    .scope(&self.ctx, run.call_report(key, input, &self.ctx)),
+            )
+            .instrument(span)
+            .await;
+        if let Some((sink, task)) = forwarder {
+            sink.close();
+            let _ = task.await;
+        }
+        Ok(CallToolResponse::Complete(result_of(
+            report.result,
+            tool.spec(),
+            unwrapped_outputs(&context),
+        )))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let unwrapped = unwrapped_outputs(&context);
+        self.with_tasks_off_workers(move |tasks, server| {
+            tasks.get(server, &request.task_id, unwrapped)
+        })
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.with_tasks_off_workers(move |tasks, server| tasks.cancel(server, &request.task_id))
+            .await
+    }
+
+    async fn update_task(
+        &self,
+        _request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(ErrorData::invalid_request(
+            "this server's tasks take no input from the client",
+            None,
+        ))
+    }
+
+    // MCP's logging is deprecated by the 2026-07-28 revision (SEP-2577); it is served
+    // for clients of the earlier revisions.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The server's log can say more than its tools do: reading it is a grant.
+        if !self.ctx.capabilities().allows(LOG_GRANT) {
+            return Err(invalid(format!(
+                "this client may not read the server's log (it needs the grant `{LOG_GRANT}`)"
+            )));
+        }
+        self.log.set_level(request.level, &context.peer);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let resources: Vec<Value> = self
+            .resources
+            .statics()
+            .filter(|e| self.may_read(e))
+            .map(crate::resources::Entry::listing)
+            .collect();
+        wire(json!({ "resources": resources }))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let templates: Vec<Value> = self
+            .resources
+            .templates()
+            .filter(|e| self.may_read(e))
+            .map(crate::resources::Entry::listing)
+            .collect();
+        wire(json!({ "resourceTemplates": templates }))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let Some((entry, arguments)) = self.resources.find_where(uri, |e| self.may_read(e)) else {
+            return Err(not_found(uri));
+        };
+        let run = Run::new(&self.runtime).with_cancellation(context.ct.clone());
+        let client = Client::of(&context);
+        let contents = client
+            .scope(
+                self.log
+                    .scope(&self.ctx, entry.read(&run, uri, arguments, &self.ctx)),
+            )
+            .await
+            .map_err(|e| match e {
+                tackle_core::ToolError::InvalidInput { .. } => invalid(e.to_string()),
+                other => ErrorData::internal_error(other.to_string(), None),
+            })?;
+        Ok(rmcp::model::ReadResourceResponse::Complete(wire(json!({
+            "contents": contents
+        }))?))
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // A resource this client cannot read is unknown to it, here as everywhere.
+        if self
+            .resources
+            .find_where(&request.uri, |e| self.may_read(e))
+            .is_none()
+        {
+            return Err(not_found(&request.uri));
+        }
+        self.subscriptions
+            .add(
+                &request.uri,
+                self.session,
+                Listener::Session(context.peer.clone()),
+            )
+            .map_err(invalid)
+    }
+
+    /// A 2026-07-28 client's subscriptions: the resources it asked to follow that
+    /// exist and that it may read, within the caps (list changes are never sent: the
+    /// lists do not change).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let uris: Vec<&String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| {
+                self.resources
+                    .find_where(uri, |e| self.may_read(e))
+                    .is_some()
+            })
+            .take(MAX_SESSION_SUBSCRIPTIONS)
+            .collect();
+        Some(
+            rmcp::model::SubscriptionFilter::builder()
+                .resource_subscriptions(uris)
+                .build(),
+        )
+    }
+
+    /// Follows the accepted resources until the client cancels the request or goes.
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let id = next_session();
+        let listener = Listener::Stream(context.sink().clone());
+        for uri in context.accepted().resource_subscriptions.iter().flatten() {
+            if let Err(refused) = self.subscriptions.add(uri, id, listener.clone()) {
+                self.subscriptions.forget(id);
+                return Err(invalid(refused));
+            }
+        }
+        context.cancelled().await;
+        self.subscriptions.forget(id);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.remove(&request.uri, self.session);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts: Vec<Value> = self
+            .prompts
+            .iter()
+            .filter(|p| self.allows(p.required()))
+            .map(|p| p.listing())
+            .collect();
+        wire(json!({ "prompts": prompts }))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let Some(prompt) = self
+            .prompts
+            .get(&request.name)
+            .filter(|p| self.allows(p.required()))
+        else {
+            return Err(invalid(format!("no prompt `{}`", request.name)));
+        };
+        let arguments: PromptArguments = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                _ => Err(invalid(format!("the argument `{k}` must be a string"))),
+            })
+            .collect::<Result<_, _>>()?;
+        let mut messages = crate::resources::guarded(|| prompt.render(&arguments))
+            .map_err(|e| ErrorData::internal_error(format!("the prompt failed: {e}"), None))?
+            .map_err(invalid)?;
+        // A skill's tools, as this client sees them: the names it can call them by,
+        // and none it cannot.
+        let tools: Vec<&str> = prompt
+            .tools()
+            .iter()
+            .filter_map(|key| self.runtime.registry().resolve(key).ok())
+            .filter(|tool| self.allows(&tool.spec().permissions))
+            .filter_map(|tool| self.names.name_of(tool.key()))
+            .collect();
+        if !tools.is_empty() {
+            messages.push(crate::prompts::PromptMessage::user(format!(
+                "(Tools for this: {}.)",
+                tools.join(", ")
+            )));
+        }
+        let messages: Vec<Value> = messages.iter().map(|m| m.to_wire()).collect();
+        Ok(rmcp::model::GetPromptResponse::Complete(wire(json!({
+            "messages": messages
+        }))?))
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let wire_request = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let reference = &wire_request["ref"];
+        let argument = wire_request["argument"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let value = wire_request["argument"]["value"]
+            .as_str()
+            .unwrap_or_default();
+        // What this client cannot see is unknown to it: no completion of it either.
+        let completed = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                self.prompts
+                    .complete(name, argument, value, |p| self.allows(p.required()))
+                    .ok_or_else(|| invalid(format!("no prompt `{name}`")))?
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                self.resources
+                    .complete(uri, argument, value, |e| self.may_read(e))
+                    .ok_or_else(|| not_found(uri))?
+            }
+            _ => return Err(invalid("`ref` must be `ref/prompt` or `ref/resource`")),
+        };
+        let mut values = completed
+            .map_err(|e| ErrorData::internal_error(format!("the completion failed: {e}"), None))?;
+        let total = values.len();
+        values.truncate(100);
+        wire(json!({"completion": {
+            "values": values,
+            "total": total,
+            "hasMore": total > 100,
+        }}))
+    }
+}

@@ -167,3 +167,43 @@ fn names_are_legal_per_provider_and_collisions_are_refused() {
         "for anthropic, `a.b_c@1` and `a_b.c@1` would both be named `a_b_c`"
     );
 }
+
+#[test]
+fn one_name_map_serves_agents_and_mcp() {
+    // One at a time, as an agent offers tools: a second version of a path is taken.
+    let mut offered = ProviderNames::empty(Provider::OpenAi);
+    assert_eq!(offered.insert("web.search@1"), Ok("web_search"));
+    assert_eq!(offered.insert("web.search@1"), Ok("web_search"));
+    let taken = offered.insert("web.search@2").unwrap_err();
+    assert_eq!(
+        (
+            taken.name.as_str(),
+            taken.first.as_str(),
+            taken.second.as_str()
+        ),
+        ("web_search", "web.search@1", "web.search@2")
+    );
+    assert_eq!(offered.insert("mail.send@1"), Ok("mail_send"));
+    assert_eq!(offered.len(), 2);
+    assert_eq!(offered.key_of("mail_send"), Some("mail.send@1"));
+
+    // Bare names where only one key has them, as MCP serves tools of other languages.
+    let keys = ["test.simple_text@1", "a.count@1", "b.count@1"];
+    let bare = ProviderNames::new(Provider::Mcp, keys)
+        .unwrap()
+        .with_bare_names();
+    assert_eq!(bare.name_of("test.simple_text@1"), Some("simple_text"));
+    assert_eq!(bare.key_of("simple_text"), Some("test.simple_text@1"));
+    assert_eq!(bare.name_of("a.count@1"), Some("a.count"));
+    assert_eq!(bare.key_of("test.simple_text"), None);
+    // A provider whose names hold no `.`: a bare name that is another key's full
+    // name stays that key's.
+    let keys = ["a.b_c@1", "x.a_b_c@1"];
+    let names = ProviderNames::new(Provider::OpenAi, keys)
+        .unwrap()
+        .with_bare_names();
+    assert_eq!(names.name_of("a.b_c@1"), Some("b_c"));
+    assert_eq!(names.name_of("x.a_b_c@1"), Some("x_a_b_c"));
+    assert_eq!(names.key_of("a_b_c"), None);
+    assert_eq!(names.len(), 2);
+}

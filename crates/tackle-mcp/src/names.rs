@@ -7,60 +7,33 @@
 //! both directions and refuses two keys that would get one name. The naming is
 //! [`ProviderNames`] for [`Provider::Mcp`], shared with the agents' provider forms.
 
-use std::collections::{BTreeMap, HashMap};
-
 use tackle_agent::agent::providers::{Provider, ProviderNameError, ProviderNames};
 
 use crate::McpError;
 
-/// Served names, both ways. See the [module docs](self).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NameMap {
-    to_key: HashMap<String, String>,
-    to_name: BTreeMap<String, String>,
+/// Served names, both ways: [`ProviderNames`] for [`Provider::Mcp`], with the
+/// errors of serving. See the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameMap(ProviderNames);
+
+impl Default for NameMap {
+    fn default() -> NameMap {
+        NameMap(ProviderNames::empty(Provider::Mcp))
+    }
 }
 
 impl NameMap {
     /// Names for `keys` (`namespace.name@version`, as listed by the registry).
     pub fn new<'a>(keys: impl IntoIterator<Item = &'a str>) -> Result<NameMap, McpError> {
-        let names = NameMap::qualified(keys)?;
-        Ok(NameMap {
-            to_key: names
-                .iter()
-                .map(|(k, n)| (n.to_owned(), k.to_owned()))
-                .collect(),
-            to_name: names
-                .iter()
-                .map(|(k, n)| (k.to_owned(), n.to_owned()))
-                .collect(),
-        })
+        NameMap::qualified(keys).map(NameMap)
     }
 
     /// Names for `keys` by the tools' bare names (`name` of `namespace.name@version`)
     /// where only one key has that name, as servers written in other languages name
-    /// their tools; the others as [`new`](Self::new) names them. A bare name holds no
-    /// `.`, a qualified one always does, so the two never meet.
-    pub fn bare<'a>(keys: impl IntoIterator<Item = &'a str> + Clone) -> Result<NameMap, McpError> {
-        let mut map = NameMap::new(keys.clone())?;
-        let bare_of = |key: &'a str| -> String {
-            let path = key.split_once('@').map_or(key, |(p, _)| p);
-            let name = path.rsplit_once('.').map_or(path, |(_, n)| n);
-            Provider::Mcp.name_for(name)
-        };
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for key in keys.clone() {
-            *counts.entry(bare_of(key)).or_default() += 1;
-        }
-        for key in keys {
-            let bare = bare_of(key);
-            if counts.get(&bare) == Some(&1) && !bare.is_empty() {
-                if let Some(old) = map.to_name.insert(key.to_owned(), bare.clone()) {
-                    map.to_key.remove(&old);
-                }
-                map.to_key.insert(bare, key.to_owned());
-            }
-        }
-        Ok(map)
+    /// their tools; the others as [`new`](Self::new) names them
+    /// ([`ProviderNames::with_bare_names`]).
+    pub fn bare<'a>(keys: impl IntoIterator<Item = &'a str>) -> Result<NameMap, McpError> {
+        Ok(NameMap(NameMap::qualified(keys)?.with_bare_names()))
     }
 
     /// The provider's qualified names for `keys`.
@@ -83,17 +56,17 @@ impl NameMap {
 
     /// The registry key served under `name`.
     pub fn key_of(&self, name: &str) -> Option<&str> {
-        self.to_key.get(name).map(String::as_str)
+        self.0.key_of(name)
     }
 
     /// The MCP name of `key`.
     pub fn name_of(&self, key: &str) -> Option<&str> {
-        self.to_name.get(key).map(String::as_str)
+        self.0.name_of(key)
     }
 
     /// `(key, name)` pairs, sorted by key.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.to_name.iter().map(|(k, n)| (k.as_str(), n.as_str()))
+        self.0.iter()
     }
 }
 

@@ -56,7 +56,7 @@ use crate::agent::model::{
     complete, completion, ChatModel, ChatRequest, ChatResponse, Message, ModelError, Pricing, Role,
     ToolCallRequest, ToolDefinition, UnreadableCall, Usage,
 };
-use crate::agent::providers::drop_nulls;
+use crate::agent::providers::{drop_nulls, NameTaken, Provider, ProviderNames};
 use crate::agent::search::{Embedder, ToolIndex};
 use crate::call::Operation;
 use crate::content::{split_output, ContentPart};
@@ -522,18 +522,18 @@ impl AgentError {
 }
 
 /// Adds `key` under its model name to `names`, refusing a name another key has.
-fn offer(names: &mut HashMap<String, String>, key: &str) -> Result<String, AgentError> {
-    let name = model_name(key);
-    match names.get(&name) {
-        Some(first) if first != key => Err(AgentError::NameCollision {
+fn offer(names: &mut ProviderNames, key: &str) -> Result<String, AgentError> {
+    match names.insert(key) {
+        Ok(name) => Ok(name.to_owned()),
+        Err(NameTaken {
             name,
-            first: first.clone(),
-            second: key.to_owned(),
+            first,
+            second,
+        }) => Err(AgentError::NameCollision {
+            name,
+            first,
+            second,
         }),
-        _ => {
-            names.insert(name.clone(), key.to_owned());
-            Ok(name)
-        }
     }
 }
 
@@ -573,8 +573,8 @@ pub struct ReactSkill {
     /// The tools a run is offered at its start (`tool_search` among them when some
     /// are deferred): one copy, shared by every run.
     tools: Arc<Vec<ToolDefinition>>,
-    /// The model name of every offered tool, and its key.
-    names: HashMap<String, String>,
+    /// The model name of every offered tool ([`model_name`]), both ways.
+    names: ProviderNames,
     /// The `preferred_model` of offered tools that have one, by key.
     preferences: HashMap<String, PreferredModel>,
     /// Other names an offered tool answers to (its key, `namespace.name`, a bare
@@ -695,18 +695,10 @@ fn answer_value(text: &str, schema: &Value, validator: &SchemaValidator) -> Resu
 }
 
 /// The name a model sees for a tool key: letters, digits, `_` and `-` only (the
-/// strictest providers' rule), `namespace_name`.
+/// strictest providers' rule), `namespace_name`: [`Provider::name_for`] of the
+/// chat providers, as the skill's [`ProviderNames`] gives it.
 pub fn model_name(key: &str) -> String {
-    let path = key.split_once('@').map_or(key, |(p, _)| p);
-    path.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    Provider::OpenAi.name_for(key)
 }
 
 impl ReactSkill {
@@ -740,7 +732,7 @@ impl ReactSkill {
             completion: completion(model.as_ref()),
             model,
             tools: Arc::new(Vec::new()),
-            names: HashMap::new(),
+            names: ProviderNames::empty(Provider::OpenAi),
             aliases: HashMap::new(),
             preferences: HashMap::new(),
             deferred: HashMap::new(),
@@ -767,7 +759,7 @@ impl ReactSkill {
             completion: completion(self.model.as_ref()),
             model: Arc::clone(&self.model),
             tools: Arc::new(Vec::new()),
-            names: HashMap::new(),
+            names: ProviderNames::empty(Provider::OpenAi),
             aliases: HashMap::new(),
             preferences: HashMap::new(),
             deferred: HashMap::new(),
@@ -839,20 +831,13 @@ impl ReactSkill {
     /// Fills the other names offered tools answer to from their keys.
     fn with_aliases(mut self) -> ReactSkill {
         let mut aliases: HashMap<String, String> = HashMap::new();
-        let mut bare: HashMap<String, Option<String>> = HashMap::new();
-        for key in self.names.values() {
-            let path = key.split_once('@').map_or(key.as_str(), |(p, _)| p);
-            aliases.insert(key.clone(), key.clone());
-            aliases.insert(path.to_owned(), key.clone());
-            let name = path.rsplit_once('.').map_or(path, |(_, n)| n).to_owned();
-            bare.entry(name)
-                .and_modify(|k| *k = None)
-                .or_insert_with(|| Some(key.clone()));
+        for (key, _) in self.names.iter() {
+            let path = key.split_once('@').map_or(key, |(p, _)| p);
+            aliases.insert(key.to_owned(), key.to_owned());
+            aliases.insert(path.to_owned(), key.to_owned());
         }
-        for (name, key) in bare {
-            if let Some(key) = key {
-                aliases.entry(name).or_insert(key);
-            }
+        for (bare, key) in self.names.unique_bare_names() {
+            aliases.entry(bare).or_insert_with(|| key.to_owned());
         }
         self.aliases = aliases;
         self
@@ -928,7 +913,7 @@ impl ReactSkill {
         }
         let wanted: Vec<PreferredModel> = calls
             .iter()
-            .filter_map(|c| self.names.get(&c.name))
+            .filter_map(|c| self.names.key_of(&c.name))
             .filter_map(|key| self.preferences.get(key).cloned())
             .collect();
         let index_of = |p: &PreferredModel| self.preferred.iter().position(|(q, _, _)| q == p);
@@ -1381,7 +1366,7 @@ impl ReactSkill {
             } else if self.deferred.contains_key(&key)
                 && !offered
                     .iter()
-                    .any(|t| self.names.get(&t.name) == Some(&key))
+                    .any(|t| self.names.key_of(&t.name) == Some(key.as_str()))
             {
                 outcomes[i] = Some(Err(ToolError::NotFound {
                     query: c.name.clone(),
@@ -1474,9 +1459,9 @@ impl ReactSkill {
     /// the tool's key, `namespace.name` or bare name. `None` for anything else.
     fn offered_key(&self, name: &str) -> Option<String> {
         self.names
-            .get(name)
-            .or_else(|| self.aliases.get(name))
-            .cloned()
+            .key_of(name)
+            .or_else(|| self.aliases.get(name).map(String::as_str))
+            .map(str::to_owned)
     }
 
     /// Up to three of the run's tools close to `name`, closest first, one per tool:
@@ -1488,10 +1473,12 @@ impl ReactSkill {
             return Vec::new();
         }
         let mut best: HashMap<&str, (f64, &str)> = HashMap::new();
-        for (candidate, key) in self.names.iter().chain(&self.aliases) {
+        let offered = self.names.iter().map(|(key, name)| (name, key));
+        let aliases = self.aliases.iter().map(|(a, k)| (a.as_str(), k.as_str()));
+        for (candidate, key) in offered.chain(aliases) {
             let score = strsim::normalized_damerau_levenshtein(name, candidate);
-            let entry = best.entry(key.as_str()).or_insert((score, candidate));
-            if score > entry.0 || (score == entry.0 && candidate.as_str() < entry.1) {
+            let entry = best.entry(key).or_insert((score, candidate));
+            if score > entry.0 || (score == entry.0 && candidate < entry.1) {
                 *entry = (score, candidate);
             }
         }

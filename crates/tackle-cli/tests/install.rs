@@ -1,14 +1,16 @@
 //! `cargo install tackle-cli`, as a user will run it once the crates are published:
 //! the workspace's crates are packaged (`cargo package`, the files the registry would
-//! get), unpacked, and the CLI is installed from its unpacked package, offline, with
-//! the packaged crates it depends on standing in for the registry's. The installed
+//! get), unpacked, and the CLI is built from its unpacked package, offline, with the
+//! packaged crates it depends on standing in for the registry's, as `cargo install`
+//! builds it (outside this workspace, from the package alone). The built
 //! `cargo-tackle` must then answer `--help`. A file missing from a package, a path
 //! dependency without a version, or a build that works only inside the workspace
 //! fails here.
 //!
-//! Every published crate is packaged and built from its package here (the Temporal
-//! crate too), so this test is also what `cargo publish --dry-run` would check, in the
-//! workspace's target folder, sharing what it can: a few minutes on two cores.
+//! Every published crate is packaged and built from its package here (the facade and
+//! the Temporal crate too), so this test is also what `cargo publish --dry-run` would
+//! check. They are built once, together (`cargo install` itself would resolve and
+//! build the CLI's dependencies a second time, for nothing this does not check).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -114,29 +116,30 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
     build
         .current_dir(&unpacked)
         .args(["build", "--offline", "--workspace", "--lib", "--bins"])
+        .args(["--message-format", "json-render-diagnostics"])
         // The facade as a user's `tackle-rs = { features = [...] }` builds it.
         .args(["--features", "tackle-rs/mcp,tackle-rs/sqlite,tackle-rs/cli"])
         .arg("--target-dir")
         .arg(&target);
     with_patches(&mut build);
-    run(&mut build, "cargo build of the packaged crates");
-
-    // `cargo install --path` of the packaged CLI: what it builds is built already.
-    let root = unpacked.join("root");
-    let mut install = Command::new(env!("CARGO"));
-    install
-        .current_dir(&unpacked)
-        .args(["install", "--offline", "--debug", "--path"])
-        .arg(path_of("tackle-cli"))
-        .arg("--root")
-        .arg(&root)
-        .arg("--target-dir")
-        .arg(&target);
-    with_patches(&mut install);
-    run(&mut install, "cargo install of the packaged CLI");
+    let messages = run(&mut build, "cargo build of the packaged crates");
+    // The binary this build made (not one of the workspace's own builds).
+    let built = messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| message["target"]["name"] == "cargo-tackle")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .expect("the build names the cargo-tackle it made");
+    assert!(
+        built.starts_with(&target),
+        "{} is not in {}",
+        built.display(),
+        target.display()
+    );
 
     let help = run(
-        Command::new(root.join("bin").join("cargo-tackle")).args(["tackle", "--help"]),
+        Command::new(&built).args(["tackle", "--help"]),
         "cargo-tackle --help",
     );
     assert!(help.contains("cassette"), "{help}");

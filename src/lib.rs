@@ -75,9 +75,9 @@
 extern crate self as tackle;
 
 // The central types, at the root; everything else stays in its module.
-pub use tackle_agent::agent::skill::SkillState;
-pub use tackle_agent::agent::{Agent, AgentRun};
 pub use tackle_agent::register_skill;
+pub use tackle_agent::skill::SkillState;
+pub use tackle_agent::{Agent, AgentRun};
 pub use tackle_core::cassette;
 pub use tackle_core::replay::Cassette;
 pub use tackle_core::{
@@ -89,12 +89,45 @@ pub use tackle_macros::tools;
 pub use tackle_macros::SkillState;
 
 // The modules, each a concept (see `docs/architecture.md`).
-pub use tackle_agent::{agent, chain, durable, pipeline};
+pub use tackle_agent::{chain, durable, pipeline};
 pub use tackle_core::{
     approval, audit, bounds, call, canonical, capability, content, context, error, events,
     executor, registry, replay, run, sandbox, sanitize, schema, secrets, shape, spec, validate,
     version,
 };
+
+pub mod agent {
+    //! Agents: the models that decide which tools to call, and finding the tools to offer
+    //! (the `tackle-agent` crate's modules, under one name).
+    //!
+    //! * [`Agent`]: an agent's definition (model, tools, instructions, answer type,
+    //!   limits) and [`AgentRun`], the one way to run it: `agent.run(&run, task).await`;
+    //! * [`model`]: the [`ChatModel`](model::ChatModel) trait, the models for tests
+    //!   ([`ScriptedModel`](model::ScriptedModel), [`FunctionModel`](model::FunctionModel),
+    //!   [`TestModel`](model::TestModel)), and [`complete`](model::complete), which calls a
+    //!   model through the replay layer;
+    //! * `openai` (with the `openai` cargo feature): a [`ChatModel`](model::ChatModel) for
+    //!   OpenAI-compatible chat-completions endpoints; `genai` (features `anthropic`,
+    //!   `gemini`, `openai-responses`) and `ollama` (feature `ollama`) for the other
+    //!   providers' APIs (all of them are modules of [`providers`]);
+    //! * [`providers`]: tool definitions in OpenAI, Anthropic, Gemini and MCP form, derived
+    //!   from the one canonical schema, with provider-legal names both ways;
+    //! * [`react`]: the ReAct loop, [`ReactSkill`](react::ReactSkill): think, act through
+    //!   the executor, observe, until the model answers or a limit is reached;
+    //! * [`skill`]: named, versioned skills with a typed state, registered at link time;
+    //! * [`salience`]: scoring remembered episodes (recency, relevance, importance, use,
+    //!   rules) and keeping those worth showing a model;
+    //! * [`search`]: a BM25 index over a registry's tools, with a name-match fallback and
+    //!   an optional embedder tier.
+
+    pub use tackle_agent::search::salience;
+    pub use tackle_agent::{model, providers, react, search, skill};
+    pub use tackle_agent::{Agent, AgentRun, Local};
+    // The provider clients `tackle-agent` was built with, each behind its feature (the
+    // facade's, or another crate's for it): none, in a build with none of them.
+    #[allow(unused_imports)]
+    pub use tackle_agent::clients::*;
+}
 
 /// The decimal type of `cost_estimate`.
 pub use rust_decimal::Decimal;

@@ -4,8 +4,8 @@
 //! itself keeps the core from using the agent crate: it does not depend on it.)
 //!
 //! Read from the sources: every `crate::<module>` path outside comments and unit
-//! tests is an edge from the file's top-level module to `<module>` (the agent crate
-//! names the core's modules by the same paths).
+//! tests is an edge from the file's top-level module to `<module>`, and in the agent
+//! crate every `tackle_core::<module>` path too (it names the core's modules so).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,8 +40,14 @@ const LAYERS: &[&[&str]] = &[
     &["executor"],
     // Runs: what one task owns, over the shared runtime.
     &["run"],
-    // What is built on calls (the agent crate from here up).
-    &["chain", "pipeline", "agent"],
+    // What is built on calls (the agent crate from here up): chat models, the
+    // providers' forms and clients, tool search, pipelines and the chains built as
+    // pipelines.
+    &["model", "providers", "search", "pipeline", "chain"],
+    // The ReAct loop, and the agents that run it.
+    &["react"],
+    // Skills: a ReAct loop or a pipeline under a name, with a typed state.
+    &["skill"],
     // Runs that outlive their process.
     &["durable"],
 ];
@@ -65,13 +71,29 @@ fn code(text: &str) -> String {
 /// Every module named by a `crate::` path in `code`; `None` for a path into the crate
 /// root itself (`crate::Type`), which a module should not use.
 fn imports(code: &str) -> Vec<Option<String>> {
-    code.match_indices("crate::")
+    paths_after(code, "crate::")
+}
+
+/// Every module of the core named by a `tackle_core::` path in `code` (how the agent
+/// crate names them); `None` for a path into the core's root (`tackle_core::Type`).
+fn core_imports(code: &str) -> Vec<Option<String>> {
+    paths_after(code, "tackle_core::")
+}
+
+/// The first segment of every path that starts with `prefix` in `code` when it is a
+/// module's name (lower case); `None` for anything else (a path into a crate's root).
+fn paths_after(code: &str, prefix: &str) -> Vec<Option<String>> {
+    code.match_indices(prefix)
         .filter(|(at, _)| {
-            // `$crate::` in macros is the user-facing path, not an internal edge.
-            !code[..*at].ends_with('$')
+            // `$crate::` in macros is the user-facing path, not an internal edge; a
+            // path that only ends in `prefix` (`my_crate::`, `a::crate::`) is another.
+            let longer =
+                |s: &str| s.ends_with(|c: char| c == '$' || c == '_' || c.is_ascii_alphanumeric());
+            let before = &code[..*at];
+            !longer(before.strip_suffix("::").unwrap_or(before))
         })
         .map(|(at, _)| {
-            let rest = &code[at + "crate::".len()..];
+            let rest = &code[at + prefix.len()..];
             let name: String = rest
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -99,7 +121,16 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 const CRATES: &[&str] = &["crates/tackle-core/src", "crates/tackle-agent/src"];
 
 /// The agent crate's modules: none of them may be in the core.
-const AGENT_MODULES: &[&str] = &["chain", "pipeline", "agent", "durable"];
+const AGENT_MODULES: &[&str] = &[
+    "model",
+    "providers",
+    "search",
+    "pipeline",
+    "chain",
+    "react",
+    "skill",
+    "durable",
+];
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -108,15 +139,20 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         let src = workspace().join(krate);
         let mut files = Vec::new();
         sources(&src, &mut files);
-        scan(&src, files, &mut edges, &mut problems);
+        // The agent crate's paths into the core are edges of its modules too.
+        let names_the_core = *krate != CRATES[0];
+        scan(&src, files, names_the_core, &mut edges, &mut problems);
     }
     assert!(problems.is_empty(), "{problems:#?}");
     edges
 }
 
+/// Adds the edges of the modules of `files` (under `src`) to `edges`: their `crate::`
+/// paths, and their `tackle_core::` paths when `names_the_core`.
 fn scan(
     src: &Path,
     files: Vec<std::path::PathBuf>,
+    names_the_core: bool,
     edges: &mut BTreeMap<String, BTreeSet<String>>,
     problems: &mut Vec<String>,
 ) {
@@ -131,15 +167,19 @@ fn scan(
         if module == "lib" || relative.ends_with("tests.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for import in imports(&code(&text)) {
+        let code = code(&std::fs::read_to_string(&file).unwrap());
+        let mut found = imports(&code);
+        if names_the_core {
+            found.extend(core_imports(&code));
+        }
+        for import in found {
             match import {
                 Some(target) if target != module => {
                     edges.entry(module.clone()).or_default().insert(target);
                 }
                 Some(_) => {}
                 None => problems.push(format!(
-                    "{} imports from the crate root; name the module that defines it",
+                    "{} imports from a crate's root; name the module that defines it",
                     relative.display()
                 )),
             }
@@ -183,6 +223,11 @@ fn imports_go_down_the_layers() {
         "{:?}",
         graph["replay"]
     );
+    // The agent crate's paths into the core are edges: the loop batches its calls.
+    assert!(graph["react"].contains("executor"), "{:?}", graph["react"]);
+    // And its own: a skill runs the ReAct loop, which knows nothing of skills.
+    assert!(graph["skill"].contains("react"), "{:?}", graph["skill"]);
+    assert!(!graph["react"].contains("skill"), "{:?}", graph["react"]);
 }
 
 /// A cycle in `graph`, as `a -> b -> ... -> a`, if there is one (depth-first search
@@ -281,11 +326,16 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
 }
 
 /// For each folder of a crate (a module with files of its own), its files' imports of
-/// one another: `agent/react.rs` using `super::skill` or `crate::agent::skill` is the
-/// edge `react -> skill` of `agent`.
+/// one another: `react/steps.rs` using `super::answers` or `crate::react::answers` is
+/// the edge `steps -> answers` of `react`.
 fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    folder_graphs_of(CRATES)
+}
+
+/// [`folder_graphs`] of the crates whose sources are at `crates`.
+fn folder_graphs_of(crates: &[&str]) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let mut folders: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for krate in CRATES {
+    for krate in crates {
         let src = workspace().join(krate);
         let mut files = Vec::new();
         sources(&src, &mut files);
@@ -307,8 +357,8 @@ fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
                 continue;
             }
             let code = code(&std::fs::read_to_string(&file).unwrap());
-            // How deep the file's module is below the folder (`agent/react.rs` and
-            // `agent/skill/mod.rs`: 1; `agent/skill/parse.rs`: 2), so how many
+            // How deep the file's module is below the folder (`react/steps.rs` and a
+            // `react/x/mod.rs`: 1; `react/x/y.rs`: 2), so how many
             // `super::` reach the folder.
             let depth = 1 + rest.len() - usize::from(rest.last().is_some_and(|l| l == "mod"));
             let mut targets = names_after(&code, &format!("crate::{folder}::"));
@@ -331,11 +381,17 @@ fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
 #[test]
 fn the_folder_scanner_sees_imports() {
     let folders = folder_graphs();
-    // `agent/skill/mod.rs` runs ReAct skills; `replay/diagnose.rs` reads a cassette.
+    // `react/steps.rs` (the loop) asks `react/answers.rs` whether a reply is an answer,
+    // which knows nothing of the loop; `replay/diagnose.rs` reads a cassette.
     assert!(
-        folders["agent"]["skill"].contains("react"),
+        folders["react"]["steps"].contains("answers"),
         "{:?}",
-        folders["agent"]
+        folders["react"]
+    );
+    assert!(
+        !folders["react"]["answers"].contains("steps"),
+        "{:?}",
+        folders["react"]
     );
     assert!(
         folders["replay"]["diagnose"].contains("cassette"),
@@ -374,10 +430,96 @@ fn the_agent_crate_holds_the_agent_modules() {
 
 #[test]
 fn the_scanner_sees_imports() {
-    let code = code("use crate::spec::ToolSpec;\n// crate::call in a comment\nfn f() { crate::error::x(); $crate::abi::y }\n#[cfg(test)]\nuse crate::agent;");
+    let code = code("use crate::spec::ToolSpec;\n// crate::call in a comment\nfn f() { crate::error::x(); $crate::abi::y; tackle_core::run::Run::new(); }\n#[cfg(test)]\nuse crate::react;");
     let found: Vec<Option<String>> = imports(&code);
     assert_eq!(found, [Some("spec".into()), Some("error".into())]);
     assert_eq!(imports("crate::Args"), [None]);
+    assert_eq!(core_imports(&code), [Some("run".into())]);
+    assert_eq!(core_imports("tackle_core::ToolContext"), [None]);
+    assert!(core_imports("my_tackle_core::x").is_empty());
+    assert_eq!(
+        core_imports("::tackle_core::call::x"),
+        [Some("call".into())]
+    );
+}
+
+/// The other crates: their modules are not layered, but no two import each other
+/// (directly or round a longer loop), and no folder's files do.
+const OTHER_CRATES: &[&str] = &[
+    "crates/tackle-contract/src",
+    "crates/tackle-macros/src",
+    "crates/tackle-mcp/src",
+    "crates/tackle-sqlite/src",
+    "crates/tackle-temporal/src",
+    "crates/tackle-cli/src",
+];
+
+/// The module graph of one crate at `src` (`crate::` paths, as [`graph`] reads
+/// them; a path into the crate root is no edge here, and `bin/` holds other crates).
+fn crate_graph(src: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = workspace().join(src);
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.retain(|file| !file.strip_prefix(&src).unwrap().starts_with("bin"));
+    let mut edges = BTreeMap::new();
+    let mut root_imports = Vec::new();
+    scan(&src, files, false, &mut edges, &mut root_imports);
+    edges
+}
+
+#[test]
+fn no_crate_has_an_import_cycle() {
+    let mut cycles = Vec::new();
+    for krate in OTHER_CRATES {
+        let graph = crate_graph(krate);
+        if let Some(found) = cycle(&graph) {
+            cycles.push(format!("{krate}: {found}"));
+        }
+        for (folder, graph) in folder_graphs_of(&[krate]) {
+            if let Some(found) = cycle(&graph) {
+                cycles.push(format!("{krate}/{folder}: {found}"));
+            }
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
+    // The scan reads these crates: the MCP server uses its task store, not back.
+    let mcp = crate_graph("crates/tackle-mcp/src");
+    assert!(mcp["server"].contains("tasks"), "{mcp:?}");
+    assert!(!mcp["tasks"].contains("server"), "{mcp:?}");
+}
+
+/// Source files over this many lines hold more than one concept.
+const MAX_LINES: usize = 1000;
+
+/// Files still over [`MAX_LINES`], each with the most lines it may have: the list
+/// only shrinks (a file split leaves it; none may grow or join).
+const STILL_TOO_LONG: &[(&str, usize)] = &[
+    ("crates/tackle-cli/src/cassettes.rs", 1255),
+    ("crates/tackle-core/src/call/mod.rs", 1210),
+];
+
+#[test]
+fn no_source_file_is_over_a_thousand_lines() {
+    let mut files = Vec::new();
+    sources(&workspace().join("crates"), &mut files);
+    sources(&workspace().join("src"), &mut files);
+    let mut over = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(workspace()).unwrap();
+        let relative = relative.to_string_lossy().replace('\\', "/");
+        if !relative.contains("/src/") && !relative.starts_with("src/") {
+            continue;
+        }
+        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+        let allowed = STILL_TOO_LONG
+            .iter()
+            .find(|(path, _)| *path == relative)
+            .map_or(MAX_LINES, |(_, most)| *most);
+        if lines > allowed {
+            over.push(format!("{relative}: {lines} lines (at most {allowed})"));
+        }
+    }
+    assert!(over.is_empty(), "files too long: {over:#?}");
 }
 
 /// The workspace's root: this suite's package is one folder below it.

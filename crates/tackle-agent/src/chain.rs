@@ -31,15 +31,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tackle_core::call::InvokeResult;
+use tackle_core::context::ToolContext;
+use tackle_core::registry::Registry;
+use tackle_core::run::Run;
+use tackle_core::validate::ValidationResult;
 
-use crate::call::InvokeResult;
-use crate::context::ToolContext;
 pub use crate::pipeline::steps::lookup;
 use crate::pipeline::steps::{run_step, StepError, StepInput, StepOutput};
 use crate::pipeline::{Node, Pipeline};
-use crate::registry::Registry;
-use crate::run::Run;
-use crate::validate::ValidationResult;
 
 /// One step of a chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -36,9 +36,9 @@ use std::sync::Arc;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
-use tackle_agent::agent::providers::{definition, Provider};
-use tackle_agent::agent::search::ToolIndex;
 use tackle_agent::pipeline::{Pipeline, PipelineError};
+use tackle_agent::providers::{definition, Provider};
+use tackle_agent::search::ToolIndex;
 use tackle_core::approval::ApprovalFuture;
 use tackle_core::canonical::canonical;
 use tackle_core::replay::{Cassette, CassetteConfig, Mode};

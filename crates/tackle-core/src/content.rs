@@ -14,7 +14,7 @@
 //! an output with [`split_output`]: the text goes to the model as the tool's result,
 //! with a placeholder where each image or file was ([`ContentPart::placeholder`]), and
 //! the images and files go beside it as parts of the tool message, in each provider's
-//! form (see `Message::parts` in the agent crate's `agent::model`).
+//! form (see `Message::parts` in the agent crate's `tackle_agent::model`).
 //!
 //! ```
 //! use tackle::content::{split_output, ContentPart};

@@ -21,7 +21,7 @@
 //! Model calls stream too: while a model writes its reply, each piece of it (text, or
 //! part of a tool call) reaches the sink as a [`ToolEventKind::Model`] event of the
 //! model's call (key `llm.<provider>.complete@<model>`), see
-//! `agent::model::complete` (in the agent crate).
+//! `tackle_agent::model::complete` (in the agent crate).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -7,7 +7,7 @@
 //! * [`Client::model`] is a [`ChatModel`] whose completions the client makes
 //!   (`sampling/createMessage`): the client's model and its user's consent, not the
 //!   server's API key. As every model, it runs through the door when called through
-//!   [`tackle_agent::agent::model::complete`] or a ReAct run (key
+//!   [`tackle_agent::model::complete`] or a ReAct run (key
 //!   `llm.mcp-client.complete@sampling`, permission `llm:mcp-client`); called
 //!   directly (`complete`), it asks the client without the door.
 //! * [`Client::approver`] is an [`Approver`] that asks the human at the client
@@ -38,9 +38,7 @@ use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, ElicitResult}
 use rmcp::service::{Peer, RequestContext};
 use rmcp::RoleServer;
 use serde_json::{json, Value};
-use tackle_agent::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, Role,
-};
+use tackle_agent::model::{ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, Role};
 use tackle_core::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
 
 tokio::task_local! {

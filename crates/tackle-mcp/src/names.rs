@@ -7,7 +7,7 @@
 //! both directions and refuses two keys that would get one name. The naming is
 //! [`ProviderNames`] for [`Provider::Mcp`], shared with the agents' provider forms.
 
-use tackle_agent::agent::providers::{Provider, ProviderNameError, ProviderNames};
+use tackle_agent::providers::{Provider, ProviderNameError, ProviderNames};
 
 use crate::McpError;
 

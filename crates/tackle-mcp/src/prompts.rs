@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tackle_agent::agent::skill::Skill;
+use tackle_agent::skill::Skill;
 
 use crate::resources::{Completer, ResourceBody};
 use crate::McpError;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tackle_agent::agent::model::{ChatRequest, ChatResponse, ModelError};
+use tackle_agent::model::{ChatRequest, ChatResponse, ModelError};
 use tackle_core::{CancellationToken, Run, Runtime, ToolError};
 use temporalio_client::Client;
 use temporalio_macros::activities;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tackle_agent::agent::react::ReactSkill;
+use tackle_agent::react::ReactSkill;
 use tackle_core::{Runtime, ToolContext};
 
 /// An agent a worker can run: a skill, and the context its calls run with there

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tackle_agent::agent::model::{ChatRequest, ToolCallRequest};
 use tackle_agent::durable::{ApprovalRecord, PendingApproval};
+use tackle_agent::model::{ChatRequest, ToolCallRequest};
 use tackle_core::ToolError;
 
 /// A model call, as an activity's input.
@@ -26,7 +26,7 @@ pub struct ModelCall {
     pub agent: String,
     /// Which model ([`ReactSkill::ask_model`]).
     ///
-    /// [`ReactSkill::ask_model`]: tackle_agent::agent::react::ReactSkill::ask_model
+    /// [`ReactSkill::ask_model`]: tackle_agent::react::ReactSkill::ask_model
     pub model: Option<usize>,
     /// The call's number among the run's model calls, from 0.
     #[serde(default)]

@@ -49,8 +49,8 @@
 //! # }
 //! ```
 //!
-//! [`ReactCheckpoint`]: tackle_agent::agent::react::ReactCheckpoint
-//! [`ReactSkill`]: tackle_agent::agent::react::ReactSkill
+//! [`ReactCheckpoint`]: tackle_agent::react::ReactCheckpoint
+//! [`ReactSkill`]: tackle_agent::react::ReactSkill
 
 mod activities;
 mod agents;

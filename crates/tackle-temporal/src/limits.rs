@@ -192,7 +192,7 @@ impl ActivityLimits {
 /// than [`MAX_CARRIED_BYTES`] does not continue as new but goes on in its execution,
 /// and a warning says so. A conversation that large is past any model's window.
 ///
-/// [`ReactCheckpoint`]: tackle_agent::agent::react::ReactCheckpoint
+/// [`ReactCheckpoint`]: tackle_agent::react::ReactCheckpoint
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ContinueAsNew {
@@ -219,7 +219,7 @@ impl Default for ContinueAsNew {
 /// The largest [`ReactCheckpoint`] a run carries into its next execution, serialized
 /// (1.5 MiB, under Temporal's default 2 MB cap on a payload).
 ///
-/// [`ReactCheckpoint`]: tackle_agent::agent::react::ReactCheckpoint
+/// [`ReactCheckpoint`]: tackle_agent::react::ReactCheckpoint
 pub const MAX_CARRIED_BYTES: usize = 1536 * 1024;
 
 #[cfg(test)]

@@ -40,16 +40,16 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tackle_core::call::Runtime;
+use tackle_core::context::ToolContext;
+use tackle_core::registry::{DynamicTool, Registry};
+use tackle_core::replay::{CallStarted, InteractionKind};
+use tackle_core::spec::{ReplayPolicy, SideEffects, ToolSpec};
 
 use super::{
     Decision, DurableError, DurableOptions, DurableRun, InFlight, JournalEntry, PendingApproval,
     Resolution, RunRecord, RunStatus, RunStore, StoreError,
 };
-use crate::call::Runtime;
-use crate::context::ToolContext;
-use crate::registry::{DynamicTool, Registry};
-use crate::replay::{CallStarted, InteractionKind};
-use crate::spec::{ReplayPolicy, SideEffects, ToolSpec};
 
 /// The names of the checks, in the order [`check`] runs them.
 pub const CHECKS: &[&str] = &[
@@ -601,14 +601,14 @@ async fn export(store: &Arc<dyn RunStore>) -> Outcome {
     ));
     run.release().map_err(err)?;
     DurableRun::export_journal(store.as_ref(), "kit-export", &path).map_err(err)?;
-    let file = crate::replay::load(&path).map_err(err);
+    let file = tackle_core::replay::load(&path).map_err(err);
     std::fs::remove_file(&path).ok();
     let file = file?;
     let outputs: Vec<&Value> = file
         .interactions
         .iter()
         .filter_map(|i| match &i.outcome {
-            crate::replay::Outcome::Ok(v) => Some(v),
+            tackle_core::replay::Outcome::Ok(v) => Some(v),
             _ => None,
         })
         .collect();

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tackle_core::approval::ApprovalRequest;
+use tackle_core::replay::{CallStarted, Interaction};
 
-use crate::agent::react::ReactState;
-use crate::approval::ApprovalRequest;
-use crate::replay::{CallStarted, Interaction};
+use crate::react::ReactState;
 
 /// Where runs and their journals are kept. See the [module docs](super).
 ///

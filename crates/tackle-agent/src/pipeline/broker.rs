@@ -27,15 +27,15 @@ use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use tackle_core::call::Operation;
+use tackle_core::context::ToolContext;
+use tackle_core::error::ToolError;
+use tackle_core::registry::DynamicTool;
+use tackle_core::run::Run;
+use tackle_core::spec::{SideEffects, ToolSpec};
 
 use super::steps::lookup;
 use super::{field_path, kind_of, PipelineError};
-use crate::call::Operation;
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::registry::DynamicTool;
-use crate::run::Run;
-use crate::spec::{SideEffects, ToolSpec};
 
 /// The capability a broker request requires: `tools:broker_request`.
 pub const BROKER_CAPABILITY: &str = "tools:broker_request";

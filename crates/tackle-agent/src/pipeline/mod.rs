@@ -63,10 +63,10 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::registry::Registry;
-use crate::run::Run;
+use tackle_core::context::ToolContext;
+use tackle_core::error::ToolError;
+use tackle_core::registry::Registry;
+use tackle_core::run::Run;
 
 use broker::Failure;
 pub use broker::{
@@ -289,7 +289,7 @@ pub enum PipelineError {
         state: Box<Value>,
     },
     /// The initial state is deeper or larger than the runtime's limits
-    /// ([`crate::bounds`]).
+    /// ([`tackle_core::bounds`]).
     #[error("a pipeline's state must be within the runtime's limits: {0}")]
     StateOutOfBounds(String),
     /// The initial state is not a JSON object.
@@ -448,7 +448,7 @@ impl Pipeline {
         self.check(&run.runtime().tools())?;
         // The state is cloned into errors and walked by templates: measure it first.
         if let Err(exceeded) = run.runtime().limits().check(&state) {
-            crate::bounds::dispose(state);
+            tackle_core::bounds::dispose(state);
             return Err(PipelineError::StateOutOfBounds(exceeded.to_string()));
         }
         let Value::Object(mut state) = state else {
@@ -462,9 +462,9 @@ impl Pipeline {
             let name = tackle_contract::name_from(&node.id);
             let gate = (namespace.as_str(), name.as_str(), "1");
             if let Err(error) =
-                crate::call::enter(run.runtime(), gate, &node.requires, &what, ctx).await
+                tackle_core::call::enter(run.runtime(), gate, &node.requires, &what, ctx).await
             {
-                if error.kind() != crate::error::ToolErrorKind::CapabilityDenied {
+                if error.kind() != tackle_core::error::ToolErrorKind::CapabilityDenied {
                     return Err(PipelineError::Tool {
                         node: node.id.clone(),
                         error,

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::run::Run;
+use tackle_core::context::ToolContext;
+use tackle_core::error::ToolError;
+use tackle_core::run::Run;
 
 /// How a step makes its tool's input from the state.
 pub(crate) enum StepInput<'a> {

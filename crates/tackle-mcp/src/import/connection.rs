@@ -15,7 +15,7 @@ use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use tackle_agent::agent::model::ChatModel;
+use tackle_agent::model::ChatModel;
 use tackle_core::registry::LiveTools;
 use tackle_core::{Run, ToolContext, ToolSpec};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tackle_agent::agent::model::ChatModel;
+use tackle_agent::model::ChatModel;
 use tackle_core::{Run, ToolContext};
 
 use crate::client::Elicited;

@@ -6,7 +6,7 @@
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
 use serde_json::{Map, Value};
-use tackle_agent::agent::model::{ChatRequest, Message};
+use tackle_agent::model::{ChatRequest, Message};
 use tackle_core::{Run, SideEffects, ToolContext, ToolSpec};
 
 use super::connection::ImportHandler;
@@ -182,10 +182,10 @@ impl ImportHandler {
         };
         let chat = sampled_request(&request).map_err(refused)?;
         let _one_at_a_time = self.asking.lock().await;
-        let completion = tackle_agent::agent::model::completion(model.as_ref());
+        let completion = tackle_agent::model::completion(model.as_ref());
         let answer = tokio::time::timeout(
             crate::client::ELICITATION_TIMEOUT,
-            tackle_agent::agent::model::complete(run, &completion, model.as_ref(), &chat, ctx),
+            tackle_agent::model::complete(run, &completion, model.as_ref(), &chat, ctx),
         )
         .await
         .map_err(|_| refused("the model did not answer in time".to_owned()))?
@@ -242,7 +242,7 @@ fn sampled_request(request: &Value) -> Result<ChatRequest, String> {
     }
     if messages
         .iter()
-        .all(|m| m.role == tackle_agent::agent::model::Role::System)
+        .all(|m| m.role == tackle_agent::model::Role::System)
     {
         return Err("the request has no messages".to_owned());
     }

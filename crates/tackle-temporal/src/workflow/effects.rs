@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tackle_agent::agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
-use tackle_agent::agent::react::{ReactSkill, StepEffects};
 use tackle_agent::durable::{ApprovalRecord, Resolution};
+use tackle_agent::model::{ChatRequest, ChatResponse, ModelError, ToolCallRequest};
+use tackle_agent::react::{ReactSkill, StepEffects};
 use tackle_core::{ToolCall, ToolError};
 use temporalio_sdk::WorkflowContext;
 

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tackle_agent::agent::react::{ReactCheckpoint, ReactState, StepControl, StopReason};
 use tackle_agent::durable::{ApprovalRecord, PendingApproval, Resolution};
+use tackle_agent::react::{ReactCheckpoint, ReactState, StepControl, StopReason};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ApplicationFailure, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext,

@@ -12,7 +12,7 @@
 //! | [`GenAiProvider::Gemini`] | `POST {base}models/{model}:generateContent` | function declarations with the Gemini form of the schema | `functionResponse` parts, named |
 //! | [`GenAiProvider::OpenAiResponses`] | `POST {base}responses` | strict `function` tools (the OpenAI strict form) | `function_call_output` items |
 //!
-//! Each tool's schema is the provider form of [`crate::agent::providers`] (the forms
+//! Each tool's schema is the provider form of [`crate::providers`] (the forms
 //! the golden tests hold). Parallel tool calls come back as several
 //! [`ToolCallRequest`]s; the provider's token counts as [`ChatResponse::usage`].
 //! Failures are typed: an error status is [`ModelError::Status`] (with the start of
@@ -46,14 +46,14 @@ use genai::chat::{
 use genai::resolver::{AuthData, Endpoint};
 use genai::{Client, ModelIden, WebConfig};
 use serde_json::{json, Value};
+use tackle_core::content::text_fallback;
 
-use crate::agent::model::{
+use super::forms::{drop_nulls, gemini, openai_strict, without_dialect};
+use super::wire::{excerpt, missing_tls};
+use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
     UnreadableCall, Usage,
 };
-use crate::agent::providers::{drop_nulls, gemini, openai_strict, without_dialect};
-use crate::agent::wire::{excerpt, missing_tls};
-use crate::content::text_fallback;
 
 /// The default time limit of one completion.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -98,22 +98,26 @@ impl GenAiProvider {
     /// GIF and WebP images and PDF documents; Gemini takes any media type inline.
     fn split_parts(
         self,
-        parts: &[crate::content::ContentPart],
+        parts: &[tackle_core::content::ContentPart],
     ) -> (
-        Vec<&crate::content::ContentPart>,
-        Vec<crate::content::ContentPart>,
+        Vec<&tackle_core::content::ContentPart>,
+        Vec<tackle_core::content::ContentPart>,
     ) {
-        let takes = |part: &crate::content::ContentPart| match (self, part) {
-            (_, crate::content::ContentPart::Text { .. }) => true,
-            (GenAiProvider::Anthropic, crate::content::ContentPart::Image { mime_type, .. }) => {
+        let takes = |part: &tackle_core::content::ContentPart| match (self, part) {
+            (_, tackle_core::content::ContentPart::Text { .. }) => true,
+            (
+                GenAiProvider::Anthropic,
+                tackle_core::content::ContentPart::Image { mime_type, .. },
+            ) => {
                 matches!(
                     mime_type.as_str(),
                     "image/jpeg" | "image/png" | "image/gif" | "image/webp"
                 )
             }
-            (GenAiProvider::Anthropic, crate::content::ContentPart::File { mime_type, .. }) => {
-                mime_type == "application/pdf"
-            }
+            (
+                GenAiProvider::Anthropic,
+                tackle_core::content::ContentPart::File { mime_type, .. },
+            ) => mime_type == "application/pdf",
             _ => true,
         };
         let (taken, unsent): (Vec<_>, Vec<_>) = parts.iter().partition(|p| takes(p));
@@ -444,9 +448,9 @@ impl GenAiModel {
 }
 
 /// A part's image or file as genai's [`Binary`] (`None` for text).
-fn binary(part: &crate::content::ContentPart) -> Option<Binary> {
+fn binary(part: &tackle_core::content::ContentPart) -> Option<Binary> {
     let name = match part {
-        crate::content::ContentPart::File { name, .. } => name.clone(),
+        tackle_core::content::ContentPart::File { name, .. } => name.clone(),
         _ => None,
     };
     Some(Binary::from_base64(part.mime_type(), part.data()?, name))
@@ -474,13 +478,13 @@ impl ToolTurn {
             for part in taken {
                 let source = |data: &str| json!({"type": "base64", "media_type": part.mime_type(), "data": data});
                 match part {
-                    crate::content::ContentPart::Text { text } => {
+                    tackle_core::content::ContentPart::Text { text } => {
                         content.push(json!({"type": "text", "text": text}));
                     }
-                    crate::content::ContentPart::Image { data, .. } => {
+                    tackle_core::content::ContentPart::Image { data, .. } => {
                         content.push(json!({"type": "image", "source": source(data)}));
                     }
-                    crate::content::ContentPart::File { data, .. } => {
+                    tackle_core::content::ContentPart::File { data, .. } => {
                         content.push(json!({"type": "document", "source": source(data)}));
                     }
                 }

@@ -48,14 +48,15 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::agent::model::{ChatModel, Message};
-use crate::agent::react::{
-    AgentError, Answer, LocalEffects, ReactCheckpoint, ReactSkill, ReactState, StepControl,
-    StepEffects, StopReason,
-};
 use tackle_core::call::Runtime;
 use tackle_core::context::ToolContext;
 use tackle_core::run::Run;
+
+use super::{
+    AgentError, Answer, LocalEffects, ReactCheckpoint, ReactSkill, ReactState, StepControl,
+    StepEffects, StopReason,
+};
+use crate::model::{ChatModel, Message};
 
 /// How a run's final state becomes its answer.
 type Decode<T> = fn(ReactState) -> Result<(T, ReactState), AgentError>;
@@ -66,7 +67,7 @@ type Decode<T> = fn(ReactState) -> Result<(T, ReactState), AgentError>;
 ///
 /// `T` is the answer's type: `String` (the model's final text) unless set with
 /// [`answer`](Agent::answer). The loop it runs is the ReAct loop of
-/// [`ReactSkill`](crate::agent::react::ReactSkill) (seed 004), whose state
+/// [`ReactSkill`] (seed 004), whose state
 /// ([`ReactState`]) every answer carries.
 pub struct Agent<T = String> {
     /// The model and every setting but the tools (a skill offering none).

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 #[cfg(any(feature = "openai", feature = "ollama", feature = "openai-responses"))]
-use crate::agent::model::ModelError;
+use crate::model::ModelError;
 
-/// How much of an error body a [`ModelError::Status`](crate::agent::model::ModelError::Status) keeps.
+/// How much of an error body a [`ModelError::Status`](crate::model::ModelError::Status) keeps.
 pub(crate) const BODY_EXCERPT: usize = 512;
 
 /// The start of an error body: the endpoint's message when it sent one

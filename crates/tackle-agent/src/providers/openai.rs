@@ -39,15 +39,15 @@
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use tackle_core::content::{text_fallback, ContentPart};
+use tackle_core::events::ModelDelta;
 
-use crate::agent::model::{
+use super::forms::{drop_nulls, openai_strict, without_dialect};
+use super::wire::{chain, excerpt, missing_tls, post_json, request_error};
+use crate::model::{
     read_arguments, ChatModel, ChatRequest, ChatResponse, DeltaAssembler, DeltaSink, Message,
     ModelError, ModelFuture, Role, ToolCallRequest, UnreadableCall, Usage,
 };
-use crate::agent::providers::{drop_nulls, openai_strict, without_dialect};
-use crate::agent::wire::{chain, excerpt, missing_tls, post_json, request_error};
-use crate::content::{text_fallback, ContentPart};
-use crate::events::ModelDelta;
 
 /// The longest server-sent event line a stream may send: 8 MiB.
 const MAX_EVENT_LINE: usize = 8 << 20;

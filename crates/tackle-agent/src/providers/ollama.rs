@@ -25,14 +25,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use tackle_core::content::{text_fallback, ContentPart};
 
-use crate::agent::model::{
+use super::forms::without_dialect;
+use super::wire::{missing_tls, post_json};
+use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
     UnreadableCall, Usage,
 };
-use crate::agent::providers::without_dialect;
-use crate::agent::wire::{missing_tls, post_json};
-use crate::content::{text_fallback, ContentPart};
 
 /// The default time limit of one completion (local models can be slow to load).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

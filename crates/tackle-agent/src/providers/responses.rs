@@ -21,14 +21,14 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tackle_core::content::{text_fallback, ContentPart};
 
-use crate::agent::model::{
+use super::forms::openai_strict;
+use super::wire::post_json;
+use crate::model::{
     read_arguments, ChatRequest, ChatResponse, Message, ModelError, Role, ToolCallRequest,
     UnreadableCall, Usage,
 };
-use crate::agent::providers::openai_strict;
-use crate::agent::wire::post_json;
-use crate::content::{text_fallback, ContentPart};
 
 /// The request body for `request` to `model`.
 pub(crate) fn body(model: &str, max_tokens: u32, request: &ChatRequest) -> Value {

@@ -16,13 +16,18 @@
 //! A ReAct run offers this search to its model as the tool `tool_search({query, k =
 //! 5})` when some of its tools are deferred (`defer_loading`). Deprecated tools are
 //! left out.
+//!
+//! [`salience`] is the other kind of search: which remembered episodes are worth
+//! showing a model.
+
+pub mod salience;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::{Registry, Tool};
+use tackle_core::registry::{Registry, Tool};
 
 /// Turns text into a vector, for the embedder tier.
 pub trait Embedder: Send + Sync {
@@ -325,8 +330,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::DynamicTool;
-    use crate::spec::{SideEffects, ToolSpec};
+    use tackle_core::registry::DynamicTool;
+    use tackle_core::spec::{SideEffects, ToolSpec};
 
     fn registry(tools: &[(&str, &str, &str)]) -> Registry {
         let mut registry = Registry::default();

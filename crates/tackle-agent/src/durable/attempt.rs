@@ -1,0 +1,228 @@
+//! What one attempt of a run holds, shared by its handle, its journal and its
+//! approver ([`Attempt`]): the record as last saved, the lease, whether the journal
+//! failed; and how it saves the record and takes the run.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tackle_core::call::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use super::error::DurableError;
+use super::lease::{held_by_other, millis, now_ms, DurableOptions};
+use super::store::{Lease, RunRecord, RunStore, StoreError};
+use super::SAVE_ATTEMPTS;
+
+pub(super) fn load(store: &dyn RunStore, run_id: &str) -> Result<RunRecord, DurableError> {
+    store.load(run_id)?.ok_or_else(|| DurableError::NotFound {
+        run_id: run_id.to_owned(),
+    })
+}
+
+/// What one attempt shares between its handle, its journal and its approver: the
+/// record as last saved, the lease, and whether the journal failed.
+pub(super) struct Attempt {
+    pub(super) store: Arc<dyn RunStore>,
+    pub(super) record: Mutex<RunRecord>,
+    pub(super) options: DurableOptions,
+    /// Journal entries known to be in the store.
+    pub(super) journaled: AtomicU64,
+    /// Why the journal failed, once it has: the attempt then runs nothing more.
+    pub(super) failure: Mutex<Option<String>>,
+    /// Whether [`DurableRun::drive`] ran (an attempt drives once).
+    pub(super) driven: AtomicBool,
+    /// Fires when the lease is lost: the run's calls stop.
+    pub(super) lost: CancellationToken,
+    /// The runtime the attempt's calls run on (set by [`DurableRun::run`]): where the
+    /// schema fingerprints of the tools it calls are read.
+    pub(super) runtime: Mutex<Weak<Runtime>>,
+    /// Tools the journal called before this attempt whose fingerprints the record
+    /// lacks (a run journaled before records kept them): noted when the attempt
+    /// drives.
+    pub(super) unnoted: Mutex<Vec<String>>,
+}
+
+impl Attempt {
+    /// An attempt at `record` (as last read or created), not yet holding the run
+    /// unless the record says so.
+    pub(super) fn new(
+        store: Arc<dyn RunStore>,
+        record: RunRecord,
+        options: DurableOptions,
+    ) -> Arc<Attempt> {
+        Arc::new(Attempt {
+            store,
+            journaled: AtomicU64::new(record.journaled),
+            record: Mutex::new(record),
+            options,
+            failure: Mutex::new(None),
+            driven: AtomicBool::new(false),
+            lost: CancellationToken::new(),
+            runtime: Mutex::new(Weak::new()),
+            unnoted: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Notes in the record the schema fingerprint of each tool of `keys` it lacks, as
+    /// the runtime's tool of that key has it now (a key the runtime does not hold is
+    /// left out): one save, and only when something is new. Made before a tool's
+    /// first call runs, so an export of the journal has the fingerprint of every tool
+    /// it called (a cassette's `tools`).
+    pub(super) fn note_schemas<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<(), DurableError> {
+        let missing: Vec<&str> = {
+            let record = self.record();
+            keys.into_iter()
+                .filter(|key| !record.tools.contains_key(*key))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade();
+        let Some(runtime) = runtime else {
+            return Ok(());
+        };
+        let found: Vec<(String, String)> = missing
+            .into_iter()
+            .filter_map(|key| Some((key.to_owned(), schema_fingerprint(&runtime, key)?)))
+            .collect();
+        if found.is_empty() {
+            return Ok(());
+        }
+        self.save(false, |record| record.tools.extend(found.iter().cloned()))
+    }
+
+    pub(super) fn record(&self) -> MutexGuard<'_, RunRecord> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(super) fn fail(&self, message: String) {
+        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        failure.get_or_insert(message);
+    }
+
+    pub(super) fn run_id(&self) -> String {
+        self.record().run_id.clone()
+    }
+
+    /// Applies `change` to the record and saves it, holding the lease (renewed) unless
+    /// `release`. A save that lost a race to another writer (an operator's decision)
+    /// is made again over the fresh record, unless someone else holds the run now:
+    /// then [`DurableError::Held`], and the attempt's calls stop.
+    pub(super) fn save(
+        &self,
+        release: bool,
+        mut change: impl FnMut(&mut RunRecord),
+    ) -> Result<(), DurableError> {
+        let mut record = self.record();
+        for _ in 0..SAVE_ATTEMPTS {
+            let mut next = record.clone();
+            change(&mut next);
+            let now = now_ms();
+            next.lease = (!release).then(|| Lease {
+                holder: self.options.holder.clone(),
+                until_ms: now.saturating_add(millis(self.options.lease)),
+            });
+            next.journaled = self.journaled.load(Ordering::SeqCst);
+            match self.store.save(&next, &[]) {
+                Ok(()) => {
+                    next.version += 1;
+                    *record = next;
+                    return Ok(());
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    let fresh = load(&*self.store, &record.run_id)?;
+                    if let Some(held) = held_by_other(&fresh, &self.options.holder, now) {
+                        self.lost.cancel();
+                        return Err(held);
+                    }
+                    let holder = self.options.holder.as_str();
+                    let ours = |r: &RunRecord| r.lease.as_ref().is_some_and(|l| l.holder == holder);
+                    if ours(&record) && !ours(&fresh) {
+                        // Our lease lapsed and someone else took the run, then let
+                        // it go: what we hold is stale.
+                        self.lost.cancel();
+                        return Err(DurableError::Held {
+                            run_id: fresh.run_id.clone(),
+                            holder: fresh.lease.map_or_else(String::new, |l| l.holder),
+                            remaining_ms: 0,
+                        });
+                    }
+                    *record = fresh;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(DurableError::Conflict {
+            run_id: record.run_id.clone(),
+        })
+    }
+
+    /// Renews the lease when less than half of it is left.
+    pub(super) fn keep_lease(&self) -> Result<(), DurableError> {
+        let left = {
+            let record = self.record();
+            match &record.lease {
+                Some(lease) if lease.holder == self.options.holder => {
+                    lease.until_ms.saturating_sub(now_ms())
+                }
+                _ => 0,
+            }
+        };
+        if left > millis(self.options.lease) / 2 {
+            return Ok(());
+        }
+        self.save(false, |_| {})
+    }
+}
+
+/// Takes the run for `attempt` (or keeps it): [`DurableError::Held`] when another
+/// process holds it.
+pub(super) fn take(attempt: &Attempt) -> Result<(), DurableError> {
+    let stale = {
+        let record = attempt.record();
+        if let Some(held) = held_by_other(&record, &attempt.options.holder, now_ms()) {
+            return Err(held);
+        }
+        let holder = attempt.options.holder.as_str();
+        let holds = record.lease.as_ref().is_some_and(|l| l.holder == holder);
+        // An attempt that let the run go holds no claim on what the run became since:
+        // it may take it back only as it left it.
+        (!holds).then(|| (record.run_id.clone(), record.version))
+    };
+    if let Some((run_id, version)) = stale {
+        let stored = load(&*attempt.store, &run_id)?;
+        if stored.version != version {
+            if let Some(held) = held_by_other(&stored, &attempt.options.holder, now_ms()) {
+                return Err(held);
+            }
+            return Err(DurableError::Conflict { run_id });
+        }
+    }
+    attempt.save(false, |_| {})
+}
+
+/// The schema fingerprint of the tool `key` names in `runtime` (fixed or live), as
+/// the door records it in a cassette's `tools`.
+fn schema_fingerprint(runtime: &Runtime, key: &str) -> Option<String> {
+    if let Some(tool) = runtime.registry().get(key) {
+        return Some(tool.schema_fingerprint().to_owned());
+    }
+    let live = runtime.live_tools().snapshot();
+    let tool = live.get(key)?;
+    Some(tool.schema_fingerprint().to_owned())
+}

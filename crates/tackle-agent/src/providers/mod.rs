@@ -1,0 +1,115 @@
+//! Tool definitions in each provider's form, derived from the one canonical schema.
+//!
+//! A tool has one input schema (JSON Schema 2020-12, see [`tackle_core::schema`]). Each
+//! model provider accepts a different dialect, so the form is derived at run time:
+//!
+//! * **OpenAI** (strict function calling): every object gets
+//!   `additionalProperties: false` and lists *every* property as required; a property
+//!   that was optional becomes nullable instead. [`drop_nulls`] removes those nulls
+//!   from the model's arguments before they reach the door, so the tool sees an absent
+//!   field, as its schema says.
+//! * **Anthropic**: the schema as it is (`input_schema`), without `$schema`.
+//! * **Gemini**: an OpenAPI subset: `$ref`s are inlined (a recursive type is cut
+//!   below a depth, as an object of any shape), type lists become `nullable`, and
+//!   keywords Gemini rejects (`additionalProperties`, `$defs`, `title`, `default`,
+//!   `examples`, `format` other than its own, ...) are dropped.
+//! * **MCP**: the schema as it is (`inputSchema`).
+//!
+//! Names differ too: [`ProviderNames`] maps registry keys to each provider's legal
+//! names, keeps the reverse map, and refuses two keys that would share a name or a
+//! name longer than the provider accepts.
+//!
+//! The clients of the providers' chat APIs are modules here, each behind its cargo
+//! feature: `openai` (OpenAI-compatible chat completions, feature `openai`), `genai`
+//! (Anthropic Messages, Gemini and the OpenAI Responses API, features `anthropic`,
+//! `gemini` and `openai-responses`) and `ollama` (Ollama's native chat API, feature
+//! `ollama`).
+
+// The module's files: this file the `Provider`s; `forms.rs` each provider's form of a
+// tool's definition and schema; `names.rs` the tools' names (`ProviderNames`);
+// `wire.rs` the HTTP the clients share, `responses.rs` the Responses API's body.
+mod forms;
+#[cfg(any(
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+pub mod genai;
+mod names;
+#[cfg(feature = "ollama")]
+pub mod ollama;
+#[cfg(feature = "openai")]
+pub mod openai;
+#[cfg(feature = "openai-responses")]
+mod responses;
+#[cfg(any(
+    feature = "openai",
+    feature = "ollama",
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+mod wire;
+
+use serde::{Deserialize, Serialize};
+
+pub use forms::{definition, drop_nulls, gemini, openai_strict, GEMINI_MAX_DEPTH};
+pub use names::{NameTaken, ProviderNameError, ProviderNames};
+
+/// A model provider's tool-definition dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI chat completions, strict function calling.
+    OpenAi,
+    /// Anthropic messages.
+    Anthropic,
+    /// Google Gemini function declarations.
+    Gemini,
+    /// The Model Context Protocol.
+    Mcp,
+}
+
+impl Provider {
+    /// Every provider.
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAi,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Mcp,
+    ];
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+            Provider::Mcp => "mcp",
+        }
+    }
+
+    /// The longest tool name the provider accepts.
+    pub fn max_name_len(self) -> usize {
+        match self {
+            Provider::Mcp => 128,
+            _ => 64,
+        }
+    }
+
+    /// The provider's legal form of a tool key's path (`namespace.name`; any
+    /// `@version` is left out): characters the provider refuses become `_`.
+    pub fn name_for(self, key: &str) -> String {
+        let path = key.split_once('@').map_or(key, |(p, _)| p);
+        let keep_dots = self == Provider::Mcp;
+        path.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' || (keep_dots && c == '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+}

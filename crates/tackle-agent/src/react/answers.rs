@@ -1,0 +1,73 @@
+//! Which replies are answers: one that says something (not empty, not the prompt
+//! said back), or one that matches the run's answer schema.
+
+use serde_json::Value;
+use tackle_core::validate::SchemaValidator;
+
+use crate::providers::drop_nulls;
+
+/// Whether `text` says something: it is not empty, and not the task or the system
+/// prompt said back; otherwise why not.
+/// `text` in lower case, its words separated by one space.
+pub(super) fn normal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// Whether `text` says something: it is not empty, and not the task or the system
+/// prompt (given [`normal`]ized) said back; otherwise why not.
+pub(super) fn substantive(text: &str, task: &str, system: &str) -> Result<(), String> {
+    let reply = normal(text);
+    if reply.is_empty() {
+        return Err("the reply is empty".to_owned());
+    }
+    // The task itself, or (for a task long enough not to be a word of an answer) the
+    // task with a few characters around it. A reply much longer than the task is
+    // neither (lower case may lengthen a text, never past twice its bytes).
+    if reply.len() <= 2 * task.len() + 10 {
+        let task = normal(task);
+        if reply == task
+            || (task.len() >= 20 && reply.contains(&task) && reply.len() <= task.len() + 10)
+        {
+            return Err("the reply repeats the task".to_owned());
+        }
+    }
+    if system.len() >= 20 && reply.len() >= system.len() && reply.contains(system) {
+        return Err("the reply repeats the instructions".to_owned());
+    }
+    Ok(())
+}
+
+/// The value of a final answer `text` that must match `validator`'s schema: the text,
+/// or a fenced `json` block in it, parsed and validated; otherwise what is wrong.
+pub(super) fn answer_value(
+    text: &str,
+    schema: &Value,
+    validator: &SchemaValidator,
+) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.trim_end().strip_suffix("```"))
+        .unwrap_or(trimmed);
+    let mut value: Value = serde_json::from_str(body.trim())
+        .map_err(|e| format!("the reply is not a JSON document ({e})"))?;
+    // A provider's strict form sends null for an optional field left out.
+    drop_nulls(&mut value, schema);
+    let result = validator.validate(&value);
+    if result.valid {
+        Ok(value)
+    } else {
+        Err(format!(
+            "the reply does not match the required schema: {}",
+            result.errors.join("; ")
+        ))
+    }
+}

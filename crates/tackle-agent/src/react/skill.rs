@@ -243,17 +243,7 @@ impl ReactSkill {
         let tools = Arc::make_mut(&mut skill.tools);
         tools.reserve(keys.len());
         for key in keys {
-            let tool = registry
-                .resolve(key)
-                .map_err(|error| AgentError::UnknownTool {
-                    key: (*key).to_owned(),
-                    error,
-                })?;
-            if let Some(preferred) = &tool.spec().preferred_model {
-                skill
-                    .preferences
-                    .insert(tool.key().to_owned(), preferred.clone());
-            }
+            let tool = resolve(&mut skill.preferences, registry, key)?;
             if tool.spec().defer_loading {
                 late.push(tool.key());
                 continue;
@@ -418,16 +408,7 @@ impl ReactSkill {
         keys: &[&str],
     ) -> Result<ReactSkill, AgentError> {
         for key in keys {
-            let tool = registry
-                .resolve(key)
-                .map_err(|error| AgentError::UnknownTool {
-                    key: (*key).to_owned(),
-                    error,
-                })?;
-            if let Some(preferred) = &tool.spec().preferred_model {
-                self.preferences
-                    .insert(tool.key().to_owned(), preferred.clone());
-            }
+            let tool = resolve(&mut self.preferences, registry, key)?;
             let name = offer(&mut self.names, tool.key())?;
             self.deferred.insert(
                 tool.key().to_owned(),
@@ -488,4 +469,23 @@ fn search_definition() -> ToolDefinition {
             "required": ["query"]
         }),
     }
+}
+
+/// The tool `key` names in `registry`, its preferred model (if any) noted in
+/// `preferences`: what offering a tool and deferring one both do first.
+fn resolve<'r>(
+    preferences: &mut HashMap<String, PreferredModel>,
+    registry: &'r Registry,
+    key: &str,
+) -> Result<&'r Arc<Tool>, AgentError> {
+    let tool = registry
+        .resolve(key)
+        .map_err(|error| AgentError::UnknownTool {
+            key: key.to_owned(),
+            error,
+        })?;
+    if let Some(preferred) = &tool.spec().preferred_model {
+        preferences.insert(tool.key().to_owned(), preferred.clone());
+    }
+    Ok(tool)
 }

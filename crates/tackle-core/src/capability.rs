@@ -55,20 +55,22 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     if !pattern.contains('*') {
         return pattern == text;
     }
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
+    // Byte by byte: `*` is one byte, and a run of the pattern's other characters can
+    // only match the same characters of the text (UTF-8 has no character whose bytes
+    // begin inside another's), so this matches as character by character would.
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     // Position of the last `*` seen and the text position it was tried at.
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
+        if pi < p.len() && p[pi] == b'*' {
             star = Some((pi, ti));
             pi += 1;
         } else if pi < p.len() && p[pi] == t[ti] {
             pi += 1;
             ti += 1;
         } else if let Some((sp, st)) = star {
-            // Let the last `*` swallow one more character and retry.
+            // Let the last `*` swallow one more byte and retry.
             pi = sp + 1;
             ti = st + 1;
             star = Some((sp, st + 1));
@@ -76,7 +78,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|c| *c == '*')
+    p[pi..].iter().all(|c| *c == b'*')
 }
 
 #[cfg(test)]
@@ -122,5 +124,9 @@ mod tests {
         assert!(!glob_match("*:write", "db:writes"));
         assert!(glob_match("a**", "abc"));
         assert!(glob_match("ä*", "äö"));
+        assert!(glob_match("*ö", "äö"));
+        assert!(glob_match("*é*", "café au lait"));
+        assert!(!glob_match("a*", "ä"));
+        assert!(!glob_match("*ä", "äö"));
     }
 }

@@ -6,30 +6,38 @@ use tackle_core::validate::SchemaValidator;
 
 use crate::providers::drop_nulls;
 
-/// Whether `text` says something: it is not empty, and not the task or the system
-/// prompt said back; otherwise why not.
 /// `text` in lower case, its words separated by one space.
 pub(super) fn normal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.extend(word.chars().flat_map(char::to_lowercase));
-    }
-    out
+    normal_chars(text).collect()
+}
+
+/// The characters of [`normal`]`(text)`, made as they are read.
+fn normal_chars(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.split_whitespace().enumerate().flat_map(|(i, word)| {
+        let space = (i > 0).then_some(' ');
+        space
+            .into_iter()
+            .chain(word.chars().flat_map(char::to_lowercase))
+    })
 }
 
 /// Whether `text` says something: it is not empty, and not the task or the system
 /// prompt (given [`normal`]ized) said back; otherwise why not.
 pub(super) fn substantive(text: &str, task: &str, system: &str) -> Result<(), String> {
-    let reply = normal(text);
-    if reply.is_empty() {
+    if text.split_whitespace().next().is_none() {
         return Err("the reply is empty".to_owned());
     }
     // The task itself, or (for a task long enough not to be a word of an answer) the
     // task with a few characters around it. A reply much longer than the task is
-    // neither (lower case may lengthen a text, never past twice its bytes).
+    // neither (lower case may lengthen a text, never past twice its bytes). Only a
+    // long task or instructions need the reply written out.
+    if task.len() < 20 && system.len() < 20 {
+        if normal_chars(text).eq(normal_chars(task)) {
+            return Err("the reply repeats the task".to_owned());
+        }
+        return Ok(());
+    }
+    let reply = normal(text);
     if reply.len() <= 2 * task.len() + 10 {
         let task = normal(task);
         if reply == task

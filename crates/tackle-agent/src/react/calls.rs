@@ -32,7 +32,7 @@ impl ReactSkill {
     ) -> Vec<(String, Vec<ContentPart>)> {
         let mut outcomes: Vec<Option<Result<Value, ToolError>>> = vec![None; calls.len()];
         let mut keys = Vec::with_capacity(calls.len());
-        let mut batch = Vec::new();
+        let (mut indices, mut to_run) = (Vec::new(), Vec::new());
         for (i, c) in calls.iter().enumerate() {
             let offered_key = self.offered_key(&c.name);
             let key = offered_key.clone().unwrap_or_else(|| c.name.clone());
@@ -70,14 +70,15 @@ impl ReactSkill {
                     registry_empty: false,
                 }));
             } else {
-                batch.push((
-                    i,
-                    ToolCall::new(c.id.clone(), key.clone(), c.arguments.clone()),
+                indices.push(i);
+                to_run.push(ToolCall::new(
+                    c.id.clone(),
+                    key.clone(),
+                    c.arguments.clone(),
                 ));
             }
             keys.push(key);
         }
-        let (indices, to_run): (Vec<usize>, Vec<ToolCall>) = batch.into_iter().unzip();
         let ran = effects.execute(step, to_run).await;
         // Arguments that a repair round replaced, by call.
         // (Empty unless a repair round ran: most turns have none.)

@@ -104,7 +104,9 @@ impl ReactSkill {
         task: &str,
         answer_schema: Option<&(Value, Arc<SchemaValidator>)>,
     ) -> ReactCheckpoint {
-        let mut messages = Vec::with_capacity(history.len() + 2);
+        // Room for a few steps' messages (a reply and a tool result each) before the
+        // conversation grows.
+        let mut messages = Vec::with_capacity(history.len() + 8);
         messages.push(Message::system(&self.system_prompt));
         messages.extend(history.iter().filter(|m| m.role != Role::System).cloned());
         messages.push(Message::user(task));

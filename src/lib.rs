@@ -153,6 +153,7 @@ pub use tackle_cli::tools as cli;
 #[doc(hidden)]
 pub mod __private_0_1 {
     pub use crate::derives::*;
+    pub use tackle_agent::skill::SkillState;
     pub use tackle_core::abi::*;
     pub use tackle_core::registry::{BoundTool, ToolHandler, Toolset};
 }

@@ -878,7 +878,7 @@ async fn a_checkpointed_call_goes_on_from_its_newest_note_across_two_crashes() {
 #[tokio::test]
 async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
     use std::borrow::Cow;
-    use tackle::call::{Effect, Operation, OperationKind};
+    use tackle::call::{Effect, Operation};
     use tackle::secrets::Scrubber;
 
     /// A completion whose reply is a word and whose error is a text.
@@ -886,7 +886,7 @@ async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
     impl Effect for Word {
         type Output = String;
         type Error = String;
-        const KIND: OperationKind = OperationKind::ModelCompletion;
+        const RERUN_SAFE: bool = true;
         fn view(output: &String) -> Result<Cow<'_, serde_json::Value>, String> {
             Ok(Cow::Owned(json!({ "word": output })))
         }
@@ -934,7 +934,7 @@ async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
         )
     };
     let effect = Operation::new(spec());
-    assert_eq!(effect.kind(), OperationKind::Effect);
+    assert!(!effect.rerun_safe());
     let out = run
         .perform(
             &effect,
@@ -946,7 +946,7 @@ async fn the_journal_knows_a_completion_by_its_kind_not_its_key() {
         .unwrap();
     assert_eq!(out, json!("effect"));
     let completion = Operation::<Word>::typed(spec());
-    assert_eq!(completion.kind(), OperationKind::ModelCompletion);
+    assert!(completion.rerun_safe());
     let word: String = run
         .perform(
             &completion,

@@ -501,7 +501,7 @@ async fn an_input_with_no_json_form_fails_the_call_and_is_never_recorded() {
 #[tokio::test]
 async fn an_output_with_no_json_view_is_recorded_as_the_failure_the_caller_got() {
     use std::borrow::Cow;
-    use tackle::call::{Effect, OperationKind};
+    use tackle::call::Effect;
     use tackle::secrets::Scrubber;
 
     /// An effect whose output is a number that has no JSON form when odd.
@@ -509,7 +509,6 @@ async fn an_output_with_no_json_view_is_recorded_as_the_failure_the_caller_got()
     impl Effect for Odd {
         type Output = u32;
         type Error = ToolError;
-        const KIND: OperationKind = OperationKind::Effect;
         fn view(output: &u32) -> Result<Cow<'_, Value>, String> {
             if output % 2 == 1 {
                 Err(format!("{output} is odd"))

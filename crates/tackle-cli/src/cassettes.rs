@@ -356,8 +356,10 @@ fn show(path: &Path) -> Result<Exit, CliError> {
 }
 
 fn show_interaction(interaction: &Interaction, colour: bool) {
-    let model =
-        interaction.kind == InteractionKind::Operation && interaction.key.starts_with("llm.");
+    let model = interaction.kind == InteractionKind::Operation
+        && interaction
+            .key
+            .starts_with(tackle_agent::model::COMPLETION_PREFIX);
     let label = match (interaction.kind, model) {
         (_, true) => "model",
         (InteractionKind::Tool, _) => "tool",

@@ -13,7 +13,6 @@ use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -41,11 +40,6 @@ use crate::validate::ValidationIssue;
 /// the input schema of `Q` itself, rather than one property per parameter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Args<T>(pub T);
-
-/// A type that can be a skill's state: its fields are the skill's output keys.
-///
-/// Implement it with `#[derive(SkillState)]`, which refuses hash-ordered fields.
-pub trait SkillState: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
 
 /// The future a tool handler returns: the tool's output as JSON, or why it failed.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'static>>;

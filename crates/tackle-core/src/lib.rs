@@ -53,7 +53,7 @@ pub use approval::{
     Approval, ApprovalBinding, ApprovalDecision, ApprovalRequest, ApproveWith, Approver,
 };
 pub use audit::{AuditEvent, AuditSink, CounterSnapshot, Counters, MemoryAudit};
-pub use call::{CallReport, MemoryGuard, Operation, OperationKind, Runtime};
+pub use call::{CallReport, MemoryGuard, Operation, Runtime};
 pub use capability::Capabilities;
 pub use context::CancellationToken;
 pub use context::{MissingResource, Resource, Secret, SecretError, ToolContext};

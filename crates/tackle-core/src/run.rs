@@ -13,6 +13,8 @@
 //! * its event sink (progress, streamed chunks, model deltas);
 //! * its idempotency memory (a keyed write runs once per run), its remembered
 //!   approvals and its call numbering;
+//! * what an upper layer keeps per run, one value per type ([`Run::extension`]: the
+//!   agent's last model request, for one);
 //! * how many of its calls run at once (`max_parallel`, see [`crate::executor`]).
 //!
 //! Single calls ([`Run::call`]), batches ([`Run::execute_batch`]), chains, pipelines
@@ -213,6 +215,28 @@ impl Run {
     /// The run's id.
     pub fn id(&self) -> &str {
         self.inner.state.scope.id()
+    }
+
+    /// The run's value of type `T`, kept with the run's memory: made with
+    /// `T::default()` the first time the run (or any of its clones) asks, the same
+    /// value after. What a layer above the door keeps per run, typed, as `http`'s
+    /// request extensions are (the agent keeps its last model request here, to
+    /// record the next as a delta). A run made anew by a `with_*` setting after it
+    /// was cloned has values of its own, as it has a memory of its own.
+    ///
+    /// ```
+    /// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
+    /// use tackle::{Run, Runtime};
+    ///
+    /// #[derive(Default)]
+    /// struct Retries(AtomicU32);
+    ///
+    /// let run = Run::new(&Arc::new(Runtime::default()));
+    /// run.extension::<Retries>().0.fetch_add(1, Ordering::Relaxed);
+    /// assert_eq!(run.clone().extension::<Retries>().0.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.inner.state.memory.extensions.get::<T>()
     }
 
     /// The run's cassette, if it has one.

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
+use tackle_agent::durable::PausingApprover;
 use tackle_agent::model::{ChatRequest, ChatResponse, ModelError};
 use tackle_core::{CancellationToken, Run, Runtime, ToolError};
 use temporalio_client::Client;
@@ -17,7 +18,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
 use crate::agents::{Agent, Agents};
-use crate::approvals::{ActivityApprovals, APPROVALS};
+use crate::approvals::ActivityApprovals;
 use crate::calls::{DoorCall, DoorOutcome, ModelCall, RepairCall, SearchCall};
 
 /// The activities of a worker: model calls and tool calls, through the door of the
@@ -140,21 +141,18 @@ impl DoorActivities {
             pending: Mutex::new(Vec::new()),
         });
         // A run of its own per activity: the activity's cancellation reaches the call,
-        // and no other run's memory answers it with another run's outcome.
+        // no other run's memory answers it with another run's outcome, and its
+        // approver answers from the decisions the workflow brought.
         let (run, _watch) = activity_run(self.agents.runtime(), &ctx);
+        let run = run.with_approver(PausingApprover(Arc::clone(&approvals)));
         let door = run.call_with_id(&call.id, &call.key, call.input, &agent.context);
-        let result = heartbeating(&ctx, APPROVALS.scope(Arc::clone(&approvals), door)).await;
+        let result = heartbeating(&ctx, door).await;
         if ctx.is_cancelled() && matches!(result, Err(ToolError::Cancelled { .. })) {
             // Stopped before it ran, or it stopped itself: the call is cancelled (a
             // worker shutting down has Temporal run it again elsewhere).
             return Err(ActivityError::cancelled());
         }
-        let requests = std::mem::take(
-            &mut *approvals
-                .pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let requests = approvals.take_pending();
         if requests.is_empty() {
             Ok(DoorOutcome::Done { result })
         } else {

@@ -1,16 +1,12 @@
-//! Approvals on a worker: [`SignalApprover`] answers the door from the decisions the
-//! workflow's signals brought to the running activity, and hands the requests it has
-//! none for back to the workflow to wait on.
+//! Approvals on a worker: a tool call's activity runs its call on a run whose
+//! approver (a `PausingApprover` over [`ActivityApprovals`]) answers from the
+//! decisions the workflow's signals brought, and hands the requests it has none for
+//! back to the workflow to wait on.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use tackle_agent::durable::{ApprovalRecord, Decision, PendingApproval};
-use tackle_core::approval::ApprovalFuture;
-use tackle_core::{ApprovalRequest, Approver};
-
-tokio::task_local! {
-    pub(crate) static APPROVALS: Arc<ActivityApprovals>;
-}
+use tackle_agent::durable::{ApprovalBook, ApprovalRecord, Decision, PendingApproval};
+use tackle_core::ApprovalRequest;
 
 /// The decisions a tool call's activity brought, and the requests it found none for.
 pub(crate) struct ActivityApprovals {
@@ -18,41 +14,32 @@ pub(crate) struct ActivityApprovals {
     pub(crate) pending: Mutex<Vec<PendingApproval>>,
 }
 
-/// The approver of a worker's runtime: it answers from the decisions the workflow's
-/// signals brought to the running activity, each bound to its call's key and exact
-/// arguments. A request without a decision is refused for now and goes back to the
-/// workflow, which waits for [`AgentWorkflow::decide`]. Outside an activity of an
-/// [`AgentWorkflow`] it refuses every request.
-///
-/// [`AgentWorkflow::decide`]: crate::AgentWorkflow::decide
-/// [`AgentWorkflow`]: crate::AgentWorkflow
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SignalApprover;
+impl ActivityApprovals {
+    /// The requests found waiting, taken.
+    pub(crate) fn take_pending(&self) -> Vec<PendingApproval> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
 
-impl Approver for SignalApprover {
-    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
-        let answer = APPROVALS.try_with(|approvals| {
-            let decided = approvals
-                .decisions
-                .iter()
-                .find(|d| d.request.binds(request))
-                .map(|d| d.decision.clone());
-            match decided {
-                Some(Decision::Approve) => request.approve(),
-                Some(Decision::Reject { reason }) => request.deny(reason),
-                None => {
-                    let mut pending = approvals
-                        .pending
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    pending.push(PendingApproval::of(request));
-                    request.deny("awaiting approval: the workflow waits for a decision")
-                }
-            }
-        });
-        let answer = answer.unwrap_or_else(|_| {
-            request.deny("no decision: this approver answers only in an agent workflow's activity")
-        });
-        Box::pin(std::future::ready(answer))
+impl ApprovalBook for ActivityApprovals {
+    fn decide(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String> {
+        // The activity runs one call: a decision bound to it is its own.
+        Ok(self
+            .decisions
+            .iter()
+            .find(|d| d.request.binds(request))
+            .map(|d| d.decision.clone()))
+    }
+
+    fn wait(&self, request: &ApprovalRequest) -> Result<(), String> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.iter().any(|p| p.binds(request)) {
+            pending.push(PendingApproval::of(request));
+        }
+        Ok(())
+    }
+
+    fn waiting(&self, _request: &ApprovalRequest) -> String {
+        "awaiting approval: the workflow waits for a decision".to_owned()
     }
 }

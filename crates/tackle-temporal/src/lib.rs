@@ -21,8 +21,9 @@
 //! - **Approvals are signals.** A call that needs approval waits in the workflow
 //!   (the query [`AgentWorkflow::pending_approvals`]) until the signal
 //!   [`AgentWorkflow::decide`] brings a decision bound to its exact key and
-//!   arguments; then the door runs it or the model reads the rejection. The worker's
-//!   runtime must use [`SignalApprover`].
+//!   arguments; then the door runs it or the model reads the rejection. Each tool
+//!   call's activity runs on a run whose approver answers from those decisions
+//!   (whatever approver the worker's runtime has).
 //! - **Long runs continue as new.** At a step boundary, when Temporal suggests it or
 //!   past the run's [`ContinueAsNew`] policy, a run ends its execution and starts the
 //!   next from where its loop stands ([`ReactCheckpoint`]), so no history outgrows
@@ -35,10 +36,10 @@
 //! use tackle::agent::model::{ChatResponse, FunctionModel};
 //! use tackle::agent::react::ReactSkill;
 //! use tackle::{Runtime, ToolContext};
-//! use tackle_temporal::{AgentWorker, Agents, SignalApprover};
+//! use tackle_temporal::{AgentWorker, Agents};
 //!
 //! # async fn worker() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = Arc::new(Runtime::from_inventory()?.with_approver(SignalApprover));
+//! let runtime = Arc::new(Runtime::from_inventory()?);
 //! let model = Arc::new(FunctionModel::new("bot", |_| Ok(ChatResponse::text("done"))));
 //! let skill = ReactSkill::new(model, runtime.registry(), &[])?;
 //! let agents = Agents::new(&runtime).with("clerk", skill, ToolContext::new().with_grant("llm:*"));
@@ -69,7 +70,6 @@ pub use temporalio_sdk as sdk;
 
 pub use activities::DoorActivities;
 pub use agents::{Agent, Agents};
-pub use approvals::SignalApprover;
 pub use calls::{DoorCall, DoorOutcome, Extends, ModelCall, RepairCall, SearchCall};
 pub use connection::{connect, connect_with, TemporalError};
 pub use limits::{ActivityLimits, ContinueAsNew, LimitsError, ToolRetry, MAX_CARRIED_BYTES};

@@ -19,14 +19,10 @@ use std::sync::Arc;
 use tackle::agent::model::{ChatResponse, FunctionModel};
 use tackle::agent::react::ReactSkill;
 use tackle::{Runtime, ToolContext};
-use tackle_temporal::{replay_history, ReplayError, SignalApprover};
+use tackle_temporal::{replay_history, ReplayError};
 
 fn runtime() -> Arc<Runtime> {
-    Arc::new(
-        Runtime::from_inventory()
-            .expect("registry")
-            .with_approver(SignalApprover),
-    )
+    Arc::new(Runtime::from_inventory().expect("registry"))
 }
 
 fn histories() -> Vec<(String, Vec<u8>)> {

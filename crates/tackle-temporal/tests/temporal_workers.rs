@@ -72,7 +72,7 @@ use tackle_temporal::client::{
     WorkflowQueryOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tackle_temporal::{
-    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, ContinueAsNew, Resolve, SignalApprover,
+    ActivityLimits, AgentInput, AgentWorker, AgentWorkflow, ContinueAsNew, Resolve,
 };
 
 const WORKER: &str = "TACKLE_TEMPORAL_WORKER";
@@ -105,11 +105,7 @@ fn main() -> ExitCode {
 /// Worker mode: run the agents until killed.
 fn worker() -> ExitCode {
     let address = std::env::var("TACKLE_TEMPORAL_ADDRESS").expect("address");
-    let runtime = Arc::new(
-        Runtime::from_inventory()
-            .expect("registry")
-            .with_approver(SignalApprover),
-    );
+    let runtime = Arc::new(Runtime::from_inventory().expect("registry"));
     let worker = AgentWorker::new(
         format!("http://{address}"),
         "default",

@@ -1,5 +1,9 @@
-//! The approver of a durable run ([`RunApprover`]): decisions from the run's record,
-//! and every request without one kept there as pending.
+//! Approvals that pause a run: [`PausingApprover`] answers the door from the decisions
+//! a run's [`ApprovalBook`] holds, and keeps every request without one there as
+//! pending, refused for now: the run stops (a durable run after its step, a Temporal
+//! workflow until its signal) and goes on once a decision is recorded. A durable run's
+//! book is its record ([`RunApprover`]); a Temporal activity's is the decisions the
+//! workflow's signals brought.
 
 use std::sync::Arc;
 
@@ -8,14 +12,69 @@ use tackle_core::approval::{ApprovalFuture, ApprovalRequest, Approver};
 use super::attempt::Attempt;
 use super::store::{Decision, PendingApproval};
 
-/// The approver of a durable run: decisions from the run's record, and every request
-/// without one kept there as pending.
-pub(super) struct RunApprover {
+/// Where a paused run's approvals live: the decisions made for its calls, and the
+/// requests still waiting for one.
+pub trait ApprovalBook: Send + Sync {
+    /// The decision that answers `request`, if there is one. An approval is used up
+    /// here (it approves this call and no other): `Ok(None)` when it could not be
+    /// taken (used meanwhile), `Err` when taking it could not be kept.
+    fn decide(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String>;
+
+    /// Keeps `request` as pending (once: a request kept already is not kept again);
+    /// `Err` when it could not be kept.
+    fn wait(&self, request: &ApprovalRequest) -> Result<(), String>;
+
+    /// What the refusal of a request kept waiting tells the caller.
+    fn waiting(&self, request: &ApprovalRequest) -> String;
+}
+
+/// A book shared: the run's approver holds it, and whoever reads the pending
+/// requests afterwards too.
+impl<B: ApprovalBook> ApprovalBook for Arc<B> {
+    fn decide(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String> {
+        (**self).decide(request)
+    }
+
+    fn wait(&self, request: &ApprovalRequest) -> Result<(), String> {
+        (**self).wait(request)
+    }
+
+    fn waiting(&self, request: &ApprovalRequest) -> String {
+        (**self).waiting(request)
+    }
+}
+
+/// The approver of a run that pauses for approvals: decisions from its
+/// [`ApprovalBook`], and every request without one kept there and refused for now.
+#[derive(Clone, Debug, Default)]
+pub struct PausingApprover<B>(pub B);
+
+impl<B: ApprovalBook> Approver for PausingApprover<B> {
+    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        let book = &self.0;
+        let answer = match book.decide(request) {
+            Ok(Some(Decision::Approve)) => request.approve(),
+            Ok(Some(Decision::Reject { reason })) => request.deny(reason),
+            Ok(None) => match book.wait(request) {
+                Ok(()) => request.deny(book.waiting(request)),
+                Err(e) => request.deny(format!("the approval request could not be kept: {e}")),
+            },
+            Err(e) => request.deny(format!("the approval could not be used: {e}")),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The approver of a durable run: its record is the book.
+pub(super) type RunApprover = PausingApprover<RunBook>;
+
+/// A durable run's approvals: its record's decisions and pending requests.
+pub(super) struct RunBook {
     pub(super) attempt: Arc<Attempt>,
 }
 
-impl Approver for RunApprover {
-    fn review<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+impl ApprovalBook for RunBook {
+    fn decide(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String> {
         let decided = self
             .attempt
             .record()
@@ -23,49 +82,42 @@ impl Approver for RunApprover {
             .iter()
             .find(|d| d.answers(request))
             .map(|d| d.decision.clone());
-        let answer = match decided {
-            Some(Decision::Approve) => {
-                // Used up before the call runs: it approves this call and no other.
-                let mut used = false;
-                let saved = self.attempt.save(false, |record| {
-                    used = false;
-                    if let Some(d) = record
-                        .decisions
-                        .iter_mut()
-                        .find(|d| d.answers(request) && d.decision == Decision::Approve)
-                    {
-                        d.used = true;
-                        used = true;
-                    }
-                    if !used && !record.pending.iter().any(|p| p.binds(request)) {
-                        record.pending.push(PendingApproval::of(request));
-                    }
-                });
-                match saved {
-                    Ok(()) if used => request.approve(),
-                    Ok(()) => request.deny(format!(
-                        "awaiting approval (request {}): the run stops after this step",
-                        request.binding
-                    )),
-                    Err(e) => request.deny(format!("the approval could not be used: {e}")),
+        if decided != Some(Decision::Approve) {
+            return Ok(decided);
+        }
+        // Used up before the call runs, in the record: it approves this call and no
+        // other.
+        let mut used = false;
+        self.attempt
+            .save(false, |record| {
+                used = false;
+                if let Some(d) = record
+                    .decisions
+                    .iter_mut()
+                    .find(|d| d.answers(request) && d.decision == Decision::Approve)
+                {
+                    d.used = true;
+                    used = true;
                 }
-            }
-            Some(Decision::Reject { reason }) => request.deny(reason),
-            None => {
-                let saved = self.attempt.save(false, |record| {
-                    if !record.pending.iter().any(|p| p.binds(request)) {
-                        record.pending.push(PendingApproval::of(request));
-                    }
-                });
-                match saved {
-                    Ok(()) => request.deny(format!(
-                        "awaiting approval (request {}): the run stops after this step",
-                        request.binding
-                    )),
-                    Err(e) => request.deny(format!("the approval request could not be kept: {e}")),
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(used.then_some(Decision::Approve))
+    }
+
+    fn wait(&self, request: &ApprovalRequest) -> Result<(), String> {
+        self.attempt
+            .save(false, |record| {
+                if !record.pending.iter().any(|p| p.binds(request)) {
+                    record.pending.push(PendingApproval::of(request));
                 }
-            }
-        };
-        Box::pin(std::future::ready(answer))
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn waiting(&self, request: &ApprovalRequest) -> String {
+        format!(
+            "awaiting approval (request {}): the run stops after this step",
+            request.binding
+        )
     }
 }

@@ -103,9 +103,10 @@ use std::time::Duration;
 use tackle_core::approval::Approver;
 use tackle_core::replay::Cassette;
 
-use approvals::RunApprover;
+use approvals::{RunApprover, RunBook};
 use attempt::Attempt;
 
+pub use approvals::{ApprovalBook, PausingApprover};
 pub use error::DurableError;
 pub use lease::DurableOptions;
 pub use memory::MemoryStore;
@@ -193,9 +194,10 @@ impl DurableRun {
     /// a call without one is kept pending and does not run (see the
     /// [module docs](self)).
     pub fn approver(&self) -> impl Approver + 'static {
-        RunApprover {
+        let approver: RunApprover = PausingApprover(RunBook {
             attempt: Arc::clone(&self.attempt),
-        }
+        });
+        approver
     }
 
     /// The cassette of this attempt, over the run's journal.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use tackle_core::bounds::{dispose, Exceeded, Limits};
-use tackle_core::call::{Effect, Operation, OperationKind};
+use tackle_core::call::{Effect, Operation};
 use tackle_core::context::ToolContext;
 use tackle_core::error::ToolError;
 use tackle_core::events::ModelDelta;
@@ -33,7 +33,10 @@ pub struct Completion;
 impl Effect for Completion {
     type Output = ChatResponse;
     type Error = ModelError;
-    const KIND: OperationKind = OperationKind::ModelCompletion;
+    /// A completion changes nothing in the world: a durable run asks again after a
+    /// crash (its spec's side effects stay `external`: it costs, and a replay never
+    /// makes it).
+    const RERUN_SAFE: bool = true;
 
     fn view(output: &ChatResponse) -> Result<std::borrow::Cow<'_, Value>, String> {
         serde_json::to_value(output)
@@ -125,7 +128,7 @@ impl Effect for Completion {
 /// [`complete`].
 pub fn completion(model: &dyn ChatModel) -> Operation<Completion> {
     let mut spec = ToolSpec::new(
-        format!("llm.{}", model.provider()),
+        format!("{}{}", super::COMPLETION_PREFIX, model.provider()),
         "complete",
         model.model(),
         SideEffects::External,
@@ -239,7 +242,7 @@ async fn complete_in_door(
             // Made only when a stage needs it; a request with no JSON form ends the
             // call rather than being keyed by a stand-in.
             || match run.cassette() {
-                Some(cassette) => recorded_request(cassette, request, conversation),
+                Some(cassette) => recorded_request(run, cassette, request, conversation),
                 None => serde_json::to_value(request),
             },
             ctx,

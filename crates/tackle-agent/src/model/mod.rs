@@ -60,6 +60,10 @@ use tackle_core::content::ContentPart;
 use tackle_core::error::ToolError;
 use tackle_core::events::ModelDelta;
 
+/// How the key of every model completion begins (`llm.<provider>.complete@<model>`,
+/// see [`completion`]): what tells a model call from a tool call in a recording.
+pub const COMPLETION_PREFIX: &str = "llm.";
+
 pub(crate) use door::complete_growing;
 pub use door::{complete, completion, Completion};
 pub(crate) use request_delta::{expand_requests, Conversation};

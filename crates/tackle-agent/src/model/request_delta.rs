@@ -5,12 +5,13 @@
 use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::hash::BuildHasher as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tackle_core::canonical::{canonical_hash, Fnv};
-use tackle_core::replay::Cassette;
+use tackle_core::replay::{Cassette, Interaction, InteractionKind};
+use tackle_core::run::Run;
 
 use super::{ChatRequest, Message, ToolDefinition};
 
@@ -49,6 +50,11 @@ impl Conversation {
         (before != usize::MAX).then_some((self.id, before))
     }
 }
+
+/// What a run keeps of its model requests ([`Run::extension`]): the last one it
+/// recorded, with the cassette it went to.
+#[derive(Default)]
+struct RequestMemory(Mutex<Option<(Cassette, LastRequest)>>);
 
 /// A run's last recorded model request: what its next one is recorded against.
 #[derive(Default)]
@@ -163,25 +169,28 @@ fn messages_hash(state: Option<DefaultHasher>, messages: &[Message]) -> DefaultH
 /// (an exported journal holds those). A cassette recorded with whole requests goes on
 /// with whole requests.
 ///
-/// The cassette keeps the last request in its slot. When the request comes from a
-/// [`Conversation`] whose previous call was the last request, the prefix is not
-/// compared again.
+/// The run keeps its last request with its memory ([`Run::extension`]), for the
+/// cassette it went to (a run given another cassette starts again). When the request
+/// comes from a [`Conversation`] whose previous call was the last request, the
+/// prefix is not compared again.
 pub(super) fn recorded_request(
+    run: &Run,
     cassette: &Cassette,
     request: &ChatRequest,
     conversation: Option<&Conversation>,
 ) -> Result<Value, serde_json::Error> {
     let whole = || serde_json::to_value(request);
-    let memory = cassette.request_memory();
+    let memory = run.extension::<RequestMemory>();
     let unchanged = conversation.and_then(Conversation::unchanged);
-    let mut slot = memory.lock().unwrap_or_else(PoisonError::into_inner);
-    if !slot.as_ref().is_some_and(|s| s.is::<LastRequest>()) {
-        *slot = Some(Box::new(LastRequest {
-            whole: cassette.records_whole_requests(),
+    let mut slot = memory.0.lock().unwrap_or_else(PoisonError::into_inner);
+    if !slot.as_ref().is_some_and(|(of, _)| of.is(cassette)) {
+        let last = LastRequest {
+            whole: cassette.any_recorded(is_whole_request),
             ..LastRequest::default()
-        }));
+        };
+        *slot = Some((cassette.clone(), last));
     }
-    let Some(last) = slot.as_mut().and_then(|s| s.downcast_mut::<LastRequest>()) else {
+    let Some((_, last)) = slot.as_mut() else {
         return whole();
     };
     if last.whole {
@@ -242,6 +251,15 @@ pub(super) fn recorded_request(
         fields.insert("digest".into(), json!(format!("{:016x}", last.digest)));
     }
     Ok(input)
+}
+
+/// Whether `interaction` is a model request recorded whole (before requests were
+/// recorded as deltas): a run over a cassette holding one goes on the same way, to
+/// match.
+fn is_whole_request(interaction: &Interaction) -> bool {
+    interaction.kind == InteractionKind::Operation
+        && interaction.key.starts_with(super::COMPLETION_PREFIX)
+        && interaction.input.get("digest").is_none()
 }
 
 /// Makes the whole requests of model calls journaled as deltas again (see

@@ -54,6 +54,8 @@ mod registration;
 mod running;
 mod spec;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_core::context::ToolContext;
@@ -67,7 +69,11 @@ pub use build::SkillBuilder;
 pub use error::SkillError;
 pub use registration::{SkillRegistration, Skills};
 pub use spec::{Example, SkillSpec, Subgraph};
-pub use tackle_core::abi::SkillState;
+
+/// A type that can be a skill's state: its fields are the skill's output keys.
+///
+/// Implement it with `#[derive(SkillState)]`, which refuses hash-ordered fields.
+pub trait SkillState: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
 
 /// What a skill is, for catalogues and routing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -5,9 +5,9 @@
 //! typed request and gives a typed reply, with an error of its own: turning the reply
 //! into JSON and back on each call, and carrying its real error beside the door's,
 //! would cost every call what only a recording needs. So an operation names its
-//! [`Effect`]: the type of its output and of its error, and its
-//! [`kind`](OperationKind), which the door reads from the type (never from the
-//! operation's key).
+//! [`Effect`]: the type of its output and of its error, and whether its calls may be
+//! made again after a crash ([`Effect::RERUN_SAFE`]), which the door reads from the
+//! type (never from the operation's key).
 //!
 //! The door keeps the outcome in the effect's own types from the code that made it to
 //! the caller. A stage that needs JSON (recording to a cassette, checking an output
@@ -24,13 +24,12 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::OperationKind;
 use crate::bounds::{Exceeded, Limits};
 use crate::error::ToolError;
 use crate::secrets::Scrubber;
 
-/// The types of an effect that passes the door: its output, its error, its kind, and
-/// how the stages that need JSON see them. See the [module docs](self).
+/// The types of an effect that passes the door: its output, its error, whether it is
+/// safe to make again, and how the stages that need JSON see them. See the [module docs](self).
 ///
 /// [`Json`] is the effect of every tool (and of an operation made with
 /// [`Operation::new`](super::Operation::new)); an operation of another effect is made
@@ -41,9 +40,12 @@ pub trait Effect: 'static {
     /// What it gives on failure: its own errors, and the door's (see
     /// [`Effect::from_error`]).
     type Error: Send + 'static;
-    /// What kind of effect it is: what the door decides by (a durable run re-asks a
-    /// [`ModelCompletion`](OperationKind::ModelCompletion) after a crash, for one).
-    const KIND: OperationKind;
+    /// Whether a call of this effect may be made again after a crash, whatever its
+    /// spec's side effects: `true` for an effect that changes nothing in the world
+    /// (a model's completion: it costs, and a replay never makes it, but asking again
+    /// changes nothing). `false` by default: then the spec decides
+    /// ([`ToolSpec::rerun_safe`](crate::spec::ToolSpec::rerun_safe)).
+    const RERUN_SAFE: bool = false;
 
     /// The output as JSON for a stage that needs it: recorded to a cassette or a
     /// journal, checked against an output schema, sanitized, kept for a later call
@@ -124,8 +126,6 @@ pub struct Json;
 impl Effect for Json {
     type Output = Value;
     type Error = ToolError;
-    const KIND: OperationKind = OperationKind::Effect;
-
     #[inline]
     fn view(output: &Value) -> Result<Cow<'_, Value>, String> {
         Ok(Cow::Borrowed(output))

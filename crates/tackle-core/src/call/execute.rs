@@ -37,8 +37,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{
-    panics, Call, Effect, Flow, Json, Now, OperationCode, OperationKind, Outcome, RunState,
-    Runtime, Step,
+    panics, Call, Effect, Flow, Json, Now, OperationCode, Outcome, RerunSafe, RunState, Runtime,
+    Step,
 };
 use crate::audit::Execution;
 use crate::context::{
@@ -128,8 +128,7 @@ fn begin<X: Effect>(
     let mut checkpoint = None;
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
-        let rerun_safe =
-            tool.rerun_safe() || call.operation == Some(OperationKind::ModelCompletion);
+        let rerun_safe = tool.rerun_safe() || call.operation == Some(RerunSafe(true));
         match cassette.start(pending, call.key.as_deref(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {

@@ -139,7 +139,7 @@ pub use effect::{Effect, Json};
 pub use guard::MemoryGuard;
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
-pub use operation::{InputView, Operation, OperationKind};
+pub use operation::{InputView, Operation};
 pub(crate) use state::RunState;
 
 use crate::approval::Approver;
@@ -270,6 +270,11 @@ enum Waits {
     Shape,
 }
 
+/// An operation's effect type says its calls are safe to make again after a crash
+/// (`true`), or leaves that to its spec ([`Effect::RERUN_SAFE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RerunSafe(pub(crate) bool);
+
 /// Ends the call with one of the door's errors, as the effect's error.
 #[inline]
 pub(crate) fn stop<X: Effect>(error: ToolError) -> Flow<X> {
@@ -288,8 +293,9 @@ pub(crate) struct Call<'a, X: Effect = Json> {
     next_id: &'a AtomicU64,
     /// The run the call belongs to; `None` for a plain call.
     pub(crate) run: Option<&'a RunState>,
-    /// The call's kind when it is an operation (its code given by the caller).
-    pub(crate) operation: Option<OperationKind>,
+    /// Whether the call is an operation's (its code given by the caller), and then
+    /// whether its effect is safe to make again ([`Effect::RERUN_SAFE`]).
+    pub(crate) operation: Option<RerunSafe>,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
     /// The caller's id for the call (a model's tool-call id), when it gave one.
@@ -1012,7 +1018,7 @@ impl Runtime {
             id: None,
             next_id,
             run,
-            operation: code.as_ref().map(|_| X::KIND),
+            operation: code.as_ref().map(|_| RerunSafe(X::RERUN_SAFE)),
             asked,
             given_id,
             arg_secrets: Vec::new(),

@@ -42,29 +42,13 @@ impl<X: Effect> fmt::Debug for Operation<X> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Operation")
             .field("tool", &self.tool)
-            .field("kind", &X::KIND)
+            .field("rerun_safe", &self.rerun_safe())
             .finish()
     }
 }
 
-/// What kind of effect an [`Operation`] is, as its [`Effect`] type says: the door
-/// decides by this, never by the operation's key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OperationKind {
-    /// An effect described by its spec alone (a broker request, a gate): re-run after a
-    /// crash only when its spec says it is safe to ([`ToolSpec::rerun_safe`]).
-    #[default]
-    Effect,
-    /// A chat model's completion: it changes nothing in the world, so a durable run may
-    /// ask again after a crash, whatever its spec's side effects (`external`: it costs,
-    /// and a replay must never make it).
-    ModelCompletion,
-}
-
 impl Operation {
-    /// An operation described by `spec` whose outcome is JSON ([`Json`], of kind
-    /// [`OperationKind::Effect`]). Its key is the spec's key; the spec's version may
+    /// An operation described by `spec` whose outcome is JSON ([`Json`]). Its key is the spec's key; the spec's version may
     /// be any text (a model's name, for example).
     pub fn new(spec: ToolSpec) -> Operation {
         Operation::typed(spec)
@@ -73,7 +57,7 @@ impl Operation {
 
 impl<X: Effect> Operation<X> {
     /// An operation described by `spec` whose outcome has the types of the effect `X`
-    /// (and whose kind is `X`'s).
+    /// (and which is re-run after a crash as `X` says: [`Effect::RERUN_SAFE`]).
     pub fn typed(spec: ToolSpec) -> Operation<X> {
         Operation {
             tool: Tool::for_operation(spec),
@@ -92,9 +76,11 @@ impl<X: Effect> Operation<X> {
         self
     }
 
-    /// What kind of effect it is: its effect type's [`Effect::KIND`].
-    pub fn kind(&self) -> OperationKind {
-        X::KIND
+    /// Whether a durable run may make this operation again after a crash: its spec
+    /// says so ([`ToolSpec::rerun_safe`]), or its effect type does
+    /// ([`Effect::RERUN_SAFE`]).
+    pub fn rerun_safe(&self) -> bool {
+        X::RERUN_SAFE || self.tool.rerun_safe()
     }
 
     /// The key: `namespace.name@version`.

@@ -3,12 +3,13 @@
 //!
 //! The door takes it from the call (`Call::run`); a plain call has none. The scope
 //! (id, cancellation, time limits, events) is what the run shares with its tools'
-//! contexts; the memory (idempotency, remembered approvals, numbering) is what the
-//! run learns as it goes.
+//! contexts; the memory (idempotency, remembered approvals, numbering, and the
+//! values upper layers keep per run) is what the run learns as it goes.
 
+use std::any::{Any, TypeId};
 use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::dedupe::Idempotency;
 use crate::approval::{ApprovalBinding, Approver};
@@ -31,6 +32,30 @@ pub(crate) struct RunMemory {
     pub(crate) idempotency: Idempotency,
     pub(crate) remembered: Mutex<HashSet<ApprovalBinding>>,
     pub(crate) next_call: AtomicU64,
+    pub(crate) extensions: Extensions,
+}
+
+/// The values upper layers keep per run, one per type (see
+/// [`Run::extension`](crate::run::Run::extension)): few, so a list.
+#[derive(Default)]
+pub(crate) struct Extensions(Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>);
+
+impl Extensions {
+    /// The value of type `T`, made with `T::default()` on the first ask.
+    pub(crate) fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut values = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = TypeId::of::<T>();
+        if let Some(found) = values
+            .iter()
+            .find(|(of, _)| *of == id)
+            .and_then(|(_, value)| Arc::clone(value).downcast::<T>().ok())
+        {
+            return found;
+        }
+        let made = Arc::new(T::default());
+        values.push((id, Arc::clone(&made) as Arc<dyn Any + Send + Sync>));
+        made
+    }
 }
 
 impl RunState {

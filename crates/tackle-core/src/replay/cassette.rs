@@ -8,7 +8,6 @@
 //! recording modes. Nothing is written before `finish`, so a test that panics never
 //! overwrites a good cassette.
 
-use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -76,9 +75,6 @@ pub(super) struct Inner {
     pub(super) redactor: Redactor,
     /// Where each call is appended as it happens, for a journaled cassette.
     pub(super) journal: Option<Box<Journaled>>,
-    /// What the agent layer keeps beside the cassette: the run's last model request,
-    /// against which the next one is recorded as a delta.
-    requests: Mutex<Option<Box<dyn Any + Send>>>,
     /// Whether a replay writes which recorded calls it used (`TACKLE_CASSETTE_USAGE=1`).
     usage: bool,
     /// Which recorded calls a replay runs and compares with their recordings.
@@ -267,7 +263,6 @@ impl Cassette {
                 live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: None,
-                requests: Mutex::default(),
                 usage: config.use_env
                     && std::env::var("TACKLE_CASSETTE_USAGE").is_ok_and(|v| v.trim() == "1"),
                 checks,
@@ -304,7 +299,6 @@ impl Cassette {
                 live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: Some(Box::new(Journaled { journal })),
-                requests: Mutex::default(),
                 usage: false,
                 // A journal resumes a run: what it holds is served, never re-run.
                 checks: Checks::default(),
@@ -313,22 +307,17 @@ impl Cassette {
         }
     }
 
-    /// A slot the agent layer keeps per cassette: the run's last model request, to
-    /// record the next one as a delta.
-    #[doc(hidden)] // For the agent crate; not a stable API.
-    pub fn request_memory(&self) -> &Mutex<Option<Box<dyn Any + Send>>> {
-        &self.inner.requests
+    /// Whether `other` is this very cassette (a clone of it), not another with the
+    /// same contents.
+    pub fn is(&self, other: &Cassette) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Whether this cassette holds model requests whole (recorded before requests
-    /// were recorded as deltas): a run over it goes on the same way, to match.
-    #[doc(hidden)] // For the agent crate; not a stable API.
-    pub fn records_whole_requests(&self) -> bool {
-        self.state().recorded.iter().any(|i| {
-            i.kind == super::file::InteractionKind::Operation
-                && i.key.starts_with("llm.")
-                && i.input.get("digest").is_none()
-        })
+    /// Whether any interaction this cassette was opened with (recorded before this
+    /// run) is one that `matches`: what a layer above asks to go on as a recording
+    /// began (the agent, whether its model requests were recorded whole).
+    pub fn any_recorded(&self, matches: impl Fn(&Interaction) -> bool) -> bool {
+        self.state().recorded.iter().any(matches)
     }
 
     /// Writes what this cassette holds (the recorded interactions it was opened with,

@@ -495,7 +495,7 @@ const MAX_LINES: usize = 1000;
 /// only shrinks (a file split leaves it; none may grow or join).
 const STILL_TOO_LONG: &[(&str, usize)] = &[
     ("crates/tackle-cli/src/cassettes.rs", 1255),
-    ("crates/tackle-core/src/call/mod.rs", 1210),
+    ("crates/tackle-core/src/call/mod.rs", 1143),
 ];
 
 #[test]

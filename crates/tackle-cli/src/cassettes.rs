@@ -44,6 +44,7 @@ use std::path::{Component, Path, PathBuf};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{json, Value};
+use tackle_agent::model::COMPLETION_PREFIX;
 use tackle_core::replay::file::{
     self, committed_path, digest, load_usage, pending_path, remove, save, usage_path, FORMAT,
     VERSION,
@@ -356,14 +357,11 @@ fn show(path: &Path) -> Result<Exit, CliError> {
 }
 
 fn show_interaction(interaction: &Interaction, colour: bool) {
-    let model = interaction.kind == InteractionKind::Operation
-        && interaction
-            .key
-            .starts_with(tackle_agent::model::COMPLETION_PREFIX);
-    let label = match (interaction.kind, model) {
-        (_, true) => "model",
-        (InteractionKind::Tool, _) => "tool",
-        (InteractionKind::Operation, _) => "op",
+    let model = interaction.key.starts_with(COMPLETION_PREFIX);
+    let (label, model) = match (interaction.kind, model) {
+        (InteractionKind::Operation, true) => ("model", true),
+        (InteractionKind::Tool, _) => ("tool", false),
+        (InteractionKind::Operation, false) => ("op", false),
     };
     let policy = serde_json::to_value(interaction.policy)
         .ok()

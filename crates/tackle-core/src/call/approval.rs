@@ -14,7 +14,7 @@ use std::sync::PoisonError;
 
 use serde_json::Value;
 
-use super::{stop, Call, Effect, Flow, Gate, Now, RunState, Runtime, Step};
+use super::{stop, Call, Effect, Flow, Gate, Now, RunState, Runtime, ScrubbedInput, Step};
 use crate::approval::{ApprovalBinding, ApprovalDecision, ApprovalRequest};
 use crate::audit::GateDecision;
 use crate::error::ToolError;
@@ -67,7 +67,8 @@ pub(super) async fn stage<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) -> 
     let key = call.call_key().to_owned();
     let shown = call.scrubbed_input().clone();
     // A digest of what scrubbing took out, when it took anything.
-    let unscrubbed = matches!(call.scrubbed_input, Some(Some(_))).then(|| call.input.peek());
+    let unscrubbed =
+        matches!(call.scrubbed_input, ScrubbedInput::Scrubbed(_)).then(|| call.input.peek());
     let binding = ApprovalBinding::of_call(tool.key(), key, unscrubbed);
     let decision = Box::pin(ask(door, run, tool, shown, binding, call_id)).await;
     let refusal = match &decision {

@@ -111,6 +111,7 @@ pub(crate) mod dedupe;
 pub mod effect;
 mod execute;
 mod guard;
+mod input;
 mod invoke;
 mod operation;
 mod panics;
@@ -137,6 +138,7 @@ use tracing::Instrument;
 
 pub use effect::{Effect, Json};
 pub use guard::MemoryGuard;
+pub(crate) use input::{Input, ScrubbedInput};
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
 pub use operation::{InputView, Operation};
@@ -312,10 +314,8 @@ pub(crate) struct Call<'a, X: Effect = Json> {
     pub(crate) key: Option<String>,
     /// Whether the outcome has been scrubbed (see [`crate::secrets`]): once only.
     pub(crate) scrubbed: bool,
-    /// The input as scrubbed of secrets, once scrubbed: `Some(None)` when scrubbing
-    /// changed nothing (the input is its own scrubbed form), `Some(Some(_))` when it
-    /// did and a later stage (approval) will read it.
-    pub(crate) scrubbed_input: Option<Option<Value>>,
+    /// The input as scrubbed of secrets, once a stage needed it.
+    pub(crate) scrubbed_input: ScrubbedInput,
     /// The tool or operation, once resolved.
     pub(crate) tool: Option<&'a Tool>,
     /// Its spec, once resolved (read by most stages).
@@ -338,78 +338,6 @@ pub(crate) struct Call<'a, X: Effect = Json> {
     pub(crate) sandbox: Option<Box<SandboxPolicy>>,
     pub(crate) trail: Trail,
     pub(crate) span: tracing::Span,
-}
-
-/// A call's input: a value, or (for operations) a function that makes one, called
-/// only when a stage needs the value, so a model call outside a recording never
-/// serializes its request.
-pub(crate) enum Input<'a> {
-    Value(Value),
-    Lazy(Box<dyn FnOnce() -> Result<Value, String> + Send + 'a>),
-    /// A lazy input whose view could not be made: the stage that needed it ended
-    /// the call, with the reason (see [`Call::made_input`]).
-    Unmade,
-    Taken,
-}
-
-impl Input<'_> {
-    /// The value, made now if it was lazy.
-    #[inline]
-    pub(crate) fn get(&mut self) -> &Value {
-        if matches!(self, Input::Lazy(_)) {
-            self.make();
-        }
-        match self {
-            Input::Value(value) => value,
-            // Taken only by execution, after every stage that reads the input; an
-            // unmade input is refused by the stage that asked (`Call::made_input`).
-            _ => &Value::Null,
-        }
-    }
-
-    /// Whether the input is still to be made (an operation's, before any stage
-    /// needed it).
-    #[inline]
-    pub(crate) fn is_lazy(&self) -> bool {
-        matches!(self, Input::Lazy(_))
-    }
-
-    /// The value as made (by [`Input::get`]); `null` before, and when it could not be
-    /// made.
-    #[inline]
-    pub(crate) fn peek(&self) -> &Value {
-        match self {
-            Input::Value(value) => value,
-            _ => &Value::Null,
-        }
-    }
-
-    /// The value, for the tool to own (only a tool's input is taken, and it is made).
-    #[inline]
-    pub(crate) fn take(&mut self) -> Value {
-        match std::mem::replace(self, Input::Taken) {
-            Input::Value(value) => value,
-            other => Input::take_cold(other),
-        }
-    }
-
-    #[cold]
-    fn take_cold(input: Input<'_>) -> Value {
-        match input {
-            Input::Lazy(make) => make().unwrap_or(Value::Null),
-            _ => Value::Null,
-        }
-    }
-
-    #[cold]
-    fn make(&mut self) {
-        if let Input::Lazy(make) = std::mem::replace(self, Input::Taken) {
-            *self = match make() {
-                Ok(value) => Input::Value(value),
-                Err(_) => Input::Unmade,
-            };
-        }
-    }
 }
 
 impl<'a, X: Effect> Call<'a, X> {
@@ -522,16 +450,15 @@ impl<'a, X: Effect> Call<'a, X> {
     /// The input as scrubbed of secrets (see [`crate::secrets`]), scrubbed now if no
     /// stage did yet: the input itself when scrubbing changes nothing.
     pub(crate) fn scrubbed_input(&mut self) -> &Value {
-        if self.scrubbed_input.is_none() {
+        if matches!(self.scrubbed_input, ScrubbedInput::NotYet) {
             self.input.get();
-            let scrubbed = match self.scrubber().input(self.input.peek()) {
-                Cow::Owned(scrubbed) => Some(scrubbed),
-                Cow::Borrowed(_) => None,
+            self.scrubbed_input = match self.scrubber().input(self.input.peek()) {
+                Cow::Owned(scrubbed) => ScrubbedInput::Scrubbed(scrubbed),
+                Cow::Borrowed(_) => ScrubbedInput::Unchanged,
             };
-            self.scrubbed_input = Some(scrubbed);
         }
         match &self.scrubbed_input {
-            Some(Some(scrubbed)) => scrubbed,
+            ScrubbedInput::Scrubbed(scrubbed) => scrubbed,
             _ => self.input.peek(),
         }
     }
@@ -1025,7 +952,7 @@ impl Runtime {
             arg_secret_fields: Vec::new(),
             key: None,
             scrubbed: false,
-            scrubbed_input: None,
+            scrubbed_input: ScrubbedInput::NotYet,
             tool,
             spec: None,
             code,

@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
-use super::{Call, Effect, Flow};
+use super::{Call, Effect, Flow, ScrubbedInput};
 use crate::audit::Execution;
 use crate::replay::router::{Route, Routed, Serve};
 use crate::replay::InteractionKind;
@@ -62,7 +62,10 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     };
     // Scrubbed once: approval, when the call may need it, reads the same.
     if tool.may_need_approval() && !unneeded {
-        call.scrubbed_input = Some(owned.clone());
+        call.scrubbed_input = match &owned {
+            Some(input) => ScrubbedInput::Scrubbed(input.clone()),
+            None => ScrubbedInput::Unchanged,
+        };
     }
     let mut key = call.key.take();
     // An operation's input is read by nothing after the router (its code runs on

@@ -13,40 +13,20 @@
 //! model and the tool calls through the run's door (the agent's loop for the runtime
 //! made on its first run and kept).
 
+#[path = "support/react.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use serde_json::json;
+use support::{add, model};
 use tackle::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, DeltaSink, FunctionModel, Message, ModelError,
-    ModelFuture, Role, ToolCallRequest,
+    ChatModel, ChatRequest, DeltaSink, FunctionModel, Message, ModelFuture,
 };
 use tackle::agent::react::ReactSkill;
 use tackle::events::{event_queue, ModelDelta};
-use tackle::{tool, Agent, Run, Runtime, ToolContext};
-
-/// Add two integers.
-#[tool(namespace = "bench", side_effects = none)]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    Ok(
-        match request.messages.iter().find(|m| m.role == Role::Tool) {
-            None => ChatResponse::calls(
-                "adding",
-                vec![ToolCallRequest {
-                    id: "c1".into(),
-                    name: "bench_add".into(),
-                    arguments: json!({"a": 2, "b": 3}),
-                }],
-            ),
-            Some(result) => ChatResponse::text(format!("the sum is {}", result.content)),
-        },
-    )
-}
+use tackle::{Agent, Run, Runtime, ToolContext};
 
 /// [`model`], streaming each reply in pieces when asked to.
 struct Streaming;

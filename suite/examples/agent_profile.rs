@@ -18,38 +18,16 @@
 //! instructions, start-up taken out; the agent's minus the baseline's, halved, is the
 //! loop's overhead per step. `docs/performance.md` gives the figures.
 
+#[path = "../benches/support/react.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::sync::Arc;
 
-use serde_json::json;
-use tackle::agent::model::{
-    ChatModel, ChatRequest, ChatResponse, FunctionModel, Message, ModelError, Role, ToolCallRequest,
-};
+use support::{add, model};
+use tackle::agent::model::{ChatModel, ChatRequest, FunctionModel, Message};
 use tackle::agent::react::ReactSkill;
-use tackle::{tool, Agent, Run, Runtime, ToolContext};
-
-/// Add two integers.
-#[tool(namespace = "bench", side_effects = none)]
-fn add(a: i64, b: i64) -> i64 {
-    a + b
-}
-
-/// Calls `bench_add`, then answers with its result (`benches/react.rs`'s model).
-fn model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-    Ok(
-        match request.messages.iter().find(|m| m.role == Role::Tool) {
-            None => ChatResponse::calls(
-                "adding",
-                vec![ToolCallRequest::new(
-                    "c1",
-                    "bench_add",
-                    json!({"a": 2, "b": 3}),
-                )],
-            ),
-            Some(result) => ChatResponse::text(format!("the sum is {}", result.content)),
-        },
-    )
-}
+use tackle::{Agent, Run, Runtime, ToolContext};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -2,7 +2,7 @@
 //! a run's [`ApprovalBook`] holds, and keeps every request without one there as
 //! pending, refused for now: the run stops (a durable run after its step, a Temporal
 //! workflow until its signal) and goes on once a decision is recorded. A durable run's
-//! book is its record ([`RunApprover`]); a Temporal activity's is the decisions the
+//! book is its record ([`RunBook`]); a Temporal activity's is the decisions the
 //! workflow's signals brought.
 
 use std::sync::Arc;
@@ -64,9 +64,6 @@ impl<B: ApprovalBook> Approver for PausingApprover<B> {
         Box::pin(std::future::ready(answer))
     }
 }
-
-/// The approver of a durable run: its record is the book.
-pub(super) type RunApprover = PausingApprover<RunBook>;
 
 /// A durable run's approvals: its record's decisions and pending requests.
 pub(super) struct RunBook {

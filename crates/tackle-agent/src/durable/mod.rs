@@ -103,7 +103,7 @@ use std::time::Duration;
 use tackle_core::approval::Approver;
 use tackle_core::replay::Cassette;
 
-use approvals::{RunApprover, RunBook};
+use approvals::RunBook;
 use attempt::Attempt;
 
 pub use approvals::{ApprovalBook, PausingApprover};
@@ -194,10 +194,9 @@ impl DurableRun {
     /// a call without one is kept pending and does not run (see the
     /// [module docs](self)).
     pub fn approver(&self) -> impl Approver + 'static {
-        let approver: RunApprover = PausingApprover(RunBook {
+        PausingApprover(RunBook {
             attempt: Arc::clone(&self.attempt),
-        });
-        approver
+        })
     }
 
     /// The cassette of this attempt, over the run's journal.

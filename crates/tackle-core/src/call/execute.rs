@@ -37,8 +37,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{
-    panics, Call, Effect, Flow, Json, Now, OperationCode, Outcome, RerunSafe, RunState, Runtime,
-    Step,
+    panics, Call, Effect, Flow, Json, Now, OperationCode, Outcome, RunState, Runtime, Step,
 };
 use crate::audit::Execution;
 use crate::context::{
@@ -64,7 +63,7 @@ pub(super) fn now<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) -> N
         return ControlFlow::Continue(Step::Wait);
     };
     if tool.takes_context()
-        || call.operation.is_some()
+        || call.operation
         || call.sandbox.is_some()
         || door.memory_guard.is_some()
         || call.spec().blocking
@@ -93,7 +92,7 @@ pub(super) async fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, 
     }
     let inline_ok = limit.is_none() && !call.spec().blocking;
     let result = match (&tool.handler().0, tool.takes_context()) {
-        (HandlerKind::Sync(run), false) if inline_ok && call.operation.is_none() => {
+        (HandlerKind::Sync(run), false) if inline_ok && !call.operation => {
             // A synchronous tool with no time limit (here because a memory guard
             // watches it), run right here.
             inline::<X>(call, *run);
@@ -128,7 +127,8 @@ fn begin<X: Effect>(
     let mut checkpoint = None;
     if let (Some(cassette), Some(pending)) = (call.cassette(), &call.pending) {
         // Write-ahead: a journal learns of the call before it runs.
-        let rerun_safe = tool.rerun_safe() || call.operation == Some(RerunSafe(true));
+        // A tool's effect (`Json`) leaves it to the spec.
+        let rerun_safe = tool.rerun_safe() || X::RERUN_SAFE;
         match cassette.start(pending, call.key.as_deref(), rerun_safe) {
             Ok(kept) => checkpoint = kept,
             Err(why) => {

@@ -272,11 +272,6 @@ enum Waits {
     Shape,
 }
 
-/// An operation's effect type says its calls are safe to make again after a crash
-/// (`true`), or leaves that to its spec ([`Effect::RERUN_SAFE`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RerunSafe(pub(crate) bool);
-
 /// Ends the call with one of the door's errors, as the effect's error.
 #[inline]
 pub(crate) fn stop<X: Effect>(error: ToolError) -> Flow<X> {
@@ -295,9 +290,8 @@ pub(crate) struct Call<'a, X: Effect = Json> {
     next_id: &'a AtomicU64,
     /// The run the call belongs to; `None` for a plain call.
     pub(crate) run: Option<&'a RunState>,
-    /// Whether the call is an operation's (its code given by the caller), and then
-    /// whether its effect is safe to make again ([`Effect::RERUN_SAFE`]).
-    pub(crate) operation: Option<RerunSafe>,
+    /// Whether the call is an operation's (its code given by the caller).
+    pub(crate) operation: bool,
     /// The key the caller asked for (a tool's key, `namespace.name` or bare name).
     pub(crate) asked: &'a str,
     /// The caller's id for the call (a model's tool-call id), when it gave one.
@@ -945,7 +939,7 @@ impl Runtime {
             id: None,
             next_id,
             run,
-            operation: code.as_ref().map(|_| RerunSafe(X::RERUN_SAFE)),
+            operation: code.is_some(),
             asked,
             given_id,
             arg_secrets: Vec::new(),

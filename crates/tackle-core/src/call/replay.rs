@@ -26,7 +26,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     };
     let tool = call.tool();
     // Operations are ordered and have no schema of their own to check.
-    let (kind, fingerprint) = if call.operation.is_some() {
+    let (kind, fingerprint) = if call.operation {
         (InteractionKind::Operation, None)
     } else {
         (InteractionKind::Tool, Some(tool.schema_fingerprint()))
@@ -38,7 +38,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
         && cassette.checks(
             policy,
             call.spec().side_effects,
-            call.operation.map(|_| tool.replay_check),
+            call.operation.then_some(tool.replay_check),
         );
     // The call's input, scrubbed once (see `crate::secrets`), keys it and is what a
     // recording keeps; its canonical form is the call's key, which the router makes
@@ -71,7 +71,7 @@ pub(super) fn stage<X: Effect>(call: &mut Call<'_, X>) -> Flow<X> {
     // An operation's input is read by nothing after the router (its code runs on
     // its own typed input) unless an approval is bound to it: hand it over, so a
     // recording keeps it without a copy.
-    let hand_over = call.operation.is_some() && !tool.may_need_approval();
+    let hand_over = call.operation && !tool.may_need_approval();
     let routed = match owned {
         Some(input) => Routed::Owned(input),
         None if unneeded => Routed::Borrowed(&Value::Null),

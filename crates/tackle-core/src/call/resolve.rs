@@ -28,8 +28,8 @@ pub(super) fn stage<'a, X: Effect>(door: &'a Runtime, call: &mut Call<'a, X>) ->
     call.tool = Some(tool);
     call.spec = Some(spec);
     let policy = match &door.sandbox_resolver {
-        Some(resolver) if call.operation.is_none() => Some(resolver.resolve(spec)),
-        _ if call.operation.is_none() && spec.sandbox != SandboxKind::InProcess => {
+        Some(resolver) if !call.operation => Some(resolver.resolve(spec)),
+        _ if !call.operation && spec.sandbox != SandboxKind::InProcess => {
             Some(SandboxPolicy::for_spec(spec))
         }
         _ => None,

@@ -39,7 +39,7 @@ const MAX_ARGUMENT_SECRETS: usize = 64;
 /// Takes the values of the call's secret arguments (see the module docs).
 #[inline]
 pub(super) fn arguments<X: Effect>(door: &Runtime, call: &mut Call<'_, X>) {
-    if call.operation.is_some() {
+    if call.operation {
         return;
     }
     let tool = call.tool();

@@ -11,7 +11,13 @@
 //! * the journal cannot take a write's outcome: the run stops, the model is not asked
 //!   again, and the resume does not pay again;
 //! * a damaged store file (empty, one byte, one byte short) is refused when opened,
-//!   naming the file; a journal shorter than its record says is refused at resume.
+//!   naming the file; a journal shorter than its record says is refused at resume;
+//! * a backup taken mid-run (6 of 12 payments), the run finished, the backup restored
+//!   and resumed: no payment is made twice; each that may have been made after the
+//!   backup waits for an operator;
+//! * a copy of a store's main file alone, made while a process had it open, is
+//!   refused when opened, naming its missing log;
+//! * eight processes open one new store at the same moment: every open succeeds.
 
 #[path = "support/harness.rs"]
 mod harness;
@@ -121,12 +127,24 @@ fn now_ms() -> u64 {
 }
 
 /// A child: waits for the common start, opens the run and drives it to its end.
-/// Exit 0: it drove the run; 4: the run was held; 5: the run had ended.
+/// Exit 0: it drove the run; 4: the run was held; 5: the run had ended. With
+/// `TACKLE_OPEN_ONLY`, it only opens the store: exit 0, or 3 when the open failed.
 fn child() -> ExitCode {
     let start: u64 = std::env::var("TACKLE_START_AT")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    if std::env::var_os("TACKLE_OPEN_ONLY").is_some() {
+        let path = std::env::var_os("TACKLE_STORE").unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(start.saturating_sub(now_ms())));
+        return match SqliteStore::open(path) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("open failed: {e}");
+                ExitCode::from(3)
+            }
+        };
+    }
     let store: Arc<dyn RunStore> = Arc::new(
         SqliteStore::open(std::env::var_os("TACKLE_STORE").unwrap_or_default()).expect("store"),
     );
@@ -495,6 +513,232 @@ fn damaged_stores_are_refused() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Pays o-1 to o-12, one a step, then answers.
+fn twelve_payments(
+    request: &ChatRequest,
+) -> Result<ChatResponse, tackle::agent::model::ModelError> {
+    let n = turn(request);
+    Ok(if n < 12 {
+        ChatResponse::calls(
+            format!("Paying o-{}.", n + 1),
+            vec![call(
+                &format!("p{n}"),
+                "bank_pay",
+                json!({"order": format!("o-{}", n + 1)}),
+            )],
+        )
+    } else {
+        ChatResponse::text("Paid all twelve.")
+    })
+}
+
+/// Resumes `run_id` and drives it to its end or its first held write.
+fn resume_to_end(store: &Arc<dyn RunStore>, run_id: &str) -> Result<(), DurableError> {
+    let run = DurableRun::resume(store.clone(), run_id)?;
+    let runtime = runtime();
+    harness::tokio()
+        .block_on(run.drive(
+            &runtime,
+            &skill(&runtime, twelve_payments).with_max_steps(20),
+            &ctx(),
+            None,
+        ))
+        .map(|_| ())
+}
+
+/// The attack: a store backed up mid-run (6 of 12 payments), the run finished, the
+/// backup restored and resumed. Before restores were marked, 4 payments were made
+/// twice. Now each payment the resumed run makes waits as an unknown outcome, and an
+/// operator who resolves them (made) finishes the run with no payment made again.
+fn a_restored_backup_does_not_pay_again() {
+    let dir = temp("restore");
+    let ledger = dir.join("ledger.txt");
+    std::env::set_var("TACKLE_LEDGER", &ledger);
+    let db = dir.join("runs.db");
+    let backup = dir.join("backup.db");
+    {
+        let sqlite = Arc::new(SqliteStore::open(&db).expect("store"));
+        let store: Arc<dyn RunStore> = sqlite.clone();
+        let run = DurableRun::start(store.clone(), "pay-12", "Pay twelve.").expect("start");
+        let runtime = runtime();
+        harness::tokio()
+            .block_on(run.drive(
+                &runtime,
+                &skill(&runtime, twelve_payments).with_max_steps(20),
+                &ctx(),
+                Some(6),
+            ))
+            .expect("six steps");
+        drop(run);
+        assert_eq!(ledger_lines(&ledger).len(), 6);
+        sqlite.backup(&backup).expect("backup");
+        assert_eq!(sqlite.backed_up_at_ms().unwrap(), None, "the store itself");
+        resume_to_end(&store, "pay-12").expect("the run ends");
+        assert_eq!(ledger_lines(&ledger).len(), 12);
+    }
+    // Restored: the backup replaces the store.
+    for end in ["", "-wal", "-shm"] {
+        std::fs::remove_file(format!("{}{end}", db.display())).ok();
+    }
+    std::fs::copy(&backup, &db).expect("restore");
+    let sqlite = Arc::new(SqliteStore::open(&db).expect("the restored store"));
+    let taken = sqlite.backed_up_at_ms().unwrap().expect("a backup says so");
+    let store: Arc<dyn RunStore> = sqlite.clone();
+    let record = store.load("pay-12").unwrap().unwrap();
+    assert_eq!(
+        record.restored.as_ref().map(|r| r.backed_up_at_ms),
+        Some(taken)
+    );
+    assert_eq!(record.status, RunStatus::Paused);
+    let mut held = Vec::new();
+    for round in 0..12 {
+        match resume_to_end(&store, "pay-12") {
+            Err(DurableError::UnknownOutcome { calls, .. }) => {
+                assert_eq!(calls.len(), 1, "round {round}: {calls:?}");
+                assert_eq!(calls[0].key, "bank.pay@1");
+                let order = calls[0].input["order"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                // The operator checks the bank: it was paid after the backup.
+                DurableRun::resolve(
+                    &*store,
+                    "pay-12",
+                    &calls[0],
+                    Resolution::Succeeded {
+                        output: json!(format!("paid {order}")),
+                    },
+                )
+                .expect("resolve");
+                held.push(order);
+            }
+            Ok(()) => break,
+            Err(e) => panic!("round {round}: {e}"),
+        }
+    }
+    println!("held for the operator after the restore: {held:?}");
+    assert_eq!(held, ["o-7", "o-8", "o-9", "o-10", "o-11", "o-12"]);
+    assert_eq!(
+        ledger_lines(&ledger).len(),
+        12,
+        "no payment made twice: {:?}",
+        ledger_lines(&ledger)
+    );
+    assert_eq!(
+        store.load("pay-12").unwrap().unwrap().status,
+        RunStatus::Done
+    );
+    drop(store);
+    drop(sqlite);
+
+    // The same backup restored again: an operator asks for one payment to be made
+    // again (it was not made), then accepts the restore; the run writes again.
+    let again = dir.join("again.db");
+    std::fs::copy(&backup, &again).expect("restore again");
+    let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&again).expect("store"));
+    let calls = match resume_to_end(&store, "pay-12") {
+        Err(DurableError::UnknownOutcome { calls, .. }) => calls,
+        other => panic!("the first write after the backup ran: {other:?}"),
+    };
+    DurableRun::resolve(&*store, "pay-12", &calls[0], Resolution::Retry).expect("retry");
+    match resume_to_end(&store, "pay-12") {
+        Err(DurableError::UnknownOutcome { calls, .. }) => {
+            assert_eq!(calls[0].input["order"], "o-8")
+        }
+        other => panic!("o-8 ran unchecked: {other:?}"),
+    }
+    assert_eq!(
+        ledger_lines(&ledger).len(),
+        13,
+        "o-7, asked for, made again"
+    );
+    DurableRun::accept_restore(&*store, "pay-12").expect("accept");
+    let calls = match DurableRun::resume(store.clone(), "pay-12") {
+        Err(DurableError::UnknownOutcome { calls, .. }) => calls,
+        other => panic!("o-8 still waits for its resolution: {other:?}"),
+    };
+    DurableRun::resolve(&*store, "pay-12", &calls[0], Resolution::Retry).expect("retry");
+    resume_to_end(&store, "pay-12").expect("accepted: the run goes on");
+    assert_eq!(
+        ledger_lines(&ledger).len(),
+        18,
+        "o-8 to o-12 made in this timeline"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The attack: a `runs.db` copied without its `-wal` file while a process had it
+/// open, then resumed: it paid again. Now the copy is refused, naming the log.
+fn a_copy_of_the_main_file_alone_is_refused() {
+    let dir = temp("wal");
+    std::env::set_var("TACKLE_LEDGER", dir.join("ledger.txt"));
+    let db = dir.join("runs.db");
+    let sqlite = Arc::new(SqliteStore::open(&db).expect("store"));
+    let store: Arc<dyn RunStore> = sqlite.clone();
+    let run = DurableRun::start(store.clone(), "pay-1", "Pay o-1.").expect("start");
+    let runtime = runtime();
+    harness::tokio()
+        .block_on(run.drive(&runtime, &skill(&runtime, payer), &ctx(), None))
+        .expect("the run");
+    drop(run);
+    assert!(
+        dir.join("runs.db-wal").exists(),
+        "open: its log is beside it"
+    );
+    let copy = dir.join("copy.db");
+    std::fs::copy(&db, &copy).expect("copy the main file alone");
+    match SqliteStore::open(&copy) {
+        Err(StoreError::Corrupt { message }) => {
+            assert!(message.contains("copy.db-wal"), "{message}");
+            println!("a copy of the main file alone: refused: {message}");
+        }
+        other => panic!("a copy without its log was opened: {other:?}"),
+    }
+    // Closed, the store's log is in its file: a copy of the file alone is whole.
+    drop(store);
+    drop(sqlite);
+    assert!(
+        !dir.join("runs.db-wal").exists(),
+        "closed: the log is in the file"
+    );
+    std::fs::copy(&db, &copy).expect("copy the closed store");
+    let copied = SqliteStore::open(&copy).expect("a whole copy opens");
+    assert_eq!(
+        copied.load("pay-1").unwrap().unwrap().status,
+        RunStatus::Done
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The attack: eight processes opening one new `runs.db` at the same moment (27 of
+/// 48 opens failed before opening was one transaction). Five rounds of eight.
+fn eight_processes_open_one_new_store_at_once() {
+    let mut failed = 0;
+    for round in 0..5 {
+        let dir = temp(&format!("openers-{round}"));
+        let start = now_ms() + 400;
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(std::env::current_exe().expect("this test"))
+                    .env(CHILD, "1")
+                    .env("TACKLE_OPEN_ONLY", "1")
+                    .env("TACKLE_STORE", dir.join("runs.db"))
+                    .env("TACKLE_START_AT", start.to_string())
+                    .spawn()
+                    .expect("spawn a child")
+            })
+            .collect();
+        failed += children
+            .into_iter()
+            .map(|mut c| c.wait().expect("wait").code())
+            .filter(|code| *code != Some(0))
+            .count();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    println!("40 opens by 8 processes at once: {failed} failed");
+    assert_eq!(failed, 0);
+}
+
 fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         return child();
@@ -517,5 +761,17 @@ fn main() -> ExitCode {
             a_journal_that_cannot_take_an_outcome_stops_the_run,
         ),
         ("damaged_stores_are_refused", damaged_stores_are_refused),
+        (
+            "a_restored_backup_does_not_pay_again",
+            a_restored_backup_does_not_pay_again,
+        ),
+        (
+            "a_copy_of_the_main_file_alone_is_refused",
+            a_copy_of_the_main_file_alone_is_refused,
+        ),
+        (
+            "eight_processes_open_one_new_store_at_once",
+            eight_processes_open_one_new_store_at_once,
+        ),
     ])
 }

@@ -102,7 +102,14 @@ pub(crate) enum RunsCommand {
         /// The cassette to write.
         file: PathBuf,
     },
-    /// Write a consistent copy of the store (safe while runs are written).
+    /// Let a run of a restored backup write again: once what it did after the
+    /// backup's moment is checked, and each write it held is resolved.
+    AcceptRestore {
+        /// The run's id.
+        run: String,
+    },
+    /// Write a consistent copy of the store (safe while runs are written), marked as
+    /// a backup: restored, its unfinished runs hold each write for an operator.
     Backup {
         /// The copy to write.
         file: PathBuf,
@@ -125,7 +132,7 @@ fn durable_error(error: DurableError) -> CliError {
         DurableError::NotFound { .. }
         | DurableError::NoSuchApproval { .. }
         | DurableError::NotInFlight { .. } => Exit::NotFound,
-        DurableError::Held { .. } => Exit::Refused,
+        DurableError::Held { .. } | DurableError::LeaseLost { .. } => Exit::Refused,
         DurableError::Export(_) => Exit::Io,
         _ => Exit::Failure,
     };
@@ -198,6 +205,11 @@ pub(crate) fn execute(path: &Path, command: RunsCommand) -> Result<Exit, CliErro
             say!("wrote {}", file.display());
             Ok(Exit::Success)
         }
+        RunsCommand::AcceptRestore { run } => {
+            DurableRun::accept_restore(&store, &run).map_err(durable_error)?;
+            say!("run {run}: its writes run again from its next resume");
+            Ok(Exit::Success)
+        }
         RunsCommand::Backup { file } => {
             store.backup(&file).map_err(store_error)?;
             say!("backed {} up to {}", path.display(), file.display());
@@ -256,6 +268,13 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
     }
     say!("run {}: {}", record.run_id, status_name(&record.status));
     say!("task: {}", record.task);
+    if let Some(restored) = &record.restored {
+        say!(
+            "restored from a backup taken at {} ms (Unix time): each write waits for an \
+             operator until `accept-restore`",
+            restored.backed_up_at_ms
+        );
+    }
     say!(
         "attempts: {}  held by: {}",
         record.attempts,

@@ -15,7 +15,16 @@
 //! file alone is an older state of the runs: resuming from it would run completed
 //! calls again. Back a store up with [`SqliteStore::backup`] (SQLite's online backup,
 //! safe while runs are written; `cargo tackle runs --store PATH backup TO` from a
-//! shell), or copy both files while no process has the store open.
+//! shell), or copy both files while no process has the store open. Each process
+//! that opens the store keeps a row in it (an `openers` table, written into the main
+//! file at once) until it closes the store: a main file that says it was open while
+//! no log is beside it (a copy of the main file alone, or a store whose log was
+//! deleted) is refused at [`open`](SqliteStore::open) with [`StoreError::Corrupt`]
+//! saying what to do, rather than resumed without its latest writes.
+//!
+//! **A backup is marked as one** ([`SqliteStore::backup`]): restored, its runs that
+//! had not ended do not make again, blindly, the writes they may have made after the
+//! backup's moment (`tackle_agent::durable`, "Backups and restores").
 //!
 //! [`SqliteStore::open`] checks the file first (`PRAGMA quick_check`) and refuses a
 //! damaged one, or an empty file where a store was expected, with
@@ -43,7 +52,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
-use tackle_agent::durable::{JournalEntry, RunRecord, RunStore, StoreError};
+use tackle_agent::durable::{JournalEntry, Restored, RunRecord, RunStore, StoreError};
 
 /// How long a write waits for another process's lock unless told otherwise.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -53,6 +62,19 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    /// This opener's row in the `openers` table, deleted when it closes.
+    token: String,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // A clean close: this opener's row goes, and those of processes that died.
+        // Then SQLite closes the file, copying the log into it when no other process
+        // has it open.
+        let connection = self.connection();
+        let _ = connection.execute("DELETE FROM openers WHERE token = ?1", params![self.token]);
+        forget_dead_openers(&connection);
+    }
 }
 
 fn corrupt(what: &str, error: serde_json::Error) -> StoreError {
@@ -124,6 +146,10 @@ impl SqliteStore {
         let migration = connection
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(failed)?;
+        // What the log holds before this opener writes: a process that had the store
+        // open and died left its writes there; a log made just now by this opener is
+        // empty.
+        let logged = std::fs::metadata(wal_of(&path)).map_or(0, |m| m.len()) > 0;
         migration.execute_batch(SCHEMA).map_err(failed)?;
         // Stores written before records had versions gain the column.
         let versioned: bool = migration
@@ -139,11 +165,47 @@ impl SqliteStore {
                 .execute_batch("ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
                 .map_err(failed)?;
         }
+        let here = std::fs::canonicalize(&path)
+            .unwrap_or_else(|_| path.clone())
+            .to_string_lossy()
+            .into_owned();
+        if logged {
+            forget_dead_openers(&migration);
+        } else {
+            refuse_lost_log(&migration, &path, &here)?;
+        }
+        let token = opener_token();
+        migration
+            .execute(
+                "INSERT INTO openers (token, pid, path) VALUES (?1, ?2, ?3)",
+                params![token, i64::from(std::process::id()), here],
+            )
+            .map_err(failed)?;
         migration.commit().map_err(failed)?;
+        // The row into the main file at once, so that a copy of the main file alone
+        // made from now on says it was open (best effort: a busy log is copied later).
+        let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
         Ok(SqliteStore {
             path,
             connection: Mutex::new(connection),
+            token,
         })
+    }
+
+    /// When the backup this store was restored from was taken, in milliseconds since
+    /// the Unix epoch; `None` for a store that is not a restored backup. See
+    /// [`backup`](Self::backup).
+    pub fn backed_up_at_ms(&self) -> Result<Option<u64>, StoreError> {
+        let taken: Option<String> = self
+            .connection()
+            .query_row(
+                "SELECT value FROM meta WHERE name = 'backed_up_at_ms'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        Ok(taken.and_then(|t| t.parse().ok()))
     }
 
     /// How long a write waits for another process's lock before it fails (default
@@ -160,20 +222,46 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Writes a consistent copy of the store to `to` (a new file, or one replaced),
-    /// with SQLite's online backup: safe while other processes write runs, and
-    /// complete, write-ahead log included.
+    /// Writes a consistent copy of the store to `to` (a new file, or one replaced
+    /// that no process has open), with SQLite's online backup: safe while other
+    /// processes write runs, and complete, write-ahead log included. Whole or not at
+    /// all: the copy is made beside `to` and moved into place once marked.
+    ///
+    /// **A backup is marked as one.** It keeps the moment it was taken
+    /// ([`backed_up_at_ms`](Self::backed_up_at_ms)), and each run it copies that had
+    /// not ended is marked [`restored`](RunRecord::restored): restored and resumed,
+    /// such a run does not make again, blindly, the writes it may have made after the
+    /// backup's moment; each waits as an unknown outcome for an operator (see
+    /// `tackle_agent::durable`, "Backups and restores").
     pub fn backup(&self, to: impl AsRef<Path>) -> Result<(), StoreError> {
         let to = to.as_ref();
-        self.connection()
-            .backup("main", to, None::<fn(rusqlite::backup::Progress)>)
-            .map_err(|e| StoreError::Io {
-                message: format!(
-                    "backing {} up to {}: {e}",
-                    self.path.display(),
-                    to.display()
-                ),
-            })
+        let failed = |e: String| StoreError::Io {
+            message: format!(
+                "backing {} up to {}: {e}",
+                self.path.display(),
+                to.display()
+            ),
+        };
+        if wal_of(to).exists() {
+            return Err(failed(format!(
+                "{} is beside it: a store there is open, or was not closed cleanly",
+                wal_of(to).display()
+            )));
+        }
+        let temp = beside(to, "backup");
+        let made = (|| {
+            self.connection()
+                .backup("main", &temp, None::<fn(rusqlite::backup::Progress)>)
+                .map_err(|e| failed(e.to_string()))?;
+            mark_backup(&temp).map_err(|e| failed(e.to_string()))?;
+            std::fs::File::open(&temp)
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&temp, to))
+                .map_err(|e| failed(e.to_string()))?;
+            sync_parent(to).map_err(|e| failed(e.to_string()))
+        })();
+        remove_with_logs(&temp);
+        made
     }
 
     fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -206,6 +294,15 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
          seq INTEGER NOT NULL,
          entry TEXT NOT NULL,
          PRIMARY KEY (run_id, seq)
+     );
+     CREATE TABLE IF NOT EXISTS openers (
+         token TEXT PRIMARY KEY,
+         pid INTEGER NOT NULL,
+         path TEXT NOT NULL
+     );
+     CREATE TABLE IF NOT EXISTS meta (
+         name TEXT PRIMARY KEY,
+         value TEXT NOT NULL
      );";
 
 /// Creates a new store at `path`, whole or not at all: the tables are written to a
@@ -217,21 +314,7 @@ fn create(path: &Path) -> Result<(), StoreError> {
     let io = |e: std::io::Error| StoreError::Io {
         message: format!("{}: {e}", path.display()),
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "runs.db".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let temp = path.with_file_name(format!(".{name}.creating-{}-{nanos}", std::process::id()));
-    let cleanup = |temp: &Path| {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut file = temp.as_os_str().to_owned();
-            file.push(suffix);
-            let _ = std::fs::remove_file(std::path::PathBuf::from(file));
-        }
-    };
+    let temp = beside(path, "creating");
     let made = (|| {
         let connection = Connection::open(&temp).map_err(|e| file_error(&temp, e))?;
         connection
@@ -248,15 +331,152 @@ fn create(path: &Path) -> Result<(), StoreError> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io(e)),
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io)?;
-        }
-        Ok(())
+        sync_parent(path).map_err(io)
     })();
-    cleanup(&temp);
+    remove_with_logs(&temp);
     made
+}
+
+/// A new file's name beside `path`, for work moved into place once done.
+fn beside(path: &Path, what: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "runs.db".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    path.with_file_name(format!(".{name}.{what}-{}-{nanos}", std::process::id()))
+}
+
+/// Removes a database file and the files SQLite keeps beside it.
+fn remove_with_logs(file: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = file.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+/// Syncs the folder holding `path`, so a file linked or moved there stays.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::File::open(dir).and_then(|d| d.sync_all()),
+        None => Ok(()),
+    }
+}
+
+/// The write-ahead log beside the store `path`.
+fn wal_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// A token naming this opener in the `openers` table.
+fn opener_token() -> String {
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let nth = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{nanos}-{nth}", std::process::id())
+}
+
+/// Whether the process `pid` is alive (where the system says; elsewhere it is
+/// taken as gone, which at worst misses a lost log, never refuses a whole store).
+fn alive(pid: i64) -> bool {
+    cfg!(target_os = "linux") && Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Deletes the rows of openers whose process died (their log, if any, is recovered
+/// by SQLite).
+fn forget_dead_openers(connection: &Connection) {
+    let pids: Vec<i64> = connection
+        .prepare("SELECT DISTINCT pid FROM openers")
+        .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
+        .unwrap_or_default();
+    for pid in pids.into_iter().filter(|pid| !alive(*pid)) {
+        let _ = connection.execute("DELETE FROM openers WHERE pid = ?1", params![pid]);
+    }
+}
+
+/// Refuses a store whose log is empty although a process that had it open left its
+/// row in it: a process that died (its writes would be in its log), or one that had
+/// the store open at another path (the file was copied while open). Either way this
+/// is a copy of the main file alone, or a store whose log was deleted: its latest
+/// writes are missing, and resuming its runs would make completed calls again. Rows
+/// of live processes at this path are openers now, and stay.
+fn refuse_lost_log(connection: &Connection, path: &Path, here: &str) -> Result<(), StoreError> {
+    let rows: Vec<(i64, String)> = connection
+        .prepare("SELECT pid, path FROM openers")
+        .and_then(|mut s| {
+            s.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect()
+        })
+        .map_err(|e| file_error(path, e))?;
+    let lost: Vec<String> = rows
+        .iter()
+        .filter(|(pid, at)| at != here || !alive(*pid))
+        .map(|(pid, at)| format!("process {pid} at {at}"))
+        .collect();
+    if lost.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt {
+        message: format!(
+            "{} was open ({}) when it was copied or its write-ahead log was removed, and \
+             no log is beside it ({}): its latest writes are missing, and resuming its \
+             runs would make completed calls again. Put the -wal file back beside it, or \
+             restore a backup made with `cargo tackle runs --store PATH backup TO`. (Only \
+             if the log is known to hold nothing, say its writer died and another program \
+             closed the store since: `DELETE FROM openers` in it.)",
+            path.display(),
+            lost.join(", "),
+            wal_of(path).display()
+        ),
+    })
+}
+
+/// Marks the copy `file` as a backup taken now: the moment in `meta`, each run not
+/// ended `restored`, and no openers (a copy is open nowhere). One transaction.
+fn mark_backup(file: &Path) -> Result<(), rusqlite::Error> {
+    let taken = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let mut connection = Connection::open(file)?;
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute("DELETE FROM openers", [])?;
+    tx.execute(
+        "INSERT OR REPLACE INTO meta (name, value) VALUES ('backed_up_at_ms', ?1)",
+        params![taken.to_string()],
+    )?;
+    let runs: Vec<(String, String)> = tx
+        .prepare("SELECT run_id, record FROM runs")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (run_id, text) in runs {
+        let Ok(mut record) = serde_json::from_str::<RunRecord>(&text) else {
+            // A record the store cannot read is left for `open` and `check` to report.
+            continue;
+        };
+        if record.ended() {
+            continue;
+        }
+        record.restored = Some(Restored {
+            backed_up_at_ms: taken,
+        });
+        let text = serde_json::to_string(&record)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        tx.execute(
+            "UPDATE runs SET record = ?2 WHERE run_id = ?1",
+            params![run_id, text],
+        )?;
+    }
+    tx.commit()?;
+    // Closing copies the log into the file and removes it.
+    connection.close().map_err(|(_, e)| e)
 }
 
 fn check_header(path: &Path, len: u64) -> Result<(), StoreError> {

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tackle_core::call::Runtime;
+use tackle_core::replay::CallStarted;
 use tokio_util::sync::CancellationToken;
 
 use super::error::DurableError;
 use super::lease::{held_by_other, millis, now_ms, DurableOptions};
-use super::store::{Lease, RunRecord, RunStore, StoreError};
+use super::store::{InFlight, Lease, RunRecord, RunStore, StoreError};
 use super::SAVE_ATTEMPTS;
 
 pub(super) fn load(store: &dyn RunStore, run_id: &str) -> Result<RunRecord, DurableError> {
@@ -40,6 +41,11 @@ pub(super) struct Attempt {
     /// lacks (a run journaled before records kept them): noted when the attempt
     /// drives.
     pub(super) unnoted: Mutex<Vec<String>>,
+    /// Calls an operator asked to run again, not yet made again (key, canonical
+    /// input): a restored run makes them rather than hold them.
+    pub(super) permits: Mutex<Vec<(String, String)>>,
+    /// Writes of a restored run held as unknown outcomes in this attempt.
+    pub(super) held: Mutex<Vec<InFlight>>,
 }
 
 impl Attempt {
@@ -60,7 +66,35 @@ impl Attempt {
             lost: CancellationToken::new(),
             runtime: Mutex::new(Weak::new()),
             unnoted: Mutex::new(Vec::new()),
+            permits: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Uses up the operator's permit to make `call` again, when there is one.
+    pub(super) fn permit(&self, call: &CallStarted) -> bool {
+        let canonical = tackle_core::canonical::canonical(&call.input);
+        let mut permits = self.permits.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = permits
+            .iter()
+            .position(|(key, input)| *key == call.key && *input == canonical);
+        found.map(|at| permits.remove(at)).is_some()
+    }
+
+    /// Notes a write held as an unknown outcome.
+    pub(super) fn hold(&self, call: InFlight) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(call);
+    }
+
+    /// The writes held in this attempt.
+    pub(super) fn held(&self) -> Vec<InFlight> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Notes in the record the schema fingerprint of each tool of `keys` it lacks, as
@@ -156,10 +190,8 @@ impl Attempt {
                         // Our lease lapsed and someone else took the run, then let
                         // it go: what we hold is stale.
                         self.lost.cancel();
-                        return Err(DurableError::Held {
+                        return Err(DurableError::LeaseLost {
                             run_id: fresh.run_id.clone(),
-                            holder: fresh.lease.map_or_else(String::new, |l| l.holder),
-                            remaining_ms: 0,
                         });
                     }
                     *record = fresh;
@@ -225,4 +257,35 @@ fn schema_fingerprint(runtime: &Runtime, key: &str) -> Option<String> {
     let live = runtime.live_tools().snapshot();
     let tool = live.get(key)?;
     Some(tool.schema_fingerprint().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::durable::{DurableError, DurableOptions, DurableRun, MemoryStore, RunStore};
+
+    /// An attempt whose lease lapsed while another process took the run and let it
+    /// go says so, not that an unnamed holder holds the run for 0 s.
+    #[test]
+    fn a_lapsed_lease_taken_over_says_so() {
+        let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+        let first = DurableOptions::default()
+            .with_holder("first")
+            .with_lease(Duration::from_millis(1));
+        let run = DurableRun::start_with(Arc::clone(&store), "r", "Task.", first).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let second = DurableOptions::default().with_holder("second");
+        let other = DurableRun::resume_with(Arc::clone(&store), "r", second).unwrap();
+        drop(other);
+        let error = run.release().unwrap_err();
+        assert!(
+            matches!(&error, DurableError::LeaseLost { run_id } if run_id == "r"),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains("lapsed"), "{message}");
+        assert!(!message.contains("unnamed"), "{message}");
+    }
 }

@@ -220,8 +220,21 @@ impl DurableRun {
     }
 
     /// Ends an attempt whose journal failed: status `interrupted` when the store
-    /// takes it, and the error.
+    /// takes it, and the error; or, when the attempt held writes of a restored run,
+    /// status `unknown_outcome` listing them.
     fn interrupted(&self, message: String) -> Result<ReactState, DurableError> {
+        let held = self.attempt.held();
+        if !held.is_empty() {
+            // A restored run's writes that may have been made after its backup.
+            let status = RunStatus::UnknownOutcome {
+                calls: held.clone(),
+            };
+            let _ = self.attempt.save(true, |r| r.status = status.clone());
+            return Err(DurableError::UnknownOutcome {
+                run_id: self.run_id(),
+                calls: held,
+            });
+        }
         let status = RunStatus::Interrupted {
             error: message.clone(),
         };

@@ -55,6 +55,18 @@ pub enum DurableError {
         /// The id.
         run_id: String,
     },
+    /// This attempt's lease on the run lapsed, and another process took the run since
+    /// (and may have driven it further): this attempt stops, having saved nothing.
+    #[error(
+        "this attempt's lease on the run `{run_id}` lapsed and another process took the \
+         run since (it may have driven it further): this attempt stops, having saved \
+         nothing; resume the run to go on from where it stands (a longer lease: \
+         `DurableOptions::with_lease`)"
+    )]
+    LeaseLost {
+        /// The id.
+        run_id: String,
+    },
     /// Others saved the run's record again and again while this save was made (it
     /// was given up), or the run changed after this attempt let it go: resume it.
     #[error("the run `{run_id}` kept changing while it was saved; try again")]

@@ -23,6 +23,9 @@ pub(super) struct Replayed {
     pub(super) resumable: Vec<(String, Value, Value)>,
     /// The next call number free in any attempt.
     pub(super) next_call: u64,
+    /// Calls an operator asked to run again and not yet made again (key, canonical
+    /// input): a run restored from a backup makes them rather than hold them.
+    pub(super) retried: Vec<(String, String)>,
 }
 
 /// Reads a journal: its outcomes (finished calls, and calls an operator resolved)
@@ -32,11 +35,19 @@ pub(super) fn replay(journal: Vec<JournalEntry>) -> Replayed {
     let mut settled: BTreeSet<(u32, u64)> = BTreeSet::new();
     let mut notes: BTreeMap<(u32, u64), Value> = BTreeMap::new();
     let mut recorded = Vec::new();
+    let mut retried: Vec<(String, String)> = Vec::new();
     let mut next_call = 0;
     for entry in journal {
         match entry {
             JournalEntry::Started { attempt, call } => {
                 next_call = next_call.max(call.call + 1);
+                let canonical = tackle_core::canonical::canonical(&call.input);
+                if let Some(at) = retried
+                    .iter()
+                    .position(|(key, input)| *key == call.key && *input == canonical)
+                {
+                    retried.remove(at);
+                }
                 started.insert((attempt, call.call), call);
             }
             JournalEntry::Finished {
@@ -62,7 +73,13 @@ pub(super) fn replay(journal: Vec<JournalEntry>) -> Replayed {
                         key: call.key.clone(),
                         message: error,
                     }),
-                    Resolution::Retry => continue,
+                    Resolution::Retry => {
+                        retried.push((
+                            call.key.clone(),
+                            tackle_core::canonical::canonical(&call.input),
+                        ));
+                        continue;
+                    }
                 };
                 recorded.push(Interaction {
                     call: call.call,
@@ -134,6 +151,7 @@ pub(super) fn replay(journal: Vec<JournalEntry>) -> Replayed {
         unknown,
         resumable,
         next_call,
+        retried,
     }
 }
 
@@ -192,10 +210,34 @@ impl Journal for StoreJournal {
         if call.kind == InteractionKind::Tool {
             self.note_schema(&call.key)?;
         }
+        let restored = self.attempt.record().restored.clone();
+        let held = match restored {
+            Some(restored) if !call.rerun_safe && !self.attempt.permit(call) => Some(restored),
+            _ => None,
+        };
         self.append(&JournalEntry::Started {
             attempt: self.number,
             call: call.clone(),
-        })
+        })?;
+        if let Some(restored) = held {
+            // The run may have made this write after the backup was taken: it does
+            // not run, and waits, in flight, for an operator.
+            let message = format!(
+                "the run was restored from a backup taken at {} ms (Unix time) and may have \
+                 made the write `{}` after it: it waits as an unknown outcome for an \
+                 operator (resolve it, or accept the restore once the world is checked)",
+                restored.backed_up_at_ms, call.key
+            );
+            self.attempt.hold(InFlight {
+                attempt: self.number,
+                call: call.call,
+                key: call.key.clone(),
+                input: call.input.clone(),
+            });
+            self.attempt.fail(message.clone());
+            return Err(message);
+        }
+        Ok(())
     }
 
     fn finished(&self, interaction: &Interaction) -> Result<(), String> {

@@ -49,6 +49,19 @@
 //! ([`DurableError::Journal`], status [`RunStatus::Interrupted`]) before the model sees
 //! anything the journal does not hold.
 //!
+//! **Backups and restores.** A store's backup (`tackle_sqlite::SqliteStore::backup`)
+//! is the store as it was at one moment; the runs it copies that had not ended may
+//! have gone on after it, making writes the copy does not hold. So the backup marks
+//! each of them [`restored`](RunRecord::restored): resumed from a restored backup,
+//! such a run replays to where the backup left it and goes on, but each write it
+//! then makes (a call that is not [rerun-safe](tackle_core::replay::CallStarted::rerun_safe))
+//! does not run: it waits, in flight, as an unknown outcome
+//! ([`DurableError::UnknownOutcome`]) for an operator, who [`resolve`](DurableRun::resolve)s
+//! it as for a crash (made, with its output; failed; or to be run again), until the
+//! operator [`accept_restore`](DurableRun::accept_restore)s the run: from then on it
+//! writes as any run does. Reads, model calls and calls with an idempotency key are
+//! not held.
+//!
 //! The store is a trait: [`MemoryStore`] keeps runs in memory (tests); the
 //! `tackle-sqlite` crate has the embedded default, one SQLite file; any store proves
 //! itself with the [`conformance`] kit. A run's journal exports as an ordinary
@@ -111,7 +124,7 @@ pub use error::DurableError;
 pub use lease::DurableOptions;
 pub use memory::MemoryStore;
 pub use store::{
-    ApprovalRecord, Decision, InFlight, JournalEntry, Lease, PendingApproval, Resolution,
+    ApprovalRecord, Decision, InFlight, JournalEntry, Lease, PendingApproval, Resolution, Restored,
     RunRecord, RunStatus, RunStore, StoreError,
 };
 

@@ -121,6 +121,10 @@ impl DurableRun {
             r.status = RunStatus::Running;
         })?;
         let number = attempt.record().attempts;
+        *attempt
+            .permits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = replayed.retried;
         let run = DurableRun::with_attempt(attempt, number, replayed.recorded, replayed.next_call);
         run.cassette.resume_progress(replayed.resumable);
         Ok(run)

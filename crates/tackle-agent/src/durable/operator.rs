@@ -94,6 +94,24 @@ impl DurableRun {
         )
     }
 
+    /// Accepts that the run `run_id` of a restored backup may go on from there (see
+    /// [`RunRecord::restored`]): an operator who has checked what the run did after
+    /// the backup's moment (and [`resolve`](Self::resolve)d each write it held) says
+    /// so, and from its next resume its writes run again as any run's do. A run not
+    /// restored is left as it is. [`DurableError::Held`] while a process holds it.
+    pub fn accept_restore(store: &dyn RunStore, run_id: &str) -> Result<(), DurableError> {
+        update(
+            store,
+            run_id,
+            |record, _| {
+                not_held(record, run_id)?;
+                record.restored = None;
+                Ok((Vec::new(), ()))
+            },
+            false,
+        )
+    }
+
     /// Ends the run `run_id`, which no process drives, as [`RunStatus::Failed`] with
     /// `error` (a cancel by whoever asked for the run), in one transaction: its
     /// pending approvals are dropped, and it cannot be resumed. [`DurableError::Held`]

@@ -124,6 +124,22 @@ pub struct RunRecord {
     /// reports a tool whose schema changed since.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, String>,
+    /// Set when this record comes from a backup that was restored (a store's backup
+    /// marks the runs it copies that had not ended): the run may have gone on after
+    /// the backup's moment, so until an operator
+    /// [accepts the restore](super::DurableRun::accept_restore) each write it makes
+    /// waits as an unknown outcome rather than running (see the
+    /// [module docs](super)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<Restored>,
+}
+
+/// What a run restored from a backup keeps of it: see [`RunRecord::restored`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restored {
+    /// When the backup was taken, in milliseconds since the Unix epoch: what the
+    /// run did after this moment, the restored store does not hold.
+    pub backed_up_at_ms: u64,
 }
 
 /// A process's hold on a run: while it lasts, no other process opens or resumes the
@@ -226,7 +242,13 @@ impl RunRecord {
             lease: None,
             journaled: 0,
             tools: BTreeMap::new(),
+            restored: None,
         }
+    }
+
+    /// Whether the run has ended ([`RunStatus::Done`] or [`RunStatus::Failed`]).
+    pub fn ended(&self) -> bool {
+        matches!(self.status, RunStatus::Done | RunStatus::Failed { .. })
     }
 }
 

@@ -125,16 +125,8 @@ impl DoorActivities {
     ) -> Result<DoorOutcome, ActivityError> {
         let agent = self.agent(&call.agent)?;
         let attempt = ctx.info().attempt;
-        if attempt > 1 {
-            let safe = self
-                .agents
-                .runtime()
-                .registry()
-                .resolve(&call.key)
-                .map_or(true, |tool| tool.rerun_safe());
-            if !safe {
-                return Ok(DoorOutcome::UnknownOutcome { attempt });
-            }
+        if attempt > 1 && !self.rerun_safe(&call.key) {
+            return Ok(DoorOutcome::UnknownOutcome { attempt });
         }
         let approvals = Arc::new(ActivityApprovals {
             decisions: call.decisions,
@@ -152,6 +144,15 @@ impl DoorActivities {
             // worker shutting down has Temporal run it again elsewhere).
             return Err(ActivityError::cancelled());
         }
+        if ctx.is_cancelled()
+            && matches!(result, Err(ToolError::Aborted { .. }))
+            && !self.rerun_safe(&call.key)
+        {
+            // Cancelled, a write did not stop within the grace window: it may still
+            // land. The run records it as a call of unknown outcome (the workflow's
+            // `tackle.unknown_outcomes`), not as a write that did not happen.
+            return Ok(DoorOutcome::UnknownOutcome { attempt });
+        }
         let requests = approvals.take_pending();
         if requests.is_empty() {
             Ok(DoorOutcome::Done { result })
@@ -162,6 +163,16 @@ impl DoorActivities {
 }
 
 impl DoorActivities {
+    /// Whether the tool `key` names may run again safely (a key this worker does not
+    /// know: the door refuses it, so nothing ran).
+    fn rerun_safe(&self, key: &str) -> bool {
+        self.agents
+            .runtime()
+            .registry()
+            .resolve(key)
+            .map_or(true, |tool| tool.rerun_safe())
+    }
+
     /// The whole request of `call`: from this worker's recent requests, or rebuilt
     /// from the run's history.
     async fn whole_request(

@@ -126,7 +126,9 @@ pub enum DoorOutcome {
         /// The requests.
         requests: Vec<PendingApproval>,
     },
-    /// An earlier attempt of this call may have run, and running it again is not safe.
+    /// An earlier attempt of this call may have run, and running it again is not safe;
+    /// or the run was cancelled while this write ran and it did not stop within the
+    /// grace window, so it may still land.
     UnknownOutcome {
         /// This attempt's number.
         attempt: u32,

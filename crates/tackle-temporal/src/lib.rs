@@ -29,7 +29,9 @@
 //!   next from where its loop stands ([`ReactCheckpoint`]), so no history outgrows
 //!   what Temporal keeps.
 //! - **Cancellation is Temporal's.** Cancelling the workflow stops the run: it ends
-//!   cancelled, and the activity in flight is told to stop.
+//!   cancelled, and the activity in flight is told to stop and waited for; a write
+//!   that does not stop in time is recorded as a call of unknown outcome
+//!   ([`AgentWorkflow::unknown_outcomes`]), since it may still land.
 //!
 //! ```no_run
 //! use std::sync::Arc;

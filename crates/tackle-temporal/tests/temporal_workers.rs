@@ -20,6 +20,11 @@
 //!   tool's cancellation token fires, the run waits for it to stop, ends cancelled,
 //!   and its state so far is queryable.
 //!
+//! - `cancelled_during_a_write_that_does_not_stop`: a run cancelled while a write
+//!   that ignores cancellation blocks its thread: the run ends cancelled at once, and
+//!   its record names the write as a call of unknown outcome
+//!   (`tackle.unknown_outcomes`); the write lands after.
+//!
 //! - `three_hundred_runs_and_two_killed_workers`: three workers, 300 runs at once
 //!   (each credits a ledger twice, keyed); a worker is killed (SIGKILL) at a random
 //!   moment twice, and a new one started each time: every run ends with its
@@ -87,6 +92,10 @@ fn main() -> ExitCode {
         ("approvals_are_signals", approvals_are_signals),
         ("approvals_are_used_up", approvals_are_used_up),
         ("cancelled_during_a_tool_call", cancelled_during_a_tool_call),
+        (
+            "cancelled_during_a_write_that_does_not_stop",
+            cancelled_during_a_write_that_does_not_stop,
+        ),
         (
             "three_hundred_runs_and_two_killed_workers",
             three_hundred_runs_and_two_killed_workers,
@@ -771,6 +780,54 @@ fn cancelled_during_a_tool_call() {
         let state = state.expect("a state");
         assert!(state.step_index >= 1, "{state:?}");
         assert_eq!(state.tool_calls[0].result, Some(json!(1000)), "{state:?}");
+    });
+}
+
+fn cancelled_during_a_write_that_does_not_stop() {
+    let Some(cluster) = Cluster::start("stubborn") else {
+        return;
+    };
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let handle = start(&client, "stubborn", "Settle batch b-8.", "stubborn-1").await;
+        let started = Instant::now();
+        while !cluster.ledger().contains(&"begin stubborn b-8".to_owned()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the write started"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        handle
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .expect("cancel");
+        let ended = handle.get_result(WorkflowGetResultOptions::default()).await;
+        assert!(
+            matches!(ended, Err(WorkflowGetResultError::Cancelled { .. })),
+            "{ended:?}"
+        );
+        // The run's record says a write was in flight and may land.
+        let unknown = handle
+            .query(
+                AgentWorkflow::unknown_outcomes,
+                (),
+                WorkflowQueryOptions::default(),
+            )
+            .await
+            .expect("the unknown outcomes of a cancelled run");
+        assert_eq!(unknown.len(), 1, "{unknown:?}");
+        assert_eq!(unknown[0].key, "bank.settle_stubborn@1");
+        assert_eq!(unknown[0].arguments, json!({"batch": "b-8"}));
+        // And it did land.
+        let landed = Instant::now();
+        while !cluster.ledger().contains(&"settled b-8".to_owned()) {
+            assert!(
+                landed.elapsed() < Duration::from_secs(10),
+                "the write landed"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     });
 }
 

@@ -44,6 +44,12 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
         &["bank.balance", "bank.settle"],
     )
     .expect("skill");
+    let stubborn = ReactSkill::new(
+        Arc::new(FunctionModel::new("stubborn-bot", stubborn_model)),
+        runtime.registry(),
+        &["bank.settle_stubborn"],
+    )
+    .expect("skill");
     let scale = ReactSkill::new(
         Arc::new(FunctionModel::new("scale-bot", scale_model)),
         runtime.registry(),
@@ -82,6 +88,7 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
         .with("payouts", payouts, context.clone())
         .with("refunds", refunds, context.clone())
         .with("again", again, context.clone())
+        .with("stubborn", stubborn, context.clone())
         .with("settle", settler, context)
 }
 
@@ -413,6 +420,27 @@ pub async fn settle(ctx: &ToolContext, batch: String) -> String {
         }
         () = tokio::time::sleep(Duration::from_secs(60)) => format!("settled {batch}"),
     }
+}
+
+/// A slow write that does not stop when its call is cancelled: it blocks its thread
+/// for 3 s, then lands.
+#[tool(namespace = "bank", side_effects = external, blocking)]
+pub fn settle_stubborn(batch: String) -> String {
+    append(&ledger(), &format!("begin stubborn {batch}"));
+    std::thread::sleep(Duration::from_secs(3));
+    append(&ledger(), &format!("settled {batch}"));
+    format!("settled {batch}")
+}
+
+/// Settles a batch with the write that does not stop.
+pub fn stubborn_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls(
+            "Settling.",
+            vec![call("s", "bank_settle_stubborn", json!({"batch": "b-8"}))],
+        ),
+        _ => ChatResponse::text("Settled."),
+    })
 }
 
 /// Reads the balance, then settles a batch (slowly).

@@ -23,6 +23,9 @@
 //! * the network is cut where the platform allows it (a new, empty network namespace
 //!   on Linux); where it does not, the call still runs and the span records
 //!   `tool.sandbox.no_network = false`;
+//! * with the network allowed or not, the child reaches no abstract Unix socket made
+//!   outside it (the host's D-Bus, X11 and the like), where the kernel scopes them
+//!   (Landlock, Linux 6.12+: [`abstract_sockets_scoped`]);
 //! * the child is killed (`SIGKILL`) when the call's time limit passes, when the run is
 //!   cancelled and the grace window ends, or when the caller stops waiting. A
 //!   sandboxed tool that times out is stopped: its `Timeout` says it is not still
@@ -67,6 +70,8 @@ use serde_json::Value;
 
 #[cfg(feature = "process")]
 pub use child::serve_child;
+#[cfg(feature = "process")]
+pub use process::abstract_sockets_scoped;
 #[cfg(feature = "process")]
 pub use process::ProcessSandbox;
 pub use tackle_contract::SandboxKind;

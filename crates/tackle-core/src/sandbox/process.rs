@@ -49,6 +49,14 @@ pub struct ProcessSandbox {
     args: Vec<OsString>,
 }
 
+/// Whether this platform keeps a sandboxed child from the abstract Unix sockets made
+/// outside it, network allowed or not (Landlock's scope, Linux 6.12+). Where it does
+/// not, a child with the network allowed shares the host's network namespace, and its
+/// abstract sockets with it.
+pub fn abstract_sockets_scoped() -> bool {
+    limits::sockets_scoped()
+}
+
 impl ProcessSandbox {
     /// Children of this program (`std::env::current_exe`), started with no arguments.
     pub fn current_exe() -> std::io::Result<ProcessSandbox> {
@@ -415,6 +423,7 @@ mod limits {
                 if no_network {
                     libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET);
                 }
+                scope_abstract_sockets();
                 return Ok(());
             }
             if let Some(count) = processes {
@@ -461,6 +470,8 @@ mod limits {
             {
                 libc::_exit(NOT_CONTAINED);
             }
+            // After the mounts: a process Landlock scopes may not change them.
+            scope_abstract_sockets();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         }
         Ok(())
@@ -536,6 +547,75 @@ mod limits {
         false
     }
 
+    /// Landlock's ruleset attributes, as of its ABI 6 (the `scoped` field).
+    #[cfg(target_os = "linux")]
+    #[repr(C)]
+    struct RulesetAttr {
+        handled_access_fs: u64,
+        handled_access_net: u64,
+        scoped: u64,
+    }
+
+    /// Landlock's scope of abstract Unix sockets (ABI 6).
+    #[cfg(target_os = "linux")]
+    const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
+
+    /// Whether the kernel scopes abstract Unix sockets (Landlock ABI 6, Linux 6.12+).
+    #[cfg(target_os = "linux")]
+    pub(super) fn sockets_scoped() -> bool {
+        // SAFETY: a plain system call; with a null attribute and this flag it only
+        // answers the ABI version (`LANDLOCK_CREATE_RULESET_VERSION`).
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<RulesetAttr>(),
+                0usize,
+                1u32,
+            )
+        };
+        abi >= 6
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn sockets_scoped() -> bool {
+        false
+    }
+
+    /// Scopes the calling process and what it starts with Landlock, in the forked
+    /// child before `exec`: no abstract Unix socket made outside it can be connected
+    /// to (the host's D-Bus, X11 and the like listen on them, in the network namespace
+    /// a child with the network allowed shares). Nothing else is restricted. A kernel
+    /// without the scope (before Linux 6.12) refuses the ruleset, and the child runs
+    /// as before.
+    ///
+    /// # Safety
+    ///
+    /// Plain system calls, for a forked child with one thread.
+    #[cfg(target_os = "linux")]
+    unsafe fn scope_abstract_sockets() {
+        let attr = RulesetAttr {
+            handled_access_fs: 0,
+            handled_access_net: 0,
+            scoped: SCOPE_ABSTRACT_UNIX_SOCKET,
+        };
+        let fd = libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0u32,
+        );
+        let Ok(fd) = libc::c_int::try_from(fd) else {
+            return;
+        };
+        if fd < 0 {
+            return;
+        }
+        // Landlock asks for it (no gaining privileges by `exec` from here on).
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32);
+        libc::close(fd);
+    }
+
     /// Whether the process `pid` is in another network namespace than this one.
     #[cfg(target_os = "linux")]
     pub(super) fn isolated(pid: u32) -> bool {
@@ -588,6 +668,10 @@ mod limits {
     }
 
     pub(super) fn isolated(_pid: u32) -> bool {
+        false
+    }
+
+    pub(super) fn sockets_scoped() -> bool {
         false
     }
 

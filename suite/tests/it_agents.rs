@@ -13,6 +13,7 @@ mod local_model;
 mod many_runs;
 mod openai_client;
 mod pipeline;
+mod provider_oracles;
 mod providers;
 mod providers_wire;
 mod replay_behaviour;

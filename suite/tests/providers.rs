@@ -1,5 +1,8 @@
 //! Tool definitions in each provider's form, checked against golden files over tricky
-//! schemas: nested objects, enums, `Option`, maps and a recursive type.
+//! schemas: nested objects, enums (documented ones too), `Option`, maps, a recursive
+//! type, a tuple, a `serde_json::Value`, a field named `properties`, optional fields
+//! inside arrays and a union at the root. (`provider_oracles.rs` checks the forms of a
+//! larger fixture against the providers' own SDKs.)
 //!
 //! After an intended change: `TACKLE_UPDATE_GOLDEN=1 cargo test -p tackle-suite --test it_agents providers::`,
 //! then read the diff of `tests/golden/providers/*.json`.
@@ -10,8 +13,11 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tackle::agent::providers::{definition, drop_nulls, openai_strict, Provider, ProviderNames};
-use tackle::{tool, Runtime};
+use tackle::agent::providers::{
+    anthropic, definition, drop_nulls, gemini_parameters, openai_form, openai_strict, Provider,
+    ProviderNames,
+};
+use tackle::{tool, Args, Runtime};
 
 #[derive(Deserialize, JsonSchema)]
 struct Customer {
@@ -89,9 +95,9 @@ fn definitions_match_the_golden_files() {
     let tools: Vec<_> = rt
         .registry()
         .list()
-        .filter(|t| t.key().starts_with("shapes."))
+        .filter(|t| t.key().starts_with("shapes.") || t.key().starts_with("classes."))
         .collect();
-    assert_eq!(tools.len(), 4);
+    assert_eq!(tools.len(), 10);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/providers");
     let update = std::env::var_os("TACKLE_UPDATE_GOLDEN").is_some();
     let mut mismatches = Vec::new();
@@ -206,4 +212,223 @@ fn one_name_map_serves_agents_and_mcp() {
     assert_eq!(names.name_of("x.a_b_c@1"), Some("x_a_b_c"));
     assert_eq!(names.key_of("a_b_c"), None);
     assert_eq!(names.len(), 2);
+}
+
+/// A unit enum whose variants have doc comments (schemars makes it a list of consts).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Priority {
+    /// When there is time.
+    Low,
+    /// Before anything else.
+    High,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Feature {
+    /// GeoJSON's free-form properties: a field *named* `properties`.
+    properties: HashMap<String, String>,
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Item {
+    sku: String,
+    note: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Lookup {
+    ById { id: u64 },
+    ByName { name: String, city: Option<String> },
+}
+
+/// Says whether a task is urgent (documented unit enums).
+#[tool(namespace = "classes", side_effects = none)]
+fn documented(priority: Priority, later: Option<Priority>) -> bool {
+    matches!(priority, Priority::High) && later.is_none()
+}
+
+/// Sums a point's coordinates (a tuple).
+#[tool(namespace = "classes", side_effects = none)]
+fn tuple(point: (f64, f64)) -> f64 {
+    point.0 + point.1
+}
+
+/// Writes out a value of any type.
+#[tool(namespace = "classes", side_effects = none)]
+fn any_value(value: Value) -> String {
+    value.to_string()
+}
+
+/// Counts a GeoJSON feature's properties (a field named `properties`).
+#[tool(namespace = "classes", side_effects = none)]
+fn geo(feature: Feature) -> usize {
+    feature.properties.len() + feature.name.len()
+}
+
+/// Sums order lines, each with an optional note (nulls inside arrays).
+#[tool(namespace = "classes", side_effects = none)]
+fn items(lines: Vec<Item>) -> usize {
+    lines
+        .iter()
+        .map(|l| l.sku.len() + l.note.as_ref().map_or(0, String::len))
+        .sum()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Query {
+    limit: u32,
+    #[serde(flatten)]
+    by: Lookup,
+}
+
+/// Looks up by id or by name (a flattened untagged enum: a union at the root).
+#[tool(namespace = "classes", side_effects = none)]
+fn lookup(Args(query): Args<Query>) -> String {
+    let found = match query.by {
+        Lookup::ById { id } => id.to_string(),
+        Lookup::ByName { name, .. } => name,
+    };
+    format!("{found} (of {})", query.limit)
+}
+
+fn class(rt: &Runtime, key: &str) -> std::sync::Arc<tackle::registry::Tool> {
+    rt.registry().resolve(key).unwrap().clone()
+}
+
+fn mentions(schema: &Value, needle: &str) -> bool {
+    schema.to_string().contains(needle)
+}
+
+#[test]
+fn documented_enums_are_any_of_in_strict_forms() {
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
+    let tool = class(&rt, "classes.documented");
+    let form = openai_form(&tool.spec().input_schema);
+    assert!(form.strict, "{form:?}");
+    assert!(!mentions(&form.parameters, "oneOf"), "{}", form.parameters);
+    assert!(mentions(&form.parameters, "anyOf"), "{}", form.parameters);
+    let (field, gemini) = gemini_parameters(&tool.spec().input_schema).unwrap();
+    assert_eq!(field, "parameters");
+    assert!(!mentions(&gemini, "oneOf"), "{gemini}");
+    assert_eq!(
+        gemini["properties"]["priority"]["anyOf"][0]["enum"],
+        json!(["low"])
+    );
+    assert_eq!(gemini["required"], json!(["priority"]), "{gemini}");
+    assert_eq!(
+        gemini["properties"]["later"]["anyOf"][1]["enum"],
+        json!(["high"])
+    );
+}
+
+#[test]
+fn maps_tuples_and_values_turn_strict_off_and_reach_gemini_whole() {
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
+    for (key, why) in [
+        ("shapes.maps", "a map"),
+        ("classes.tuple", "a tuple"),
+        ("classes.any_value", "any type"),
+    ] {
+        let tool = class(&rt, key);
+        let form = openai_form(&tool.spec().input_schema);
+        assert!(!form.strict, "{key}: {form:?}");
+        assert!(
+            form.not_strict.as_deref().unwrap_or_default().contains(why),
+            "{key}: {form:?}"
+        );
+        assert_eq!(form.parameters["type"], "object", "{key}");
+    }
+    // A map and a value of any type go in Gemini's JSON Schema field.
+    let maps = class(&rt, "shapes.maps");
+    let (field, form) = gemini_parameters(&maps.spec().input_schema).unwrap();
+    assert_eq!(field, "parametersJsonSchema");
+    assert_eq!(
+        form["properties"]["weights"]["additionalProperties"]["type"],
+        "number"
+    );
+    // A tuple is an array of its items' type, of its length.
+    let tuple = class(&rt, "classes.tuple");
+    let (field, form) = gemini_parameters(&tuple.spec().input_schema).unwrap();
+    assert_eq!(field, "parameters");
+    let point = &form["properties"]["point"];
+    assert_eq!(point["type"], "array");
+    assert_eq!(point["items"]["type"], "number");
+    assert_eq!(
+        (point["minItems"].clone(), point["maxItems"].clone()),
+        (json!(2), json!(2))
+    );
+    // A recursive type is whole in the JSON Schema field, not cut.
+    let tree = class(&rt, "shapes.tree");
+    let (field, form) = gemini_parameters(&tree.spec().input_schema).unwrap();
+    assert_eq!(field, "parametersJsonSchema");
+    assert!(mentions(&form, "$ref"), "{form}");
+    assert!(!mentions(&form, "too deep"), "{form}");
+}
+
+#[test]
+fn a_field_named_properties_is_a_field() {
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
+    let tool = class(&rt, "classes.geo");
+    let schema = &tool.spec().input_schema;
+    let form = openai_form(schema);
+    // The map makes it not strict; the strict transform itself still leaves the map
+    // alone: no `required` or `additionalProperties: false` inside the property map.
+    let strict = openai_strict(schema);
+    let feature = &strict["$defs"]["Feature"];
+    assert_eq!(
+        feature["required"],
+        json!(["properties", "name"]),
+        "{feature}"
+    );
+    assert!(feature["properties"].get("required").is_none(), "{feature}");
+    assert!(!form.strict);
+}
+
+#[test]
+fn a_union_at_the_root_is_one_object_for_anthropic_and_openai() {
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
+    let tool = class(&rt, "classes.lookup");
+    let schema = &tool.spec().input_schema;
+    for form in [anthropic(schema), openai_form(schema).parameters] {
+        assert_eq!(form["type"], "object", "{form}");
+        assert!(
+            form.get("anyOf").is_none() && form.get("oneOf").is_none(),
+            "{form}"
+        );
+        let props = form["properties"].as_object().unwrap();
+        assert!(
+            props.contains_key("id") && props.contains_key("name"),
+            "{form}"
+        );
+        assert_eq!(
+            form["required"],
+            json!(["limit"]),
+            "required by every branch: none"
+        );
+    }
+}
+
+#[test]
+fn nulls_inside_arrays_are_dropped_and_the_door_accepts_them() {
+    let rt = Runtime::from_inventory_in(module_path!()).unwrap();
+    let tool = class(&rt, "classes.items");
+    let form = openai_form(&tool.spec().input_schema);
+    assert!(form.strict);
+    let mut args = json!({"lines": [{"sku": "a", "note": null}, {"sku": "b", "note": "gift"}]});
+    drop_nulls(&mut args, &tool.spec().input_schema);
+    assert_eq!(
+        args,
+        json!({"lines": [{"sku": "a"}, {"sku": "b", "note": "gift"}]})
+    );
+    assert!(tool.validate_input(&args).valid);
+    // A root union: the nulls of the branch the value is of.
+    let lookup = class(&rt, "classes.lookup");
+    let mut args = json!({"limit": 3, "name": "Ada", "city": null});
+    drop_nulls(&mut args, &lookup.spec().input_schema);
+    assert_eq!(args, json!({"limit": 3, "name": "Ada"}));
+    assert!(lookup.validate_input(&args).valid);
 }

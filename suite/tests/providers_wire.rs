@@ -15,7 +15,7 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition, Usage,
 };
 use tackle::agent::ollama::OllamaModel;
-use tackle::agent::providers::gemini;
+use tackle::agent::providers::gemini_json_schema;
 use tackle::content::ContentPart;
 
 fn schema() -> Value {
@@ -160,11 +160,11 @@ async fn a_parallel_tool_call_turn_in_each_providers_protocol() {
                 assert!(head.contains("x-goog-api-key: test-key"), "{head}");
                 let declaration = &body["tools"][0]["functionDeclarations"][0];
                 assert_eq!(declaration["name"], json!("weather_tomorrow"), "{body}");
+                // The client sends the JSON Schema form, in Gemini's JSON Schema field.
                 let sent = declaration
                     .get("parametersJsonSchema")
-                    .or_else(|| declaration.get("parameters"))
                     .expect("the declaration's schema");
-                assert_eq!(sent, &gemini(&schema()), "the Gemini form");
+                assert_eq!(sent, &gemini_json_schema(&schema()), "the Gemini form");
             }
             _ => {
                 assert!(head.starts_with("post /v1/responses "), "{head}");

@@ -48,7 +48,7 @@ use genai::{Client, ModelIden, WebConfig};
 use serde_json::{json, Value};
 use tackle_core::content::text_fallback;
 
-use super::forms::{drop_nulls, gemini, openai_strict, without_dialect};
+use super::forms::{anthropic, drop_nulls, gemini_json_schema, openai_form, without_dialect};
 use super::wire::{excerpt, missing_tls};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
@@ -157,11 +157,13 @@ impl GenAiProvider {
     fn tool(self, name: &str, description: &str, parameters: &Value) -> Tool {
         let tool = Tool::new(name.to_owned()).with_description(description.to_owned());
         match self {
-            GenAiProvider::Anthropic => tool.with_schema(without_dialect(parameters)),
-            GenAiProvider::Gemini => tool.with_schema(gemini(parameters)),
-            GenAiProvider::OpenAiResponses => tool
-                .with_schema(openai_strict(parameters))
-                .with_strict(true),
+            GenAiProvider::Anthropic => tool.with_schema(anthropic(parameters)),
+            // The client sends a tool's schema as Gemini's `parametersJsonSchema`.
+            GenAiProvider::Gemini => tool.with_schema(gemini_json_schema(parameters)),
+            GenAiProvider::OpenAiResponses => {
+                let form = openai_form(parameters);
+                tool.with_schema(form.parameters).with_strict(form.strict)
+            }
         }
     }
 }

@@ -3,16 +3,22 @@
 //! A tool has one input schema (JSON Schema 2020-12, see [`tackle_core::schema`]). Each
 //! model provider accepts a different dialect, so the form is derived at run time:
 //!
-//! * **OpenAI** (strict function calling): every object gets
+//! * **OpenAI** (strict function calling, [`openai_form`]): every object gets
 //!   `additionalProperties: false` and lists *every* property as required; a property
-//!   that was optional becomes nullable instead. [`drop_nulls`] removes those nulls
-//!   from the model's arguments before they reach the door, so the tool sees an absent
-//!   field, as its schema says.
-//! * **Anthropic**: the schema as it is (`input_schema`), without `$schema`.
-//! * **Gemini**: an OpenAPI subset: `$ref`s are inlined (a recursive type is cut
-//!   below a depth, as an object of any shape), type lists become `nullable`, and
-//!   keywords Gemini rejects (`additionalProperties`, `$defs`, `title`, `default`,
-//!   `examples`, `format` other than its own, ...) are dropped.
+//!   that was optional becomes nullable instead; `oneOf` becomes `anyOf`. [`drop_nulls`]
+//!   removes those nulls from the model's arguments (at any depth, in arrays too)
+//!   before they reach the door, so the tool sees an absent field, as its schema says.
+//!   A tool whose schema strict mode cannot express (a map, a `serde_json::Value`, a
+//!   tuple, a union at the root: [`strict_blocker`]) is sent whole with strict mode
+//!   off, as pydantic-ai does.
+//! * **Anthropic** ([`anthropic`]): the schema as it is (`input_schema`), without
+//!   `$schema`; a union at the root becomes one object (Anthropic takes no `anyOf`
+//!   there).
+//! * **Gemini** ([`gemini_parameters`]): its OpenAPI subset in `parameters` ([`gemini`]:
+//!   `$ref`s inlined, type lists as `nullable`, `oneOf` as `anyOf`, keywords Gemini
+//!   rejects dropped) when that says what the schema says; else the JSON Schema in
+//!   `parametersJsonSchema` ([`gemini_json_schema`]): maps, recursive types, values of
+//!   any type. A tool without parameters has neither.
 //! * **MCP**: the schema as it is (`inputSchema`).
 //!
 //! Names differ too: [`ProviderNames`] maps registry keys to each provider's legal
@@ -53,7 +59,10 @@ mod wire;
 
 use serde::{Deserialize, Serialize};
 
-pub use forms::{definition, drop_nulls, gemini, openai_strict, GEMINI_MAX_DEPTH};
+pub use forms::{
+    anthropic, definition, drop_nulls, gemini, gemini_json_schema, gemini_parameters, openai_form,
+    openai_strict, strict_blocker, OpenAiForm, GEMINI_MAX_DEPTH,
+};
 pub use names::{NameTaken, ProviderNameError, ProviderNames};
 
 /// A model provider's tool-definition dialect.

@@ -42,7 +42,7 @@ use serde_json::{json, Map, Value};
 use tackle_core::content::{text_fallback, ContentPart};
 use tackle_core::events::ModelDelta;
 
-use super::forms::{drop_nulls, openai_strict, without_dialect};
+use super::forms::{drop_nulls, openai_form, without_dialect};
 use super::wire::{chain, excerpt, missing_tls, post_json, request_error};
 use crate::model::{
     read_arguments, ChatModel, ChatRequest, ChatResponse, DeltaAssembler, DeltaSink, Message,
@@ -193,16 +193,18 @@ impl OpenAiModel {
                 .tools
                 .iter()
                 .map(|t| {
+                    let (parameters, strict) = if self.strict {
+                        let form = openai_form(&t.parameters);
+                        (form.parameters, form.strict)
+                    } else {
+                        (without_dialect(&t.parameters), false)
+                    };
                     let mut function = json!({
                         "name": t.name,
                         "description": t.description,
-                        "parameters": if self.strict {
-                            openai_strict(&t.parameters)
-                        } else {
-                            without_dialect(&t.parameters)
-                        },
+                        "parameters": parameters,
                     });
-                    if self.strict {
+                    if strict {
                         function["strict"] = Value::Bool(true);
                     }
                     json!({ "type": "function", "function": function })
@@ -212,9 +214,10 @@ impl OpenAiModel {
             body["parallel_tool_calls"] = Value::Bool(true);
         }
         if let Some(schema) = &request.response_schema {
+            let form = openai_form(schema);
             body["response_format"] = json!({
                 "type": "json_schema",
-                "json_schema": {"name": "final_answer", "schema": openai_strict(schema), "strict": true},
+                "json_schema": {"name": "final_answer", "schema": form.parameters, "strict": form.strict},
             });
         }
         body

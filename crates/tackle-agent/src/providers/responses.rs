@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tackle_core::content::{text_fallback, ContentPart};
 
-use super::forms::openai_strict;
+use super::forms::openai_form;
 use super::wire::post_json;
 use crate::model::{
     read_arguments, ChatRequest, ChatResponse, Message, ModelError, Role, ToolCallRequest,
@@ -92,23 +92,25 @@ pub(crate) fn body(model: &str, max_tokens: u32, request: &ChatRequest) -> Value
             .tools
             .iter()
             .map(|t| {
+                let form = openai_form(&t.parameters);
                 json!({
                     "type": "function",
                     "name": t.name,
                     "description": t.description,
-                    "parameters": openai_strict(&t.parameters),
-                    "strict": true,
+                    "parameters": form.parameters,
+                    "strict": form.strict,
                 })
             })
             .collect();
         body["tools"] = Value::Array(tools);
     }
     if let Some(schema) = &request.response_schema {
+        let form = openai_form(schema);
         body["text"] = json!({"format": {
             "type": "json_schema",
             "name": "final_answer",
-            "schema": openai_strict(schema),
-            "strict": true,
+            "schema": form.parameters,
+            "strict": form.strict,
         }});
     }
     body

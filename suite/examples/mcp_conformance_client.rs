@@ -58,15 +58,87 @@ impl Authorizer for Headless {
     }
 }
 
-/// The OAuth client of an `auth/*` scenario: the context's pre-registered client
-/// when it gives one, else a client ID metadata document or dynamic registration.
-fn oauth_for(scenario: &str, context: &Value) -> Result<OAuthClient, String> {
+/// The issuer of the authorization server the MCP server at `url` names: its
+/// Protected Resource Metadata (the challenge's, else the well-known paths), then that
+/// authorization server's metadata. A pre-registered client's secret goes only to the
+/// issuer it was registered with (`OAuthClient::with_issuer`); the conformance
+/// context does not say which that is, and the scenario's own server is the one that
+/// registered it, so asking it is right here, and only here: a real program knows
+/// its issuer from where it registered its client.
+async fn issuer_of(url: &str) -> Result<String, String> {
+    let http = reqwest::Client::new();
+    let get_json = |target: String| {
+        let http = http.clone();
+        async move {
+            let answer = http.get(&target).send().await.ok()?;
+            if !answer.status().is_success() {
+                return None;
+            }
+            serde_json::from_slice::<Value>(&answer.bytes().await.ok()?).ok()
+        }
+    };
+    let base = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    let origin = base.origin().ascii_serialization();
+    let path = base.path().trim_end_matches('/').to_owned();
+    let mut documents = Vec::new();
+    let challenge = http.post(url).send().await.map_err(|e| e.to_string())?;
+    if let Some(header) = challenge
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|h| h.to_str().ok())
+    {
+        if let Some((_, rest)) = header.split_once("resource_metadata=\"") {
+            if let Some((named, _)) = rest.split_once('"') {
+                documents.push(named.to_owned());
+            }
+        }
+    }
+    documents.push(format!(
+        "{origin}/.well-known/oauth-protected-resource{path}"
+    ));
+    documents.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    let mut server = None;
+    for document in documents {
+        if let Some(metadata) = get_json(document).await {
+            server = metadata["authorization_servers"][0]
+                .as_str()
+                .map(str::to_owned);
+            if server.is_some() {
+                break;
+            }
+        }
+    }
+    let server = server.ok_or("the server names no authorization server")?;
+    let server_url = reqwest::Url::parse(&server).map_err(|e| e.to_string())?;
+    let (as_origin, as_path) = (
+        server_url.origin().ascii_serialization(),
+        server_url.path().trim_end_matches('/').to_owned(),
+    );
+    for metadata in [
+        format!("{as_origin}/.well-known/oauth-authorization-server{as_path}"),
+        format!("{as_origin}/.well-known/openid-configuration{as_path}"),
+        format!("{as_origin}{as_path}/.well-known/openid-configuration"),
+    ] {
+        if let Some(issuer) = get_json(metadata)
+            .await
+            .and_then(|m| m["issuer"].as_str().map(str::to_owned))
+        {
+            return Ok(issuer);
+        }
+    }
+    Err(format!("the authorization server {server} has no metadata"))
+}
+
+/// The OAuth client of an `auth/*` scenario for the server at `url`: the context's
+/// pre-registered client when it gives one, else a client ID metadata document or
+/// dynamic registration.
+async fn oauth_for(scenario: &str, context: &Value, url: &str) -> Result<OAuthClient, String> {
     let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
     if scenario.starts_with("auth/client-credentials") {
         let (Some(id), Some(secret)) = (field("client_id"), field("client_secret")) else {
             return Err("the context gives no client ID and secret".to_owned());
         };
-        return Ok(OAuthClient::client_credentials(id, secret));
+        return Ok(OAuthClient::client_credentials(id, secret).with_issuer(issuer_of(url).await?));
     }
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -76,7 +148,11 @@ fn oauth_for(scenario: &str, context: &Value) -> Result<OAuthClient, String> {
         .with_client_name("tackle conformance client")
         .with_client_metadata_url(CLIENT_METADATA_URL);
     if let Some(id) = field("client_id") {
-        oauth = oauth.with_registered_client(id, field("client_secret"));
+        let secret = field("client_secret");
+        if secret.is_some() {
+            oauth = oauth.with_issuer(issuer_of(url).await?);
+        }
+        oauth = oauth.with_registered_client(id, secret);
     }
     Ok(oauth)
 }
@@ -108,7 +184,7 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
             ToolContext::new().with_grant("mcp:conformance"),
         );
     if scenario.starts_with("auth/") {
-        options = options.with_oauth(oauth_for(scenario, context)?);
+        options = options.with_oauth(oauth_for(scenario, context, url).await?);
     }
     let mut registry = Registry::new();
     let import = import_http(&mut registry, url, options)

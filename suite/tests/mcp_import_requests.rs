@@ -497,3 +497,80 @@ async fn a_remote_tasks_question_is_answered_by_the_imports_handler() {
     import.close().await;
     stop.cancel();
 }
+
+/// An answer that does not fit the form the server asked for (a string for an
+/// integer) is declined by the import, not sent as if the person had filled it in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_does_not_fit_the_form_is_declined_by_the_import() {
+    let (http, url) = desk().await;
+    let unfit = ImportOptions::new("desk")
+        .with_elicitation(|_| async { Elicited::Accept(json!({"seats": "four"})) });
+    assert_eq!(book_through(&url, unfit).await, json!("declined"));
+    // Through the door too.
+    let door = Arc::new(Runtime::new(Registry::new()));
+    let unfit = ImportOptions::new("desk")
+        .with_elicitation(|_| async { Elicited::Accept(json!({"name": 7})) })
+        .with_door(Run::new(&door), ToolContext::new().with_grant("mcp:desk"));
+    assert_eq!(book_through(&url, unfit).await, json!("declined"));
+    http.shutdown().await;
+}
+
+/// A client that accepts every form with `content`, whatever the form asked.
+#[derive(Clone)]
+struct Answers(Value);
+
+impl rmcp::ClientHandler for Answers {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities.elicitation =
+            Some(serde_json::from_value(json!({"form": {}})).unwrap());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({"action": "accept", "content": self.0})).unwrap())
+    }
+}
+
+/// A served tool that asks through `Client::elicit` gets an error, not the answer,
+/// when the client's answer does not fit the form (a string where an object was
+/// asked for, a string for an integer field).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_answer_that_does_not_fit_the_form_does_not_reach_the_tool() {
+    use rmcp::ServiceExt;
+    for (content, fits) in [
+        (json!("4"), false),
+        (json!({"seats": "four"}), false),
+        (json!({"seats": 3}), true),
+    ] {
+        let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+        let server =
+            McpServer::new(runtime, Identity::new("desk", "1"), ToolContext::new()).unwrap();
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let client = Answers(content.clone()).serve(client_io).await.unwrap();
+        let result = client
+            .call_tool(rmcp::model::CallToolRequestParams::new("desk.book"))
+            .await
+            .unwrap();
+        let said = serde_json::to_value(&result).unwrap()["structuredContent"]["result"].clone();
+        let said = said.as_str().unwrap_or_default().to_owned();
+        if fits {
+            assert_eq!(said, r#"accepted {"seats":3}"#, "{content}");
+        } else {
+            assert!(
+                said.starts_with("not asked") && said.contains("does not fit the form"),
+                "{content}: {said}"
+            );
+        }
+        client.cancel().await.unwrap();
+    }
+}

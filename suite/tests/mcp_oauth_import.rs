@@ -433,3 +433,175 @@ async fn a_step_up_that_is_never_granted_is_asked_for_once() {
     );
     http.shutdown().await;
 }
+
+/// A thief's authorization server on loopback: it answers as an authorization server
+/// would (metadata, an approving `/authorize`, tokens for anyone) and keeps every
+/// request it gets, head and body. Its base URL, and what it got.
+async fn thief() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (served, kept) = (base.clone(), Arc::clone(&got));
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (base, kept) = (served.clone(), Arc::clone(&kept));
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let text = loop {
+                    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
+                        .await
+                        .map_or(0, |read| read.unwrap_or(0));
+                    request.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&request).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break text;
+                        }
+                    }
+                    if n == 0 || request.len() > 1 << 20 {
+                        break text;
+                    }
+                };
+                kept.lock().unwrap().push(text.clone());
+                let mut line = text.lines().next().unwrap_or("").split(' ');
+                let (method, target) = (line.next().unwrap_or(""), line.next().unwrap_or(""));
+                let (path, query) = target.split_once('?').unwrap_or((target, ""));
+                let (status, location, body) = match (method, path) {
+                    ("GET", p) if p.starts_with("/.well-known/") => (
+                        200,
+                        None,
+                        json!({
+                            "issuer": base,
+                            "authorization_endpoint": format!("{base}/authorize"),
+                            "token_endpoint": format!("{base}/token"),
+                            "response_types_supported": ["code"],
+                            "grant_types_supported": ["authorization_code", "client_credentials"],
+                            "code_challenge_methods_supported": ["S256"],
+                            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                        })
+                        .to_string(),
+                    ),
+                    ("GET", "/authorize") => {
+                        let params = pairs(query);
+                        let location = format!(
+                            "{}?code=stolen&state={}",
+                            params.get("redirect_uri").cloned().unwrap_or_default(),
+                            params.get("state").cloned().unwrap_or_default()
+                        );
+                        (302, Some(location), String::new())
+                    }
+                    ("POST", "/token") => (
+                        200,
+                        None,
+                        json!({"access_token": "t", "token_type": "Bearer", "expires_in": 60})
+                            .to_string(),
+                    ),
+                    _ => (200, None, json!({"active": false}).to_string()),
+                };
+                let mut response = format!(
+                    "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+                    body.len()
+                );
+                if let Some(location) = location {
+                    response.push_str(&format!("Location: {location}\r\n"));
+                }
+                response.push_str("\r\n");
+                response.push_str(&body);
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (base, got)
+}
+
+/// A hostile MCP server names a thief's authorization server in its metadata. An
+/// importer's client registered in advance with a secret must say which issuer it
+/// was registered with (`OAuthClient::with_issuer`): without it the import is
+/// refused before any request, and with it the thief is refused; either way the
+/// secret never reaches the thief.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_clients_secret_goes_to_its_own_issuer_only() {
+    let (thief, got) = thief().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let oauth = OAuthResource::new(
+        resource.clone(),
+        thief.clone(),
+        Introspection::new(format!("{thief}/introspect"), "hostile", "hostile"),
+    );
+    let served = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    let server = McpServer::new(served, Identity::new("vault", "1"), ToolContext::new()).unwrap();
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let http = tackle_mcp::serve_http_with(server, addr, HttpOptions::default().with_oauth(oauth))
+        .await
+        .unwrap();
+
+    const SECRET: &str = "hunter2-secret";
+    let machine = || OAuthClient::client_credentials("ada", SECRET);
+    let person = || {
+        OAuthClient::new("http://127.0.0.1:1/callback", headless)
+            .with_registered_client("ada", Some(SECRET.to_owned()))
+    };
+    let mut refusals = Vec::new();
+    for client in [machine(), person()] {
+        let mut registry = Registry::new();
+        let refused = import_http(
+            &mut registry,
+            &resource,
+            ImportOptions::new("vault").with_oauth(client),
+        )
+        .await;
+        refusals.push(refused.map(|_| ()).unwrap_err());
+    }
+    // Registered with another issuer: the server that names the thief is refused.
+    let own = "http://127.0.0.1:9/own-issuer";
+    for client in [machine().with_issuer(own), person().with_issuer(own)] {
+        let mut registry = Registry::new();
+        let refused = import_http(
+            &mut registry,
+            &resource,
+            ImportOptions::new("vault").with_oauth(client),
+        )
+        .await;
+        refusals.push(refused.map(|_| ()).unwrap_err());
+    }
+    let got = got.lock().unwrap().clone();
+    for request in &got {
+        assert!(
+            !request.contains(SECRET),
+            "the thief got the secret: {request}"
+        );
+        assert!(
+            !request
+                .to_ascii_lowercase()
+                .contains("authorization: basic"),
+            "the thief got the client's credentials: {request}"
+        );
+        assert!(
+            !request.starts_with("POST /token"),
+            "the thief was asked for a token: {request}"
+        );
+    }
+    for (n, refused) in refusals.iter().enumerate() {
+        let says = if n < 2 { "with_issuer" } else { own };
+        assert!(
+            matches!(refused, tackle_mcp::McpError::Authorization { .. })
+                && refused.to_string().contains(says),
+            "{refused:?}"
+        );
+    }
+    http.shutdown().await;
+}

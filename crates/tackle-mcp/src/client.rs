@@ -76,6 +76,41 @@ pub enum ClientError {
     /// The request could not be made, or the client answered with an error.
     #[error("the MCP client did not answer: {0}")]
     Failed(String),
+    /// The client accepted the form with an answer that does not fit the form's
+    /// schema (a string where an object was asked for, a field of the wrong type, a
+    /// required field left out): it is not given as the person's answer.
+    #[error("the MCP client's answer does not fit the form: {reason}")]
+    InvalidAnswer {
+        /// What the client sent.
+        content: Value,
+        /// Where it does not fit the schema.
+        reason: String,
+    },
+}
+
+/// The longest account of why an answer does not fit its form.
+const REASON_CHARS: usize = 512;
+
+/// Checks a form's answer against the form's schema: why it does not fit, if it
+/// does not (a schema that does not compile fits nothing).
+pub(crate) fn check_answer(content: &Value, schema: &Value) -> Result<(), String> {
+    let validator = tackle_core::SchemaValidator::compile(schema)
+        .map_err(|e| format!("the form's schema is not valid JSON Schema: {e}"))?;
+    let result = validator.validate(content);
+    if result.valid {
+        return Ok(());
+    }
+    let mut reason = result
+        .issues
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if let Some((cut, _)) = reason.char_indices().nth(REASON_CHARS) {
+        reason.truncate(cut);
+        reason.push_str("...");
+    }
+    Err(reason)
 }
 
 impl Client {
@@ -119,7 +154,9 @@ impl Client {
     }
 
     /// Asks the human at the client to fill in a form: `message`, and
-    /// `requested_schema` (an object schema of flat properties).
+    /// `requested_schema` (an object schema of flat properties). An accepted answer
+    /// is checked against the schema: one that does not fit it is
+    /// [`ClientError::InvalidAnswer`], never `Accept`.
     pub async fn elicit(
         &self,
         message: &str,
@@ -132,6 +169,10 @@ impl Client {
         if !offers {
             return Err(ClientError::NotSupported("elicitation"));
         }
+        // The form's own schema is checked before anyone is asked.
+        tackle_core::SchemaValidator::compile(&requested_schema).map_err(|e| {
+            ClientError::Failed(format!("the form's schema is not valid JSON Schema: {e}"))
+        })?;
         let params: ElicitRequestParams = serde_json::from_value(json!({
             "mode": "form",
             "message": message,
@@ -145,7 +186,13 @@ impl Client {
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
         Ok(match wire.get("action").and_then(Value::as_str) {
-            Some("accept") => Elicited::Accept(wire.get("content").cloned().unwrap_or(json!({}))),
+            Some("accept") => {
+                let content = wire.get("content").cloned().unwrap_or(json!({}));
+                if let Err(reason) = check_answer(&content, &requested_schema) {
+                    return Err(ClientError::InvalidAnswer { content, reason });
+                }
+                Elicited::Accept(content)
+            }
             Some("decline") => Elicited::Decline,
             _ => Elicited::Cancel,
         })
@@ -310,6 +357,10 @@ impl Approver for ClientApprover {
                     // said so, so a client that sends `{}` learns what to send.
                     _ => request.deny(not_an_answer(&content)),
                 },
+                // Accepted with what does not fit the form (`{}`, a string): the same.
+                Err(ClientError::InvalidAnswer { content, .. }) => {
+                    request.deny(not_an_answer(&content))
+                }
                 Ok(Elicited::Decline) => request.deny("the user declined"),
                 Ok(Elicited::Cancel) => request.deny("the user cancelled"),
                 Err(error) => ApprovalDecision::Deny(format!("no approval: {error}")),

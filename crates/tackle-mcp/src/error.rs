@@ -42,6 +42,18 @@ pub enum McpError {
         /// Why.
         message: String,
     },
+    /// An import did not finish within its time limit
+    /// ([`ImportOptions::connect_timeout`](crate::ImportOptions::connect_timeout)):
+    /// connecting, listing the tools (every page) and registering them, not counting
+    /// the time a person takes to authorize (the OAuth client's own limit). Nothing
+    /// of the import stays.
+    #[error("cannot import from the MCP server {server}: not done within {} ms", limit.as_millis())]
+    Timeout {
+        /// The command or URL.
+        server: String,
+        /// The time limit.
+        limit: std::time::Duration,
+    },
     /// A protected server (HTTP `401` or `403`) could not be authorized: the import
     /// has no OAuth client, or the authorization failed. Not retried: asking again
     /// would not change the answer.

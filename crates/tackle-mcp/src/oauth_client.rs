@@ -38,10 +38,15 @@
 //! call also counts against the call's time limit.
 //!
 //! **Credentials go to one authorization server.** A client registered in advance
-//! sends its secret only to the authorization server it first met, or the one given
-//! to [`OAuthClient::with_issuer`]: a server whose metadata later names another is
-//! refused, so it cannot collect the secret. A dynamically registered client
-//! registers again with a new authorization server.
+//! with a secret (including [`OAuthClient::client_credentials`]) sends it only to the
+//! authorization server it was registered with, whose issuer it names with
+//! [`OAuthClient::with_issuer`]: an import of such a client without an issuer fails
+//! at once, before any request ([`McpError::Authorization`](crate::McpError::Authorization)),
+//! and an MCP server whose metadata names another authorization server is refused,
+//! so it cannot collect the secret. A client registered in advance without a secret
+//! (a public client) keeps to the authorization server it first met, or the one given
+//! to `with_issuer`. A dynamically registered client registers again with a new
+//! authorization server.
 //!
 //! **Limits.** Discovery accepts authorization servers on private addresses only when
 //! the MCP server's own URL is loopback or private (rmcp's rule). HTTPS needs the
@@ -196,7 +201,9 @@ impl OAuthClient {
     }
 
     /// The client-credentials flow (OAuth's grant for a machine acting for itself):
-    /// a client registered in advance with a secret, no person and no redirect.
+    /// a client registered in advance with a secret, no person and no redirect. Name
+    /// the issuer it was registered with ([`with_issuer`](OAuthClient::with_issuer)):
+    /// without it, an import refuses to send the secret anywhere.
     pub fn client_credentials(
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
@@ -215,7 +222,10 @@ impl OAuthClient {
         }
     }
 
-    /// Uses a client registered in advance with the authorization server.
+    /// Uses a client registered in advance with the authorization server. With a
+    /// secret, name that server's issuer too
+    /// ([`with_issuer`](OAuthClient::with_issuer)): without it, an import refuses to
+    /// send the secret anywhere.
     pub fn with_registered_client(
         mut self,
         client_id: impl Into<String>,
@@ -251,9 +261,10 @@ impl OAuthClient {
         self
     }
 
-    /// Sends credentials only to the authorization server whose issuer is `issuer`
-    /// (a client registered in advance is pinned to the first one it met otherwise):
-    /// a server that names another is refused, so it cannot collect the secret.
+    /// Sends credentials only to the authorization server whose issuer is `issuer`:
+    /// an MCP server that names another is refused, so it cannot collect them.
+    /// Required of a client registered in advance with a secret; a public client is
+    /// otherwise kept to the first authorization server it met.
     pub fn with_issuer(mut self, issuer: impl Into<String>) -> OAuthClient {
         self.issuer = Some(issuer.into());
         self
@@ -268,6 +279,27 @@ impl OAuthClient {
     /// Who the client is.
     pub fn identity(&self) -> &ClientIdentity {
         &self.identity
+    }
+
+    /// Why this client cannot be used as it is configured: a client registered in
+    /// advance with a secret that does not name the issuer it was registered with.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match (&self.identity, &self.issuer) {
+            (
+                ClientIdentity::Registered {
+                    client_secret: Some(_),
+                    ..
+                },
+                None,
+            ) => Err(
+                "a client registered in advance with a secret sends it only to the authorization \
+                 server it was registered with: name that server's issuer with \
+                 `OAuthClient::with_issuer` (without it, the MCP server would choose who gets the \
+                 secret)"
+                    .to_owned(),
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -372,6 +404,46 @@ struct Gate {
     failed: Option<(u64, std::time::Instant, String)>,
 }
 
+/// The time spent answering challenges: the union of the answers' spans, so that
+/// answers at once count once.
+#[derive(Default)]
+struct Clock {
+    spent: std::time::Duration,
+    open: usize,
+    since: Option<std::time::Instant>,
+}
+
+/// An answer to a challenge in progress, on the clock until dropped.
+struct Answering<'a>(&'a std::sync::Mutex<Clock>);
+
+impl<'a> Answering<'a> {
+    fn start(clock: &'a std::sync::Mutex<Clock>) -> Answering<'a> {
+        let mut now = clock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if now.open == 0 {
+            now.since = Some(std::time::Instant::now());
+        }
+        now.open += 1;
+        Answering(clock)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        let mut now = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        now.open = now.open.saturating_sub(1);
+        if now.open == 0 {
+            if let Some(since) = now.since.take() {
+                now.spent += since.elapsed();
+            }
+        }
+    }
+}
+
 /// The OAuth state of one import: rmcp's authorizing HTTP client (which adds the
 /// token to every request and refreshes it) and what answering a challenge needs.
 pub(crate) struct Authorization {
@@ -385,11 +457,18 @@ pub(crate) struct Authorization {
     /// How many tokens were obtained: a request that failed before the last one was
     /// obtained is sent again without authorizing again.
     tokens: AtomicU64,
+    /// The time spent answering challenges (the person's included), which an
+    /// import's time limit does not count.
+    clock: std::sync::Mutex<Clock>,
 }
 
 impl Authorization {
-    /// The OAuth state for the MCP server at `url`.
+    /// The OAuth state for the MCP server at `url`. A client registered in advance
+    /// with a secret must name the issuer it was registered with
+    /// ([`OAuthClient::with_issuer`]): otherwise the secret would go to whichever
+    /// authorization server the MCP server names.
     pub(crate) async fn new(url: &str, config: OAuthClient) -> Result<Authorization, String> {
+        config.check()?;
         let base_url = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
         let manager = AuthorizationManager::new(url)
             .await
@@ -400,7 +479,20 @@ impl Authorization {
             base_url,
             gate: tokio::sync::Mutex::new(Gate::default()),
             tokens: AtomicU64::new(0),
+            clock: std::sync::Mutex::default(),
         })
+    }
+
+    /// The time spent answering challenges so far, the one under way included.
+    pub(crate) fn time_authorizing(&self) -> std::time::Duration {
+        let clock = self
+            .clock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        clock.spent
+            + clock
+                .since
+                .map_or(std::time::Duration::ZERO, |s| s.elapsed())
     }
 
     /// How many tokens were obtained so far (see [`Authorization::answer`]).
@@ -417,6 +509,7 @@ impl Authorization {
         challenge: &Challenge<'_>,
         seen: u64,
     ) -> Result<bool, String> {
+        let _answering = Answering::start(&self.clock);
         let mut gate = self.gate.lock().await;
         if self.tokens() != seen {
             return Ok(false);

@@ -184,6 +184,13 @@ impl Registry {
     /// Adds a run-time tool. Returns the key it was registered under (which differs
     /// from its spec's key only when [`CollisionStrategy::AutoPrefix`] moved it).
     pub fn register(&mut self, tool: DynamicTool) -> Result<String, RegistryError> {
+        let key = self.insert_dynamic(tool)?;
+        self.reindex();
+        Ok(key)
+    }
+
+    /// Checks a run-time tool and adds it (unsorted; the caller reindexes).
+    fn insert_dynamic(&mut self, tool: DynamicTool) -> Result<String, RegistryError> {
         let takeover = tool.gated_takeover;
         warn::check(&tool.spec, tool.idempotency_fn.is_some());
         let idempotency_fn = tool.idempotency_fn;
@@ -196,9 +203,47 @@ impl Registry {
             tool.approval_when,
         );
         tool.idempotency_fn = idempotency_fn;
-        let key = self.insert(tool, takeover)?;
-        self.reindex();
-        Ok(key)
+        self.insert(tool, takeover)
+    }
+
+    /// Adds run-time tools in one step, as [`register`](Self::register) adds one, and
+    /// returns their keys in the order given. All or nothing: the first tool that
+    /// cannot be registered is the error, and none of them is added. The lookup
+    /// tables are rebuilt once, not once per tool, so adding `n` tools takes time
+    /// linear in `n` (and in the tools already there), where `n` calls of `register`
+    /// take time quadratic in it.
+    pub fn register_all(
+        &mut self,
+        tools: impl IntoIterator<Item = DynamicTool>,
+    ) -> Result<Vec<String>, RegistryError> {
+        let mut next = self.clone();
+        let tools = tools.into_iter();
+        let mut keys = Vec::with_capacity(tools.size_hint().0);
+        for tool in tools {
+            keys.push(next.insert_dynamic(tool)?);
+        }
+        next.reindex();
+        *self = next;
+        Ok(keys)
+    }
+
+    /// Removes every tool `remove` says to remove, and returns them (in listing
+    /// order). The lookup tables are rebuilt once, however many are removed.
+    pub fn unregister_where(&mut self, mut remove: impl FnMut(&Tool) -> bool) -> Vec<Arc<Tool>> {
+        let mut removed = Vec::new();
+        let mut kept = Vec::with_capacity(self.tools.len());
+        for tool in std::mem::take(&mut self.tools) {
+            if remove(&tool) {
+                removed.push(tool);
+            } else {
+                kept.push(tool);
+            }
+        }
+        self.tools = kept;
+        if !removed.is_empty() {
+            self.reindex();
+        }
+        removed
     }
 
     /// Adds the tools of a [`Toolset`] (a value whose `#[tools]` methods are tools),
@@ -238,8 +283,10 @@ impl Registry {
         Ok(tool)
     }
 
-    /// Checks a tool and adds it (unsorted; the caller reindexes). Returns its key.
-    /// `takeover` says whether it may displace a gated tool (see [`collision`]).
+    /// Checks a tool and adds it (unsorted; the caller reindexes to sort). Returns its
+    /// key. `takeover` says whether it may displace a gated tool (see [`collision`]).
+    /// The lookup tables take the tool at once, so that the next insertion's checks
+    /// see it before the reindex.
     fn insert(&mut self, mut tool: Tool, takeover: bool) -> Result<String, RegistryError> {
         tool.check()?;
         let placement = collision::place(self, &mut tool)?;
@@ -249,9 +296,29 @@ impl Registry {
         let key = tool.key.clone();
         match placement {
             Placement::Keep(kept) => return Ok(kept),
+            // The same key: the same path, name and version, so the tables stand.
             Placement::Replace(index) => self.tools[index] = Arc::new(tool),
             Placement::Add => {
-                self.by_key.insert(key.clone(), self.tools.len());
+                let index = self.tools.len();
+                self.by_key.insert(key.clone(), index);
+                self.longest_key = self.longest_key.max(key.len());
+                let versions = self.by_path.entry(tool.path.clone()).or_default();
+                if versions.is_empty() {
+                    self.by_name
+                        .entry(tool.meta.name.clone())
+                        .or_default()
+                        .push(tool.path.clone());
+                }
+                // Highest version first, as `reindex` orders them.
+                let tools = &self.tools;
+                let at = versions
+                    .iter()
+                    .position(|&i| {
+                        compare_versions(&tool.meta.version, &tools[i].meta.version)
+                            == std::cmp::Ordering::Greater
+                    })
+                    .unwrap_or(versions.len());
+                versions.insert(at, index);
                 self.tools.push(Arc::new(tool));
             }
         }
@@ -606,6 +673,88 @@ mod tests {
         ));
         r.register(tool("m", "a", "1")).unwrap();
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn a_batch_registers_as_one_by_one_does_all_or_nothing() {
+        let batch = || {
+            vec![
+                tool("math", "add", "10"),
+                tool("a", "z", "1"),
+                tool("math", "add", "2"),
+                tool("math", "abs", "1"),
+            ]
+        };
+        let mut r = registry(vec![tool("text", "upper", "1")]);
+        let keys = r.register_all(batch()).unwrap();
+        assert_eq!(keys, ["math.add@10", "a.z@1", "math.add@2", "math.abs@1"]);
+        let one_by_one = registry(
+            std::iter::once(tool("text", "upper", "1"))
+                .chain(batch())
+                .collect(),
+        );
+        let listed = |r: &Registry| r.list().map(|t| t.key().to_owned()).collect::<Vec<_>>();
+        assert_eq!(listed(&r), listed(&one_by_one));
+        assert_eq!(r.resolve("math.add").unwrap().key(), "math.add@10");
+        assert_eq!(r.resolve("upper").unwrap().key(), "text.upper@1");
+        assert!(r.get("math.add@11").is_none());
+
+        // A key taken twice in one batch, or one already there: nothing is added.
+        let err = r
+            .register_all(vec![tool("b", "x", "1"), tool("b", "x", "1")])
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::DuplicateKey { .. }), "{err}");
+        let err = r
+            .register_all(vec![tool("b", "y", "1"), tool("a", "z", "1")])
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::DuplicateKey { .. }), "{err}");
+        assert_eq!(listed(&r), listed(&one_by_one));
+
+        // A later tool in the batch sees the earlier ones: an ungated higher version
+        // of a gated tool added in the same batch is refused.
+        let mut gated = ToolSpec::new("adm", "wipe", "1", SideEffects::None, "d");
+        gated.permissions = vec!["adm:wipe".to_owned()];
+        let gated = DynamicTool::new(gated, |_c, i| async move { Ok::<_, String>(i) });
+        let err = r
+            .register_all(vec![gated, tool("adm", "wipe", "2")])
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::GatedTakeover { .. }), "{err}");
+        assert!(r.get("adm.wipe").is_none());
+
+        let removed = r.unregister_where(|t| t.spec().namespace == "math");
+        assert_eq!(removed.len(), 3);
+        assert_eq!(listed(&r), ["a.z@1", "text.upper@1"]);
+        assert!(r.resolve("add").is_err());
+        assert!(r.unregister_where(|_| false).is_empty());
+    }
+
+    /// Registering many tools in one batch takes time linear in their number: 10,000
+    /// in one batch are no slower per tool than 1,000 (within a wide margin, the
+    /// better of two runs each), where one by one the time per tool grew with the
+    /// registry.
+    #[test]
+    fn a_batch_of_many_tools_takes_linear_time() {
+        let per_tool = |n: usize| {
+            let runs = (0..2).map(|_| {
+                let tools: Vec<_> = (0..n)
+                    .map(|i| tool("bulk", &format!("t{i}"), "1"))
+                    .collect();
+                let started = std::time::Instant::now();
+                let mut r = Registry::new();
+                r.register_all(tools).unwrap();
+                assert_eq!(r.len(), n);
+                started.elapsed().as_secs_f64() / n as f64
+            });
+            runs.fold(f64::INFINITY, f64::min)
+        };
+        let small = per_tool(1_000);
+        let large = per_tool(10_000);
+        assert!(
+            large < small * 4.0 + 1e-5,
+            "{:.1} us a tool for 10,000, {:.1} us for 1,000",
+            large * 1e6,
+            small * 1e6
+        );
     }
 
     #[test]

@@ -13,13 +13,14 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tackle_agent::model::ChatModel;
 use tackle_core::registry::LiveTools;
 use tackle_core::{Run, ToolContext, ToolSpec};
 
 use super::authorize::Rounds;
+use super::child::ChildTransport;
 use super::options::{ElicitationHandler, ImportOptions, ServerStderr};
 use crate::oauth_client::{Authorization, Challenge};
 use crate::McpError;
@@ -177,10 +178,7 @@ pub(super) async fn spawn(
         ServerStderr::Inherit => std::process::Stdio::inherit(),
         ServerStderr::Discard => std::process::Stdio::null(),
     };
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(stderr)
-        .spawn()
-        .map_err(|e| failed(e.to_string()))?;
+    let transport = ChildTransport::spawn(command, stderr).map_err(|e| failed(e.to_string()))?;
     within(limit, origin, handler.serve(transport))
         .await?
         .map_err(|e| failed(e.to_string()))
@@ -406,10 +404,73 @@ async fn within<T>(
 ) -> Result<T, McpError> {
     tokio::time::timeout(limit, work)
         .await
-        .map_err(|_| McpError::Connect {
+        .map_err(|_| McpError::Timeout {
             server: server.to_owned(),
-            message: format!("no answer within {} ms", limit.as_millis()),
+            limit,
         })
+}
+
+/// An import's time limit: connecting, listing and registering together, not
+/// counting the time spent answering authorization challenges (a person's time is
+/// the OAuth client's own limit).
+pub(super) struct Budget<'a> {
+    limit: Duration,
+    started: std::time::Instant,
+    auth: Option<&'a Authorization>,
+    /// The time the OAuth state had spent authorizing when the import began.
+    authorized_before: Duration,
+}
+
+impl<'a> Budget<'a> {
+    /// A budget of `limit` from now, for an import authorized by `auth`.
+    pub(super) fn new(limit: Duration, auth: Option<&'a Authorization>) -> Budget<'a> {
+        Budget {
+            limit,
+            started: std::time::Instant::now(),
+            auth,
+            authorized_before: auth.map_or(Duration::ZERO, Authorization::time_authorizing),
+        }
+    }
+
+    /// The time left (zero once spent).
+    fn left(&self) -> Duration {
+        let authorizing = self
+            .auth
+            .map_or(Duration::ZERO, Authorization::time_authorizing)
+            .saturating_sub(self.authorized_before);
+        let used = self.started.elapsed().saturating_sub(authorizing);
+        self.limit.saturating_sub(used)
+    }
+
+    /// When the budget runs out if nothing is authorized from now on, and the limit:
+    /// the deadline of work that cannot wait (registering).
+    pub(super) fn deadline(&self) -> (std::time::Instant, Duration) {
+        (std::time::Instant::now() + self.left(), self.limit)
+    }
+
+    /// Runs `work` within what is left: [`McpError::Timeout`] for `origin` when it
+    /// runs out first (`work` is dropped: a client it made is closed).
+    pub(super) async fn run<T>(
+        &self,
+        origin: &str,
+        work: impl std::future::Future<Output = Result<T, McpError>>,
+    ) -> Result<T, McpError> {
+        tokio::pin!(work);
+        loop {
+            let left = self.left();
+            if left.is_zero() {
+                return Err(McpError::Timeout {
+                    server: origin.to_owned(),
+                    limit: self.limit,
+                });
+            }
+            tokio::select! {
+                done = &mut work => return done,
+                // Time spent authorizing meanwhile is given back: look again.
+                () = tokio::time::sleep(left) => {}
+            }
+        }
+    }
 }
 
 /// The keys and specs an import has now.

@@ -42,6 +42,12 @@ pub(super) async fn list(
     .await;
     let tools = match listed {
         Ok(Ok(tools)) => tools,
+        Ok(Err(ServiceError::Timeout { timeout })) => {
+            return Err(McpError::Timeout {
+                server: origin.to_owned(),
+                limit: timeout,
+            })
+        }
         Err(message) => {
             return Err(McpError::Authorization {
                 server: origin.to_owned(),
@@ -88,44 +94,58 @@ pub(super) async fn list(
 }
 
 /// Registers the listed tools of `server` in `registry`, calling through `link`, in
-/// place of `old` (the keys registered before, taken out first): all or nothing (a
-/// failed registration takes the ones before it back out). The keys registered,
-/// sorted.
+/// place of `old` (the keys registered before, taken out first), in one batch (time
+/// linear in their number): all or nothing. Given a `deadline`, a registration not
+/// done by then is taken back out, and is [`McpError::Timeout`] after `limit`. The
+/// keys registered, sorted.
 pub(super) fn put_tools(
     registry: &mut Registry,
     link: &Arc<Link>,
     listed: &[(Tool, ToolSpec)],
     server: &str,
     old: &[String],
-) -> Result<Vec<String>, tackle_core::RegistryError> {
-    for key in old {
-        if is_ours(registry, key, server) {
-            let _ = registry.unregister(key);
-        }
+    deadline: Option<(std::time::Instant, std::time::Duration)>,
+) -> Result<Vec<String>, McpError> {
+    let source = format!("mcp:{server}");
+    let ours = |tool: &tackle_core::registry::Tool| is_ours(tool, &source);
+    if !old.is_empty() {
+        let old: std::collections::HashSet<&str> = old.iter().map(String::as_str).collect();
+        registry.unregister_where(|tool| old.contains(tool.key()) && ours(tool));
     }
-    let mut keys: Vec<String> = Vec::with_capacity(listed.len());
-    for (tool, spec) in listed {
-        let calls = tool_handler(
-            Arc::clone(link),
-            tool.name.to_string(),
-            spec.key(),
-            spec.rerun_safe(),
-        );
-        let registered = registry.register(
-            DynamicTool::from_handler(spec.clone(), calls).with_source(format!("mcp:{server}")),
-        );
-        match registered {
-            // Under a collision strategy that keeps the tool already there, the key is
-            // not this import's: it is neither listed nor taken back out.
-            Ok(key) if is_ours(registry, &key, server) => keys.push(key),
-            Ok(_) => {}
-            Err(error) => {
-                for key in &keys {
-                    let _ = registry.unregister(key);
-                }
-                return Err(error);
+    let late = std::cell::Cell::new(false);
+    let tools = listed
+        .iter()
+        .enumerate()
+        .take_while(|(n, _)| {
+            // The clock is read every 64 tools: registering one takes microseconds.
+            if n % 64 == 0 && deadline.is_some_and(|(at, _)| std::time::Instant::now() >= at) {
+                late.set(true);
             }
-        }
+            !late.get()
+        })
+        .map(|(_, (tool, spec))| {
+            let calls = tool_handler(
+                Arc::clone(link),
+                tool.name.to_string(),
+                spec.key(),
+                spec.rerun_safe(),
+            );
+            DynamicTool::from_handler(spec.clone(), calls).with_source(source.clone())
+        });
+    let registered = registry.register_all(tools)?;
+    // Under a collision strategy that keeps the tool already there, the key is not
+    // this import's: it is neither listed nor taken back out.
+    let mut keys: Vec<String> = registered
+        .into_iter()
+        .filter(|key| registry.get(key).is_some_and(ours))
+        .collect();
+    if let (true, Some((_, limit))) = (late.get(), deadline) {
+        let added: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        registry.unregister_where(|tool| added.contains(tool.key()) && ours(tool));
+        return Err(McpError::Timeout {
+            server: link.origin.clone(),
+            limit,
+        });
     }
     keys.sort();
     Ok(keys)
@@ -163,7 +183,7 @@ impl Follow {
                 // Closed meanwhile: its tools were taken out, and stay out.
                 return Ok(None);
             }
-            put_tools(registry, &link, &listed, &server, &old).map(Some)
+            put_tools(registry, &link, &listed, &server, &old, None).map(Some)
         });
         match put {
             Ok(None) => {}
@@ -179,9 +199,7 @@ impl Follow {
     }
 }
 
-/// Whether the tool under `key` is one this import of `server` registered.
-pub(super) fn is_ours(registry: &Registry, key: &str, server: &str) -> bool {
-    registry.get(key).is_some_and(|tool| {
-        matches!(tool.origin(), tackle_core::ToolOrigin::Dynamic { source } if *source == format!("mcp:{server}"))
-    })
+/// Whether `tool` is one an import registered under `source` (`mcp:<server>`).
+pub(super) fn is_ours(tool: &tackle_core::registry::Tool, source: &str) -> bool {
+    matches!(tool.origin(), tackle_core::ToolOrigin::Dynamic { source: s } if s == source)
 }

@@ -44,10 +44,17 @@
 //! by the door like any tool's: a server that does not answer in time gives a
 //! `Timeout` error, and the request is dropped: never a hang.
 //!
+//! The import itself is bounded by [`ImportOptions::connect_timeout`]: connecting,
+//! listing every page of tools and registering them, not counting the time a person
+//! takes to authorize; past it, [`McpError::Timeout`] and nothing of the import stays.
+//! The tools are registered in one batch, in time linear in their number. Over stdio,
+//! a line the server cuts short costs its own message only (see `child`).
+//!
 //! [`ContentPart`]: tackle_core::content::ContentPart
 
 mod authorize;
 mod call;
+mod child;
 mod connection;
 mod content;
 mod listing;
@@ -63,7 +70,7 @@ use tackle_core::{DynamicTool, Registry, ToolError, ToolHandler, ToolSpec};
 use crate::oauth_client::Authorization;
 use crate::McpError;
 use connection::{
-    refresh_soon, spawn, Client, Dial, Follow, ImportHandler, Link, Listed, MakeCommand,
+    refresh_soon, spawn, Budget, Client, Dial, Follow, ImportHandler, Link, Listed, MakeCommand,
 };
 use listing::{is_ours, list, put_tools};
 use spec::slug;
@@ -138,13 +145,10 @@ impl McpImport {
             return;
         };
         let keys = std::mem::take(&mut self.now().keys);
-        let server = self.server.clone();
-        let _ = follow.live.change(&format!("mcp:{server}"), |registry| {
-            for key in &keys {
-                if is_ours(registry, key, &server) {
-                    let _ = registry.unregister(key);
-                }
-            }
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let source = format!("mcp:{}", self.server);
+        let _ = follow.live.change(&source, |registry| {
+            registry.unregister_where(|tool| keys.contains(tool.key()) && is_ours(tool, &source));
             Ok::<_, std::convert::Infallible>(())
         });
     }
@@ -193,19 +197,46 @@ async fn start_stdio(
 ) -> Result<McpImport, McpError> {
     let program = format!("{:?}", command.as_std().get_program());
     let handler = handler_of(&options);
-    let client = spawn(
-        handler.clone(),
-        command,
-        options.stderr,
-        &program,
-        options.connect_timeout,
-    )
-    .await?;
+    let budget = Budget::new(options.connect_timeout, None);
+    let (client, listed) = budget
+        .run(&program, async {
+            let client = spawn(
+                handler.clone(),
+                command,
+                options.stderr,
+                &program,
+                options.connect_timeout,
+            )
+            .await?;
+            listed_or_closed(client, None, &program, &options).await
+        })
+        .await?;
     let dial = Dial::Stdio {
         make,
         stderr: options.stderr,
     };
-    register(into, client, dial, handler, &program, &options).await
+    let deadline = budget.deadline();
+    register(
+        into, client, listed, dial, handler, &program, &options, deadline,
+    )
+    .await
+}
+
+/// The client and the server's tools, listed on it; a failed listing closes the
+/// client.
+async fn listed_or_closed(
+    client: Client,
+    auth: Option<&Authorization>,
+    origin: &str,
+    options: &ImportOptions,
+) -> Result<(Client, Vec<(rmcp::model::Tool, ToolSpec)>), McpError> {
+    match list(client.peer(), auth, origin, options).await {
+        Ok(listed) => Ok((client, listed)),
+        Err(error) => {
+            client.cancel().await.ok();
+            Err(error)
+        }
+    }
 }
 
 /// Connects to the streamable-HTTP MCP endpoint at `url` and registers its tools
@@ -216,14 +247,21 @@ pub async fn import_http<'a>(
     options: ImportOptions,
 ) -> Result<McpImport, McpError> {
     let auth = match &options.oauth {
-        Some(oauth) => Some(Arc::new(
-            Authorization::new(url, oauth.clone())
-                .await
-                .map_err(|message| McpError::Connect {
-                    server: url.to_owned(),
-                    message,
-                })?,
-        )),
+        Some(oauth) => {
+            // A misconfigured client is refused before any request.
+            oauth.check().map_err(|message| McpError::Authorization {
+                server: url.to_owned(),
+                message,
+            })?;
+            Some(Arc::new(
+                Authorization::new(url, oauth.clone())
+                    .await
+                    .map_err(|message| McpError::Connect {
+                        server: url.to_owned(),
+                        message,
+                    })?,
+            ))
+        }
         None => None,
     };
     let dial = Dial::Http {
@@ -231,8 +269,25 @@ pub async fn import_http<'a>(
         auth,
     };
     let handler = handler_of(&options);
-    let client = dial.connect(&handler, url, options.connect_timeout).await?;
-    register(into.into(), client, dial, handler, url, &options).await
+    let budget = Budget::new(options.connect_timeout, dial.auth());
+    let (client, listed) = budget
+        .run(url, async {
+            let client = dial.connect(&handler, url, options.connect_timeout).await?;
+            listed_or_closed(client, dial.auth(), url, &options).await
+        })
+        .await?;
+    let deadline = budget.deadline();
+    register(
+        into.into(),
+        client,
+        listed,
+        dial,
+        handler,
+        url,
+        &options,
+        deadline,
+    )
+    .await
 }
 
 /// The client side of an import made with `options`.
@@ -250,13 +305,18 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
     }
 }
 
+/// Registers what was `listed` on `client` `into` its target, by `deadline` (the
+/// import's time limit, and the limit itself).
+#[allow(clippy::too_many_arguments)] // the parts of one import, each used once
 async fn register(
     into: ImportTarget<'_>,
     client: Client,
+    listed: Vec<(rmcp::model::Tool, ToolSpec)>,
     dial: Dial,
     handler: ImportHandler,
     origin: &str,
     options: &ImportOptions,
+    deadline: (std::time::Instant, std::time::Duration),
 ) -> Result<McpImport, McpError> {
     let info = client.peer_info();
     let server = slug(&options.name);
@@ -264,13 +324,6 @@ async fn register(
         .as_deref()
         .and_then(|i| i.server_info.as_ref())
         .map(|s| s.name.clone());
-    let listed = match list(client.peer(), dial.auth(), origin, options).await {
-        Ok(listed) => listed,
-        Err(error) => {
-            client.cancel().await.ok();
-            return Err(error);
-        }
-    };
     let follow = handler.follow.clone();
     let link = Arc::new(Link {
         dial,
@@ -287,10 +340,13 @@ async fn register(
         ImportTarget::Registry(_) => None,
         ImportTarget::Live(live) => Some(live.clone()),
     };
+    let deadline = Some(deadline);
     let registered = match into {
-        ImportTarget::Registry(registry) => put_tools(registry, &link, &listed, &server, &[]),
+        ImportTarget::Registry(registry) => {
+            put_tools(registry, &link, &listed, &server, &[], deadline)
+        }
         ImportTarget::Live(live) => live.change(&source, |registry| {
-            put_tools(registry, &link, &listed, &server, &[])
+            put_tools(registry, &link, &listed, &server, &[], deadline)
         }),
     };
     let keys = match registered {
@@ -299,7 +355,7 @@ async fn register(
             if let Some(client) = link.close() {
                 client.cancel().await.ok();
             }
-            return Err(McpError::Register(error));
+            return Err(error);
         }
     };
     let mut specs: Vec<ToolSpec> = listed.into_iter().map(|(_, spec)| spec).collect();
@@ -379,8 +435,7 @@ pub fn register_offline(
     registry: &mut Registry,
     specs: Vec<ToolSpec>,
 ) -> Result<Vec<String>, McpError> {
-    let mut keys = Vec::with_capacity(specs.len());
-    for spec in specs {
+    let tools = specs.into_iter().map(|spec| {
         let key = spec.key();
         let source = format!("mcp-offline:{}", spec.namespace);
         let handler = ToolHandler::new(move |_ctx, _input| {
@@ -394,7 +449,7 @@ pub fn register_offline(
                 })
             })
         });
-        keys.push(registry.register(DynamicTool::from_handler(spec, handler).with_source(source))?);
-    }
-    Ok(keys)
+        DynamicTool::from_handler(spec, handler).with_source(source)
+    });
+    Ok(registry.register_all(tools)?)
 }

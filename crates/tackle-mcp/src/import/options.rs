@@ -20,7 +20,9 @@ use crate::oauth_client::OAuthClient;
 pub struct ImportOptions {
     /// The `<server>` part of the keys and of the default permission `mcp:<server>`.
     pub name: String,
-    /// Longest wait to connect and list the tools.
+    /// The time limit of the whole import: connecting, listing the tools (every
+    /// page) and registering them, not counting the time a person takes to
+    /// authorize; also the limit of each reconnection.
     pub connect_timeout: Duration,
     /// Longest wait for one call's answer: the imported tools' `timeout_ms`.
     pub call_timeout: Duration,
@@ -96,8 +98,9 @@ pub type ElicitFuture = Pin<Box<dyn Future<Output = Elicited> + Send>>;
 /// Answers an imported server's `elicitation/create` requests
 /// ([`ImportOptions::with_elicitation`]). An accepted form gets the schema's
 /// `default` of every field the answer leaves out (SEP-1034), so a handler that
-/// accepts with `{}` accepts the defaults; an accepted answer that is not an object
-/// is declined. Questions come one at a time per import, only while one of its calls
+/// accepts with `{}` accepts the defaults; an accepted answer that does not fit the
+/// form's schema once they are in (not an object, a field of the wrong type, a
+/// required field missing) is declined. Questions come one at a time per import, only while one of its calls
 /// is in flight (others are declined), and a person has
 /// [`ELICITATION_TIMEOUT`](crate::client::ELICITATION_TIMEOUT) to answer (then the
 /// question is cancelled). Answers do not pass the door: they are neither gated,
@@ -232,7 +235,9 @@ impl ImportOptions {
         self
     }
 
-    /// Sets the longest wait to connect and list the tools.
+    /// Sets the time limit of the whole import (see
+    /// [`connect_timeout`](Self::connect_timeout)): past it, the import fails with
+    /// [`McpError::Timeout`](crate::McpError::Timeout) and nothing of it stays.
     pub fn with_connect_timeout(mut self, limit: Duration) -> ImportOptions {
         self.connect_timeout = limit;
         self

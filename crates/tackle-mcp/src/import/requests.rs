@@ -53,8 +53,15 @@ impl ImportHandler {
         };
         match answer {
             Ok(Elicited::Accept(Value::Object(content))) => {
-                ElicitResult::new(ElicitationAction::Accept)
-                    .with_content(Value::Object(with_defaults(content, schema)))
+                let content = Value::Object(with_defaults(content, schema));
+                // An answer that does not fit the form is not sent as if it did.
+                match crate::client::check_answer(&content, schema) {
+                    Ok(()) => ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                    Err(reason) => {
+                        tracing::warn!(server = %self.server, %reason, "an answer to the server's question does not fit its form; it was declined");
+                        declined()
+                    }
+                }
             }
             // A form's answer is an object; anything else was not what the person
             // chose, and is not sent as if it were.

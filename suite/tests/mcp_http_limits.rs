@@ -2,7 +2,8 @@
 //! the header-read timeout and do not lock new clients out; sessions are capped per
 //! client and in all; an OAuth client's sessions are its subject's own; a full client
 //! table drops one idle client, never live sessions; an authorization server that is
-//! down or answers too much gets `503`, not `invalid_token`.
+//! down or answers too much gets `503`, not `invalid_token`; a request whose JSON-RPC
+//! id is one still in flight on its session is refused at once, not left hanging.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +19,13 @@ use tokio::net::TcpStream;
 #[tool(namespace = "limits", side_effects = none)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
+}
+
+/// Sleeps `ms` milliseconds, then says how long it slept.
+#[tool(namespace = "limits", side_effects = none)]
+async fn nap(ms: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    ms
 }
 
 fn server() -> McpServer {
@@ -262,7 +270,8 @@ async fn requests_at_once_open_no_more_sessions_than_the_limits() {
 
 /// A stand-in introspection endpoint: `ada` and `eve` are two subjects with the same
 /// scopes, `down` gets a 500 (an outage), `huge` a 40 MiB answer streamed in chunks,
-/// `one-N` the subject `one-N`; anything else is inactive.
+/// `one-N` the subject `one-N`, `multi-N` the subject `multi` with a scope set of its
+/// own for each `N`; anything else is inactive.
 async fn introspection(resource: String) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/introspect", listener.local_addr().unwrap());
@@ -313,6 +322,12 @@ async fn introspection(resource: String) -> String {
                         return;
                     }
                     other if other.starts_with("one-") => grant(other),
+                    // One subject, a scope set of its own for each token.
+                    other if other.starts_with("multi-") => json!({
+                        "active": true, "aud": resource, "sub": "multi",
+                        "scope": format!("mcp:use set:{other}"),
+                    })
+                    .to_string(),
                     _ => json!({"active": false}).to_string(),
                 };
                 let response = format!(
@@ -365,7 +380,12 @@ async fn an_oauth_session_is_its_subjects_own() {
     // Eve holds the same scopes, and not Ada's session: she can neither use nor end it.
     let used = send(addr, "POST", Some("eve"), Some(&session), tools_list()).await;
     assert_eq!(used.status, 404, "{}", used.text);
-    let _ = send(addr, "DELETE", Some("eve"), Some(&session), None).await;
+    let deleted = send(addr, "DELETE", Some("eve"), Some(&session), None).await;
+    assert_eq!(
+        deleted.status, 404,
+        "as for an unknown session: {}",
+        deleted.text
+    );
     let still = send(addr, "POST", Some("ada"), Some(&session), tools_list()).await;
     assert_eq!(still.status, 200, "Ada's session lives: {}", still.text);
     assert!(
@@ -373,6 +393,33 @@ async fn an_oauth_session_is_its_subjects_own() {
         "{}",
         still.text
     );
+    http.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_subject_cycling_scope_sets_is_held_to_its_share() {
+    let (http, addr) = oauth_server((64, 4)).await;
+    let mut statuses = Vec::new();
+    let mut refused = None;
+    for n in 0..8 {
+        let token = format!("multi-{n}");
+        let answer = send(addr, "POST", Some(&token), None, None).await;
+        statuses.push(answer.status);
+        if answer.status != 200 && refused.is_none() {
+            refused = Some(answer.text);
+        }
+    }
+    // Each token is a scope set of its own, and all are one subject's: four sessions.
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 429, 429, 429, 429],
+        "one subject's share, whatever its scopes"
+    );
+    let refused = refused.unwrap_or_default().to_ascii_lowercase();
+    assert!(refused.contains("retry-after"), "{refused}");
+    // Another subject is still served.
+    let eve = send(addr, "POST", Some("eve"), None, None).await;
+    assert_eq!(eve.status, 200, "{}", eve.text);
     http.shutdown().await;
 }
 
@@ -422,5 +469,90 @@ async fn an_authorization_server_that_is_down_or_says_too_much_is_503() {
     let junk = send(addr, "POST", Some("junk"), None, None).await;
     assert_eq!(junk.status, 401, "{}", junk.text);
     assert!(junk.text.contains("invalid_token"), "{}", junk.text);
+    http.shutdown().await;
+}
+
+/// Posts `body` on `session` over a fresh connection and reads the whole answer (an
+/// SSE stream ends with its response); `None` when it takes longer than `within`.
+async fn post_whole(
+    addr: SocketAddr,
+    session: &str,
+    body: serde_json::Value,
+    within: Duration,
+) -> Option<String> {
+    let body = body.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(within, stream.read_to_end(&mut answer))
+        .await
+        .ok()?
+        .ok()?;
+    Some(String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_in_flight_on_its_session_is_refused_at_once() {
+    let http = tackle_mcp::serve_http_with(
+        server(),
+        "127.0.0.1:0".parse().unwrap(),
+        HttpOptions::default(),
+    )
+    .await
+    .unwrap();
+    let addr = http.local_addr();
+    let opened = send(addr, "POST", None, None, None).await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let session = opened.session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ok = send(addr, "POST", None, Some(&session), Some(initialized)).await;
+    assert!(ok.status < 300, "{}", ok.text);
+    // Eight calls at once, one JSON-RPC id: the first is served, the others refused.
+    let call = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                      "params": {"name": "limits.nap", "arguments": {"ms": 400}}});
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (session, call) = (session.clone(), call.clone());
+        set.spawn(async move {
+            let answer = post_whole(addr, &session, call, Duration::from_secs(5)).await;
+            (answer, started.elapsed())
+        });
+    }
+    let mut answered = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        answered.push(joined.unwrap());
+    }
+    let hung = answered.iter().filter(|(a, _)| a.is_none()).count();
+    assert_eq!(hung, 0, "requests left hanging: {hung} of 8");
+    let texts: Vec<&str> = answered.iter().filter_map(|(a, _)| a.as_deref()).collect();
+    let served: Vec<&&str> = texts
+        .iter()
+        .filter(|t| t.contains("\"result\"") && t.contains("400"))
+        .collect();
+    let refused: Vec<&(Option<String>, Duration)> = answered
+        .iter()
+        .filter(|(a, _)| {
+            a.as_deref()
+                .is_some_and(|t| t.contains("-32600") && t.contains("42"))
+        })
+        .collect();
+    assert_eq!(served.len(), 1, "one call is served: {texts:#?}");
+    assert_eq!(refused.len(), 7, "the others are refused: {texts:#?}");
+    // Refused at once, not after the served call's nap.
+    for (_, took) in &refused {
+        assert!(*took < Duration::from_millis(400), "refused after {took:?}");
+    }
+    // The id is free again once its call is answered.
+    let again = post_whole(addr, &session, call, Duration::from_secs(5)).await;
+    assert!(
+        again.as_deref().is_some_and(|t| t.contains("\"result\"")),
+        "{again:?}"
+    );
     http.shutdown().await;
 }

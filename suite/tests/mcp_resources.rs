@@ -91,6 +91,13 @@ impl ClientHandler for Logs {
 
 async fn connect(ctx: ToolContext) -> (RunningService<RoleClient, Logs>, Logs) {
     let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    connect_to(runtime, ctx).await
+}
+
+async fn connect_to(
+    runtime: Arc<Runtime>,
+    ctx: ToolContext,
+) -> (RunningService<RoleClient, Logs>, Logs) {
     let server = McpServer::new(runtime, Identity::new("library", "1.0.0"), ctx)
         .unwrap()
         .with_resources(resources())
@@ -246,6 +253,216 @@ async fn tracing_events_reach_the_client_that_set_a_level() {
     assert_eq!(logs[1]["level"], "warning");
     // The server context's secrets are scrubbed.
     assert_eq!(logs[1]["data"], "almost done with [REDACTED]");
+}
+
+/// The secret argument every output place is searched for.
+const PASSWORD: &str = "swordfish-7781";
+
+/// Logs in, and says too much about it: its log, its stream and its error name the
+/// password.
+#[tool(namespace = "res", side_effects = none)]
+fn login(ctx: &ToolContext, user: String, #[secret] pw: String) -> Result<String, String> {
+    tracing::info!("login bad with {pw}");
+    tracing::warn!(user = %user, password = %pw, "refused");
+    ctx.stream(format!("tried {pw}"));
+    ctx.report_progress(1, Some(1));
+    Err(format!("{user} may not log in with {pw}"))
+}
+
+/// The same, as a tool that sees no context and awaits between its logs.
+#[tool(namespace = "res", side_effects = none)]
+async fn login_quietly(#[secret] pw: String) -> Result<String, String> {
+    tracing::info!("quiet login bad with {pw}");
+    tokio::task::yield_now().await;
+    tracing::error!(attempt = ?pw, "still bad");
+    Err(format!("no entry with {pw}"))
+}
+
+/// Every span's fields, as recorded: a span must never carry a secret.
+#[derive(Clone, Default)]
+struct SpanFields(Arc<Mutex<String>>);
+
+impl tracing::field::Visit for SpanFields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let mut text = self.0.lock().unwrap();
+        text.push_str(&format!("{}={value:?};", field.name()));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        attrs.record(&mut self.clone());
+    }
+
+    fn on_record(
+        &self,
+        _span: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        values.record(&mut self.clone());
+    }
+}
+
+// One thread: the subscriber set for this test is the thread's.
+#[tokio::test]
+async fn a_tools_secret_argument_reaches_no_output_of_the_server() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let spans = SpanFields::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(tackle_mcp::logging::layer())
+        .with(spans.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let audit = Arc::new(MemoryAudit::new());
+    let runtime = Arc::new(
+        Runtime::from_inventory_in(module_path!())
+            .unwrap()
+            .with_audit(audit.clone()),
+    );
+    let (client, logs) = connect_to(runtime, ToolContext::new().with_grant("mcp:log")).await;
+    #[allow(deprecated)]
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Debug,
+        ))
+        .await
+        .unwrap();
+    let mut results = Vec::new();
+    for (name, arguments) in [
+        ("res.login", json!({"user": "ada", "pw": PASSWORD})),
+        ("res.login_quietly", json!({"pw": PASSWORD})),
+    ] {
+        let mut call = rmcp::model::CallToolRequestParams::new(name);
+        call.arguments = arguments.as_object().cloned();
+        // A progress token: the tool's progress goes to the client too.
+        rmcp::model::RequestParamsMeta::set_progress_token(
+            &mut call,
+            rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)),
+        );
+        results.push(json_of(client.call_tool(call).await.unwrap()));
+    }
+    // Four log events were sent (at the debug level, each at or above it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while logs.0.lock().unwrap().len() < 4 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let logs = json_of(&*logs.0.lock().unwrap());
+    assert!(
+        logs.as_array().is_some_and(|l| l.len() >= 4),
+        "the log messages did not all arrive: {logs}"
+    );
+    let places = [
+        ("MCP log notifications", logs.to_string()),
+        ("call results", json_of(&results).to_string()),
+        ("audit events", json_of(audit.events()).to_string()),
+        ("spans", spans.0.lock().unwrap().clone()),
+    ];
+    for (place, text) in &places {
+        assert_eq!(
+            text.matches(PASSWORD).count(),
+            0,
+            "the secret argument reached the {place}: {text}"
+        );
+    }
+    // What was scrubbed still says what happened.
+    assert!(
+        places[0].1.contains("login bad with [REDACTED]"),
+        "{}",
+        places[0].1
+    );
+    assert!(
+        places[1].1.contains("may not log in with [REDACTED]"),
+        "{}",
+        places[1].1
+    );
+}
+
+/// A server whose one prompt completes its argument with 200 values, each the typed
+/// value and a number.
+async fn echoing_completions() -> RunningService<RoleClient, Logs> {
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    let prompts = Prompts::new()
+        .with(
+            Prompt::new("echo", "Echoes.", |_| Ok(Vec::new()))
+                .with_argument("text", "What to echo", false)
+                .with_completion("text", |typed| {
+                    (0..200).map(|i| format!("{typed}{i}")).collect()
+                }),
+        )
+        .unwrap();
+    let server = McpServer::new(
+        runtime,
+        Identity::new("library", "1.0.0"),
+        ToolContext::new(),
+    )
+    .unwrap()
+    .with_prompts(prompts);
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Logs::default().serve(client_io).await.unwrap()
+}
+
+fn echo(value: String) -> CompleteRequestParams {
+    CompleteRequestParams::new(
+        Reference::for_prompt("echo"),
+        ArgumentInfo::new("text", value),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_answers_are_capped_in_count_and_bytes() {
+    let cap = tackle_mcp::server::MAX_COMPLETION_BYTES;
+    let client = echoing_completions().await;
+    let within = std::time::Duration::from_secs(10);
+    // A 1 MiB value: no answer of 100 copies of it.
+    let huge = "x".repeat(1 << 20);
+    let answer = tokio::time::timeout(within, client.complete(echo(huge)))
+        .await
+        .expect("an answer within 10 s");
+    match answer {
+        Ok(result) => {
+            let size = json_of(result).to_string().len();
+            assert!(size <= cap + 1024, "a {size}-byte answer");
+        }
+        Err(refused) => {
+            let message = refused.to_string();
+            assert!(message.contains("bytes"), "{message}");
+            assert!(message.len() < 1024, "a {}-byte refusal", message.len());
+        }
+    }
+    // Values of 2 KiB each: as many as fit in the cap, and the client is told of more.
+    let long = "y".repeat(2048);
+    let result = tokio::time::timeout(within, client.complete(echo(long)))
+        .await
+        .expect("an answer within 10 s")
+        .unwrap();
+    let result = json_of(result);
+    let size = result.to_string().len();
+    assert!(size <= cap + 1024, "a {size}-byte answer");
+    let values = result["completion"]["values"].as_array().unwrap();
+    assert!(
+        !values.is_empty() && values.len() < 100,
+        "{} values",
+        values.len()
+    );
+    assert_eq!(result["completion"]["total"], 200);
+    assert_eq!(result["completion"]["hasMore"], true);
+    // Short values: at most 100, as MCP says.
+    let result = json_of(client.complete(echo("z".into())).await.unwrap());
+    assert_eq!(
+        result["completion"]["values"].as_array().unwrap().len(),
+        100
+    );
+    assert_eq!(result["completion"]["hasMore"], true);
 }
 
 /// A read passes the door: capabilities, audit, and a cassette that records it and

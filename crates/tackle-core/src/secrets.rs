@@ -29,7 +29,8 @@
 //! What a running tool sends on its way (streamed chunks, model deltas, log messages)
 //! is scrubbed by [`ToolContext::redact_secrets`](crate::ToolContext::redact_secrets)
 //! with the same rules, the cassette's secrets aside (a running call's context does
-//! not know its cassette).
+//! not know its cassette); what it logs, by a layer that knows no call's context, with
+//! [`scrub_running`] (the secrets of the calls running on the thread).
 //!
 //! A [`Redactor`] alone (token shapes and configured values, `[REDACTED]`) is what a
 //! cassette applies to what it is configured with.
@@ -234,6 +235,19 @@ pub fn scrub_text<'s>(text: &mut String, secrets: impl IntoIterator<Item = &'s s
         }
     }
     changed
+}
+
+/// Scrubs `text` of the secrets of every tool call whose code runs on this thread
+/// right now: each call's caller's secrets and its secret arguments' values become
+/// [`REDACTED`]; whether anything was replaced. The door marks the thread while a
+/// tool's code runs (each poll of an async tool, the whole of a synchronous one), so
+/// a `tracing` layer that sends what a tool logs somewhere (the MCP server's log to
+/// its clients) scrubs each event with it: an event that happens inside a call is
+/// scrubbed with that call's secrets, its secret arguments included, whatever
+/// context the layer itself holds. Token shapes are left to the caller's own scrubber
+/// ([`Redactor`], [`crate::ToolContext::redact_secrets`]).
+pub fn scrub_running(text: &mut String) -> bool {
+    crate::call::scrub_running(text)
 }
 
 /// The one scrubber of a call (see the [module docs](self)): the caller's secrets,

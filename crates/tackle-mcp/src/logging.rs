@@ -21,9 +21,10 @@
 //!     .init();
 //! ```
 //!
-//! The server context's secrets (and a tool's secret arguments, within its call) and
-//! token-shaped strings (`Bearer ...`, `sk-...` keys, JWTs) are scrubbed from what is
-//! sent; a value logged in another form (encoded, split) is not recognised, so log no
+//! The server context's secrets, token-shaped strings (`Bearer ...`, `sk-...` keys,
+//! JWTs) and, for an event a tool's code logs, the secrets of that call (its caller's
+//! and its secret arguments' values: [`tackle_core::secrets::scrub_running`]) are
+//! scrubbed from what is sent; a value logged in another form (encoded, split) is not recognised, so log no
 //! secrets. Events from a thread the request handed work to (a tool with a time limit runs
 //! on a blocking thread) are not the request's and are not sent. Messages are sent in
 //! order through a queue of [`QUEUE_DEPTH`] per client; past it, events are dropped
@@ -217,8 +218,10 @@ impl Fields<'_> {
     }
 
     fn put(&mut self, field: &Field, value: String) {
-        // The door's rules for what leaves a running call (see `tackle::secrets`).
-        let value = match self.ctx {
+        // The door's rules for what leaves a running call (see `tackle::secrets`): the
+        // scope's context (the server's secrets, token shapes), then the secrets of
+        // the call whose code logged it (its caller's and its secret arguments).
+        let mut value = match self.ctx {
             Some(ctx) => {
                 let mut value = value;
                 ctx.redact_secrets(&mut value);
@@ -226,6 +229,7 @@ impl Fields<'_> {
             }
             None => scrub(value),
         };
+        tackle_core::secrets::scrub_running(&mut value);
         if field.name() == "message" {
             self.message = Some(value);
         } else {

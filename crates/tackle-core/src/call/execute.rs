@@ -163,7 +163,7 @@ fn inline<X: Effect>(
     let ctx = call.ctx;
     let tool = call.tool();
     let input = call.input.take();
-    let secrets = panics::secrets_of(ctx);
+    let secrets = panics::secrets_of(ctx, &call.arg_secrets);
     // The outcome is set where the tool's result is made and stays there (an error
     // is renamed in place): a result copied soon after the tool wrote it waits for
     // the tool's stores. A panic leaves it unset, and is its outcome instead.
@@ -271,7 +271,7 @@ async fn run_tool<X: Effect>(
     if bounds.any() {
         let off_thread = off_thread(tool, bounds);
         limit_call(
-            guarded(tool, ctx, input, off_thread),
+            guarded(tool, ctx, &call.arg_secrets, input, off_thread),
             tool.key(),
             bounds,
             off_thread || tool.spec().blocking,
@@ -279,7 +279,7 @@ async fn run_tool<X: Effect>(
         )
         .await
     } else {
-        guarded(tool, ctx, input, false).await
+        guarded(tool, ctx, &call.arg_secrets, input, false).await
     }
 }
 
@@ -390,14 +390,15 @@ async fn scoped(
         Arc::clone(&info.secrets),
         run,
     );
-    scope.arg_secrets = arg_secrets;
+    scope.arg_secrets.clone_from(&arg_secrets);
     scope.checkpoint = checkpoint;
     let scoped = ctx.for_call(scope);
     scoped.emit(ToolEventKind::Started);
+    let arguments = arg_secrets.as_deref().unwrap_or_default();
     let mut result = if bounds.any() {
         let off_thread = off_thread(tool, bounds);
         limit_call(
-            guarded(tool, &scoped, input, off_thread),
+            guarded(tool, &scoped, arguments, input, off_thread),
             tool.key(),
             bounds,
             off_thread || tool.spec().blocking,
@@ -405,7 +406,7 @@ async fn scoped(
         )
         .await
     } else {
-        guarded(tool, &scoped, input, false).await
+        guarded(tool, &scoped, arguments, input, false).await
     };
     if let (Ok(Value::Null), Some(stream)) = (
         &result,
@@ -460,14 +461,17 @@ async fn limit_call<T, E>(
 }
 
 /// Runs the tool's handler, turning a panic (while starting or while running) into
-/// `Panicked`, and naming the tool by its registered key in every error.
+/// `Panicked`, and naming the tool by its registered key in every error; the thread
+/// is marked with the caller's secrets and the call's secret `arguments` while the
+/// handler runs (see [`panics`]).
 async fn guarded(
     tool: &Tool,
     ctx: &ToolContext,
+    arguments: &[String],
     input: Value,
     off_thread: bool,
 ) -> Result<Value, ToolError> {
-    let secrets = panics::secrets_of(ctx);
+    let secrets = panics::secrets_of(ctx, arguments);
     let outcome = match &tool.handler().0 {
         HandlerKind::Sync(run) if off_thread => {
             let (run, ctx) = (*run, ctx.clone());

@@ -2,12 +2,13 @@
 //!
 //! The door turns a tool's panic into `ToolError::Panicked` (scrubbed like any error),
 //! but Rust's panic hook prints the message to stderr first, and an MCP host logs a
-//! server's stderr. While a tool whose caller holds secrets runs, the door marks the
-//! thread; the hook tackle installs (once, at the first call, wrapping the hook it
-//! finds) prints a marked thread's panic with those secrets and token-shaped strings
-//! replaced, and any other panic whose message holds a token-shaped string (a
-//! `Bearer ...`, an `sk-...` key) with those replaced; every other panic goes to the
-//! previous hook untouched. A program that sets its own hook after tackle's replaces
+//! server's stderr. While a tool whose caller holds secrets, or whose call has secret
+//! arguments, runs, the door marks the thread with them (a log layer scrubs what the
+//! tool logs with the same mark: [`crate::secrets::scrub_running`]); the hook tackle
+//! installs (once, at the first call, wrapping the hook it finds) prints a marked
+//! thread's panic with those secrets and token-shaped strings replaced, and any other
+//! panic whose message holds a token-shaped string (a `Bearer ...`, an `sk-...` key)
+//! with those replaced; every other panic goes to the previous hook untouched. A program that sets its own hook after tackle's replaces
 //! this one.
 
 use std::cell::RefCell;
@@ -18,17 +19,42 @@ use crate::error::panic_message;
 use crate::secrets::Redactor;
 
 thread_local! {
-    /// The secrets of the tool calls running on this thread, innermost last.
+    /// The secrets of the tool calls running on this thread (each call's caller's
+    /// secrets and secret arguments' values), innermost last.
     static RUNNING: RefCell<Vec<Arc<[String]>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The secrets to keep out of a call's panic message, when the caller has any.
-pub(super) fn secrets_of(ctx: &ToolContext) -> Option<Arc<[String]>> {
+/// The secrets to keep out of a call's panic message and of what its code logs (see
+/// [`scrub_running`]): the caller's, then the values of the call's secret `arguments`
+/// (longest first); `None` when there are none.
+pub(super) fn secrets_of(ctx: &ToolContext, arguments: &[String]) -> Option<Arc<[String]>> {
     install();
-    if !ctx.has_secrets() {
+    if !ctx.has_secrets() && arguments.is_empty() {
         return None;
     }
-    Some(ctx.secret_values().map(str::to_owned).collect())
+    Some(
+        ctx.secret_values()
+            .map(str::to_owned)
+            .chain(arguments.iter().cloned())
+            .collect(),
+    )
+}
+
+/// Scrubs `text` of the secrets of every tool call whose code runs on this thread
+/// right now (its caller's secrets and its secret arguments' values, innermost call
+/// first); whether anything was replaced.
+pub(crate) fn scrub_running(text: &mut String) -> bool {
+    RUNNING
+        .try_with(|running| {
+            running
+                .borrow()
+                .iter()
+                .rev()
+                .fold(false, |changed, secrets| {
+                    crate::secrets::scrub_text(text, secrets.iter().map(String::as_str)) | changed
+                })
+        })
+        .unwrap_or(false)
 }
 
 /// Runs `f` with this thread marked as running a call with `secrets`.

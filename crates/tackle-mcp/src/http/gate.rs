@@ -1,59 +1,99 @@
 //! Who gets in, and with which grants: the gate before an HTTP server's sessions.
 //! It serves OAuth metadata, checks static bearer tokens and OAuth access tokens,
 //! gives each client a service of its own (its grants, its sessions), and holds the
-//! session limits in all and per client.
+//! session limits in all and per client (a static token, or an OAuth subject whatever
+//! scopes its tokens hold).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::sessions::Sessions;
 use crate::{McpServer, OAuthResource};
 
-pub(super) type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+pub(super) type Service = StreamableHttpService<McpServer, Sessions>;
 
 /// An HTTP response of the service's type.
 pub(super) type Response =
     http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>;
 
-/// A service and its sessions.
+/// A service and its sessions, and the account of the client they count against.
 #[derive(Clone)]
 pub(super) struct Served {
     service: Service,
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Sessions>,
+    account: Arc<Account>,
+}
+
+/// One client's share of the sessions: a static token's, or an OAuth subject's, which
+/// every service of that subject (one per scope set) counts against, so that cycling
+/// scope sets opens no more.
+#[derive(Default)]
+pub(super) struct Account {
+    /// The session managers of the client's services (one dropped since is gone).
+    managers: Mutex<Vec<Weak<Sessions>>>,
     /// Requests that may be opening a session now.
-    opening: Arc<AtomicUsize>,
+    opening: AtomicUsize,
     /// Held while a request is weighed against the client's limit.
-    admitting: Arc<tokio::sync::Mutex<()>>,
+    admitting: tokio::sync::Mutex<()>,
+}
+
+impl Account {
+    /// Counts the sessions of `sessions` as this client's.
+    fn join(&self, sessions: &Arc<Sessions>) {
+        let mut managers = self.managers.lock().unwrap_or_else(PoisonError::into_inner);
+        managers.retain(|m| m.strong_count() > 0);
+        managers.push(Arc::downgrade(sessions));
+    }
+
+    /// How many sessions the client has open now, over all its services.
+    async fn open(&self) -> usize {
+        let managers: Vec<Arc<Sessions>> = self
+            .managers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut open = 0;
+        for manager in managers {
+            open += manager.local.sessions.read().await.len();
+        }
+        open
+    }
 }
 
 /// A request that may open a session, counted against the limits until it is
 /// answered (so requests at once cannot open more than the limits allow).
 pub(super) struct Opening {
-    client: Arc<AtomicUsize>,
+    client: Arc<Account>,
     all: Arc<AtomicUsize>,
 }
 
 impl Drop for Opening {
     fn drop(&mut self) {
-        self.client.fetch_sub(1, Ordering::AcqRel);
+        self.client.opening.fetch_sub(1, Ordering::AcqRel);
         self.all.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl Served {
-    /// The service for `server` with `config`, whose sessions live `idle` when idle.
+    /// The service for `server` with `config`, whose sessions live `idle` when idle
+    /// and count against `account`.
     pub(super) fn new(
         config: &StreamableHttpServerConfig,
         server: McpServer,
         idle: Duration,
+        account: Arc<Account>,
     ) -> Served {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(idle);
-        let sessions = Arc::new(manager);
+        let sessions = Arc::new(Sessions::new(manager));
+        account.join(&sessions);
         let service = StreamableHttpService::new(
             move || Ok(server.for_connection()),
             Arc::clone(&sessions),
@@ -62,14 +102,13 @@ impl Served {
         Served {
             service,
             sessions,
-            opening: Arc::default(),
-            admitting: Arc::default(),
+            account,
         }
     }
 
     /// How many sessions it has open now.
     async fn open(&self) -> usize {
-        self.sessions.sessions.read().await.len()
+        self.sessions.local.sessions.read().await.len()
     }
 }
 
@@ -223,6 +262,7 @@ impl Gate {
                     .filter(|(_, c)| {
                         c.served
                             .sessions
+                            .local
                             .sessions
                             .try_read()
                             .is_ok_and(|s| s.is_empty())
@@ -236,6 +276,14 @@ impl Gate {
                     None => return Route::Answer(busy("too many clients have sessions open")),
                 }
             }
+            // A subject's services share one account, whatever their scopes.
+            let account = (!by_client.contains_key(&key)).then(|| {
+                by_client
+                    .iter()
+                    .find(|((owner, _), _)| *owner == key.0)
+                    .map(|(_, c)| Arc::clone(&c.served.account))
+                    .unwrap_or_default()
+            });
             let client = by_client
                 .entry(key)
                 .or_insert_with_key(|(owner, scopes)| ClientService {
@@ -243,6 +291,7 @@ impl Gate {
                         &self.config,
                         granted(&self.server, scopes).owned_by(owner.clone()),
                         self.session_idle,
+                        account.unwrap_or_default(),
                     ),
                     used: std::time::Instant::now(),
                 });
@@ -252,9 +301,35 @@ impl Gate {
         self.admit(request, served, true).await
     }
 
-    /// Serves the request with `served`, unless it would open a session past the
-    /// limits: `429` when its client has its share open, `503` when the server does.
+    /// Serves the request with `served`, unless it ends a session `served` does not
+    /// hold (`404`, as for an unknown session) or would open a session past the
+    /// limits: `429` when its client (its account: every service of one subject) has
+    /// its share open, `503` when the server does.
     async fn admit<B>(&self, request: &http::Request<B>, served: Served, known: bool) -> Route {
+        if request.method() == http::Method::DELETE {
+            // Only a session of this client's service can be ended; any other (another
+            // subject's, or none) is unknown here, as for every other request.
+            let session = request
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok());
+            if let Some(session) = session {
+                if !served
+                    .sessions
+                    .local
+                    .sessions
+                    .read()
+                    .await
+                    .contains_key(session)
+                {
+                    return Route::Answer(answer(
+                        http::StatusCode::NOT_FOUND,
+                        &[],
+                        "Not Found: Session not found".to_owned(),
+                    ));
+                }
+            }
+        }
         let opens = request.method() == http::Method::POST
             && !request.headers().contains_key("mcp-session-id");
         if !opens {
@@ -263,16 +338,17 @@ impl Gate {
         // Weighed one at a time, sessions open and being opened counted: of requests
         // at once, exactly as many as the limits allow pass.
         let (in_all, per_client) = self.max_sessions;
-        let _client = served.admitting.lock().await;
+        let account = &served.account;
+        let _client = account.admitting.lock().await;
         let _all = self.admitting.lock().await;
         {
-            let client = served.open().await + served.opening.load(Ordering::Acquire);
+            let client = account.open().await + account.opening.load(Ordering::Acquire);
             if known && client >= per_client {
                 return Route::Answer(answer(
                     http::StatusCode::TOO_MANY_REQUESTS,
                     &[("retry-after", "60".to_owned())],
                     format!(
-                        "this client has {per_client} sessions open, its most: close one (DELETE) or let one expire"
+                        "this client has {per_client} sessions open, its most (over all its scope sets): close one (DELETE) or let one expire"
                     ),
                 ));
             }
@@ -280,10 +356,10 @@ impl Gate {
                 return Route::Answer(busy("the server has as many sessions open as it holds"));
             }
         }
-        served.opening.fetch_add(1, Ordering::AcqRel);
+        account.opening.fetch_add(1, Ordering::AcqRel);
         self.opening.fetch_add(1, Ordering::AcqRel);
         let opening = Opening {
-            client: Arc::clone(&served.opening),
+            client: Arc::clone(account),
             all: Arc::clone(&self.opening),
         };
         Route::Serve(served.service, Some(opening))

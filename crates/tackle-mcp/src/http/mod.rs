@@ -1,10 +1,12 @@
 //! The streamable-HTTP front of an [`McpServer`]: [`serve_http`] and
 //! [`serve_http_with`] accept connections within the limits of [`HttpOptions`] (hosts
 //! and origins, connections, the header-read timeout) and hand each request to the
-//! gate (see `gate`), which decides who gets in and with which grants.
+//! gate (see `gate`), which decides who gets in and with which grants; each service's
+//! sessions (see `sessions`) refuse a request whose id is still in flight.
 
 mod coarse;
 mod gate;
+mod sessions;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -80,9 +82,9 @@ impl HttpServer {
 ///   listen queue. When the process runs out of file descriptors the server backs off
 ///   (10 ms, doubling to 1 s) instead of spinning;
 /// - at most 1,024 sessions in all and 64 per client (a static token, or an OAuth
-///   subject and scopes; [`with_max_sessions`](HttpOptions::with_max_sessions)): a
-///   request that would open one more gets `503` (in all) or `429` (for the client),
-///   with `Retry-After`; requests at once are weighed one by one and cannot open
+///   subject: its sessions under every scope set its tokens hold count together;
+///   [`with_max_sessions`](HttpOptions::with_max_sessions)): a request that would open
+///   one more gets `503` (in all) or `429` (for the client), with `Retry-After`; requests at once are weighed one by one and cannot open
 ///   more (at the margin, one may be refused a moment early). A server without tokens cannot tell clients apart: only the cap in
 ///   all holds there. A session ends when its client deletes it or after 5 idle
 ///   minutes ([`with_session_idle`](HttpOptions::with_session_idle)); an idle
@@ -195,7 +197,10 @@ impl HttpOptions {
     }
 
     /// Sets how many sessions may be open at once, in all and per client (default
-    /// 1,024 and 64; each at least 1).
+    /// 1,024 and 64; each at least 1). A client is a static token, or an OAuth
+    /// subject (the token itself when it names none): a subject's sessions count
+    /// together whatever scopes its tokens hold, so one subject cycling scope sets is
+    /// held to its share (`429` with `Retry-After`) while others are still served.
     pub fn with_max_sessions(mut self, in_all: usize, per_client: usize) -> HttpOptions {
         self.max_sessions = (in_all.max(1), per_client.max(1));
         self
@@ -234,15 +239,22 @@ pub async fn serve_http_with(
     // One service per token, each with its own sessions and grants; or one for all.
     let gate = Arc::new(Gate {
         services: if options.tokens.is_empty() && options.oauth.is_none() {
-            vec![(None, Served::new(&config, server.clone(), idle))]
+            vec![(
+                None,
+                Served::new(&config, server.clone(), idle, Arc::default()),
+            )]
         } else {
             options
                 .tokens
                 .into_iter()
                 .map(|(token, grants)| {
                     let owner = format!("token {:016x}", fingerprint(&token));
-                    let served =
-                        Served::new(&config, granted(&server, &grants).owned_by(owner), idle);
+                    let served = Served::new(
+                        &config,
+                        granted(&server, &grants).owned_by(owner),
+                        idle,
+                        Arc::default(),
+                    );
                     (Some(token), served)
                 })
                 .collect()

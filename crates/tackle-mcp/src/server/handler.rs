@@ -16,7 +16,10 @@ use tracing::Instrument;
 
 use super::subscriptions::{Listener, MAX_SESSION_SUBSCRIPTIONS};
 use super::tools::{result_of, unwrapped_outputs};
-use super::{next_session, McpServer, LOG_GRANT};
+use super::{
+    next_session, McpServer, LOG_GRANT, MAX_COMPLETION_BYTES, MAX_COMPLETION_INPUT_BYTES,
+    MAX_COMPLETION_VALUES,
+};
 use crate::client::Client;
 use crate::prompts::PromptArguments;
 
@@ -436,6 +439,13 @@ impl ServerHandler for McpServer {
         let value = wire_request["argument"]["value"]
             .as_str()
             .unwrap_or_default();
+        if value.len() > MAX_COMPLETION_INPUT_BYTES {
+            return Err(invalid(format!(
+                "the value to complete is {} bytes; this server completes values of at most \
+                 {MAX_COMPLETION_INPUT_BYTES} bytes",
+                value.len()
+            )));
+        }
         // What this client cannot see is unknown to it: no completion of it either.
         let completed = match reference["type"].as_str() {
             Some("ref/prompt") => {
@@ -452,14 +462,30 @@ impl ServerHandler for McpServer {
             }
             _ => return Err(invalid("`ref` must be `ref/prompt` or `ref/resource`")),
         };
-        let mut values = completed
+        let values = completed
             .map_err(|e| ErrorData::internal_error(format!("the completion failed: {e}"), None))?;
         let total = values.len();
-        values.truncate(100);
+        let values = capped(values);
         wire(json!({"completion": {
             "values": values,
             "total": total,
-            "hasMore": total > 100,
+            "hasMore": values.len() < total,
         }}))
     }
+}
+
+/// The first of `values` that an answer holds: at most [`MAX_COMPLETION_VALUES`], and
+/// no more than [`MAX_COMPLETION_BYTES`] as JSON, in order (the first that would pass
+/// it, and all after, are left out).
+fn capped(values: Vec<String>) -> Vec<String> {
+    let mut bytes = 0;
+    values
+        .into_iter()
+        .take(MAX_COMPLETION_VALUES)
+        .take_while(|value| {
+            // Its JSON form: quotes, escapes, and the comma before the next.
+            bytes += serde_json::to_string(value).map_or(usize::MAX / 2, |s| s.len()) + 1;
+            bytes <= MAX_COMPLETION_BYTES
+        })
+        .collect()
 }

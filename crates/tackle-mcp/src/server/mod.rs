@@ -123,6 +123,20 @@ pub struct McpServer {
 /// The grant a client needs to read the server's log (`logging/setLevel`).
 pub const LOG_GRANT: &str = "mcp:log";
 
+/// The most values a `completion/complete` answer holds (MCP's own limit); more are
+/// counted in its `total`, with `hasMore`.
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// The most bytes the values of a `completion/complete` answer hold, written as JSON
+/// (64 KiB): the values are kept in order until the next would pass it; the rest are
+/// counted in `total`, with `hasMore`.
+pub const MAX_COMPLETION_BYTES: usize = 64 * 1024;
+
+/// The longest argument value `completion/complete` completes, in bytes (4 KiB): a
+/// longer one is refused as invalid params, naming its length, before any completer
+/// sees it.
+pub const MAX_COMPLETION_INPUT_BYTES: usize = 4 * 1024;
+
 /// A new session's id.
 fn next_session() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

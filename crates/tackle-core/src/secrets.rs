@@ -247,7 +247,53 @@ pub fn scrub_text<'s>(text: &mut String, secrets: impl IntoIterator<Item = &'s s
 /// context the layer itself holds. Token shapes are left to the caller's own scrubber
 /// ([`Redactor`], [`crate::ToolContext::redact_secrets`]).
 pub fn scrub_running(text: &mut String) -> bool {
-    crate::call::scrub_running(text)
+    running::scrub(text)
+}
+
+/// The secrets of the tool calls whose code runs on this thread, innermost last:
+/// marked by the door (its panic guard) while a tool's code runs.
+pub(crate) mod running {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    thread_local! {
+        static RUNNING: RefCell<Vec<Arc<[String]>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Marks the thread as running a call with `secrets`.
+    pub(crate) fn push(secrets: Arc<[String]>) {
+        RUNNING.with(|r| r.borrow_mut().push(secrets));
+    }
+
+    /// Ends the innermost mark.
+    pub(crate) fn pop() {
+        RUNNING.with(|r| {
+            r.borrow_mut().pop();
+        });
+    }
+
+    /// The innermost call's secrets.
+    pub(crate) fn innermost() -> Option<Arc<[String]>> {
+        RUNNING
+            .try_with(|r| r.borrow().last().cloned())
+            .ok()
+            .flatten()
+    }
+
+    /// Scrubs `text` of every marked call's secrets, innermost first.
+    pub(super) fn scrub(text: &mut String) -> bool {
+        RUNNING
+            .try_with(|running| {
+                running
+                    .borrow()
+                    .iter()
+                    .rev()
+                    .fold(false, |changed, secrets| {
+                        super::scrub_text(text, secrets.iter().map(String::as_str)) | changed
+                    })
+            })
+            .unwrap_or(false)
+    }
 }
 
 /// The one scrubber of a call (see the [module docs](self)): the caller's secrets,

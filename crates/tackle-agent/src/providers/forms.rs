@@ -242,8 +242,8 @@ fn rooted(schema: &Value) -> Value {
 
 /// The Anthropic form of a schema: the schema as it is (without `$schema`), but an
 /// object at the root, as Anthropic asks (`input_schema` does not take `anyOf`,
-/// `oneOf` or `allOf` at its top level: a union there becomes one object, see
-/// [`object_root`]).
+/// `oneOf` or `allOf` at its top level: a union there becomes one object, every
+/// branch's properties, required what every branch requires).
 pub fn anthropic(schema: &Value) -> Value {
     rooted(schema)
 }

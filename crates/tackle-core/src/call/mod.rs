@@ -142,7 +142,6 @@ pub(crate) use input::{Input, ScrubbedInput};
 pub use invoke::{InvokeResult, InvokeStatus};
 pub use operation::enter;
 pub use operation::{InputView, Operation};
-pub(crate) use panics::scrub_running;
 pub(crate) use state::RunState;
 
 use crate::approval::Approver;

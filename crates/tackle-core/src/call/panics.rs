@@ -11,21 +11,14 @@
 //! with those replaced; every other panic goes to the previous hook untouched. A program that sets its own hook after tackle's replaces
 //! this one.
 
-use std::cell::RefCell;
 use std::sync::{Arc, Once};
 
 use crate::context::ToolContext;
 use crate::error::panic_message;
-use crate::secrets::Redactor;
-
-thread_local! {
-    /// The secrets of the tool calls running on this thread (each call's caller's
-    /// secrets and secret arguments' values), innermost last.
-    static RUNNING: RefCell<Vec<Arc<[String]>>> = const { RefCell::new(Vec::new()) };
-}
+use crate::secrets::{running, Redactor};
 
 /// The secrets to keep out of a call's panic message and of what its code logs (see
-/// [`scrub_running`]): the caller's, then the values of the call's secret `arguments`
+/// [`crate::secrets::scrub_running`]): the caller's, then the values of the call's secret `arguments`
 /// (longest first); `None` when there are none.
 pub(super) fn secrets_of(ctx: &ToolContext, arguments: &[String]) -> Option<Arc<[String]>> {
     install();
@@ -40,37 +33,18 @@ pub(super) fn secrets_of(ctx: &ToolContext, arguments: &[String]) -> Option<Arc<
     )
 }
 
-/// Scrubs `text` of the secrets of every tool call whose code runs on this thread
-/// right now (its caller's secrets and its secret arguments' values, innermost call
-/// first); whether anything was replaced.
-pub(crate) fn scrub_running(text: &mut String) -> bool {
-    RUNNING
-        .try_with(|running| {
-            running
-                .borrow()
-                .iter()
-                .rev()
-                .fold(false, |changed, secrets| {
-                    crate::secrets::scrub_text(text, secrets.iter().map(String::as_str)) | changed
-                })
-        })
-        .unwrap_or(false)
-}
-
 /// Runs `f` with this thread marked as running a call with `secrets`.
 #[inline]
 pub(super) fn guarded<T>(secrets: Option<&Arc<[String]>>, f: impl FnOnce() -> T) -> T {
     let Some(secrets) = secrets else {
         return f();
     };
-    RUNNING.with(|r| r.borrow_mut().push(Arc::clone(secrets)));
+    running::push(Arc::clone(secrets));
     // Popped by a guard, so an unwinding panic pops it too.
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
-            RUNNING.with(|r| {
-                r.borrow_mut().pop();
-            });
+            running::pop();
         }
     }
     let _pop = Pop;
@@ -82,7 +56,7 @@ fn install() {
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let secrets = RUNNING.with(|r| r.borrow().last().cloned());
+            let secrets = running::innermost();
             let message = panic_message(info.payload());
             let redactor = match &secrets {
                 Some(secrets) => secrets

@@ -72,6 +72,8 @@ impl Drop for SqliteStore {
         // Then SQLite closes the file, copying the log into it when no other process
         // has it open.
         let connection = self.connection();
+        // Not synced on its own: closing copies the log into the file and syncs it.
+        let _ = connection.execute_batch("PRAGMA synchronous = NORMAL");
         let _ = connection.execute("DELETE FROM openers WHERE token = ?1", params![self.token]);
         forget_dead_openers(&connection);
     }
@@ -143,6 +145,11 @@ impl SqliteStore {
         // the same moment take turns (each waiting up to the busy timeout), so none
         // sees a column half-added by another.
         let mut connection = connection;
+        // The opener's row needs no sync of its own: the checkpoint below writes it
+        // into the file and syncs that; a migration lost to a power cut runs again.
+        connection
+            .execute_batch("PRAGMA synchronous = NORMAL")
+            .map_err(failed)?;
         let migration = connection
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(failed)?;
@@ -185,6 +192,10 @@ impl SqliteStore {
         // The row into the main file at once, so that a copy of the main file alone
         // made from now on says it was open (best effort: a busy log is copied later).
         let _ = connection.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+        // Every write from here on is synced before it returns.
+        connection
+            .execute_batch("PRAGMA synchronous = FULL")
+            .map_err(failed)?;
         Ok(SqliteStore {
             path,
             connection: Mutex::new(connection),

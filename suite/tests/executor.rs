@@ -337,6 +337,52 @@ async fn cancellation_reaches_tools_and_the_stubborn_are_aborted_after_the_grace
     );
 }
 
+/// A tool that blocks its thread for 400 ms without yielding once (side effects
+/// `effects`), counting the calls that ran to their end in `landed`.
+fn unyielding(name: &str, effects: SideEffects, landed: Arc<AtomicUsize>) -> DynamicTool {
+    let spec = ToolSpec::new("t", name, "1", effects, "Blocks its thread.");
+    DynamicTool::new(spec, move |_ctx: ToolContext, _input| {
+        let landed = landed.clone();
+        async move {
+            std::thread::sleep(Duration::from_millis(400));
+            landed.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(json!("done"))
+        }
+    })
+}
+
+/// A tool that never yields cannot be stopped where it runs: it finishes after its
+/// run was cancelled and the grace window passed. A read's late result is dropped for
+/// `Aborted` (as if stopped); a write's outcome is kept as it landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_never_yields_is_not_reported_done_after_its_run_was_cancelled() {
+    let landed = Arc::new(AtomicUsize::new(0));
+    let rt = runtime(vec![
+        unyielding("reader", SideEffects::Read, landed.clone()),
+        unyielding("writer", SideEffects::External, landed.clone()),
+    ]);
+    for (key, aborted) in [("t.reader@1", true), ("t.writer@1", false)] {
+        let run = Run::new(&rt);
+        let token = run.cancellation_token();
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            token.cancel();
+        });
+        let outcome = run
+            .execute(ToolCall::new("c", key, json!({})), &ToolContext::new())
+            .await;
+        canceller.join().unwrap();
+        if aborted {
+            let error = outcome.result().as_ref().unwrap_err();
+            assert_eq!(error.kind(), ToolErrorKind::Aborted, "{key}: {error}");
+        } else {
+            assert_eq!(outcome.result().as_ref().unwrap(), &json!("done"), "{key}");
+        }
+    }
+    // Both ran to their end: the write's effect is the one the outcome reports.
+    assert_eq!(landed.load(Ordering::SeqCst), 2);
+}
+
 static PLACED: AtomicUsize = AtomicUsize::new(0);
 
 /// Place an order; placing the same order twice in a run places it once.

@@ -46,6 +46,11 @@
 //!   an activity (its history replays without running them:
 //!   `tests/replay_histories.rs`).
 //!
+//! - `a_tools_secret_argument_stays_out_of_the_history`: a tool that streams, returns
+//!   and errs with its `#[secret]` argument: in the run's whole history the value is
+//!   found only where the model wrote it (its tool calls' `arguments`, and the call
+//!   activity's input made from them), never in what the tool wrote.
+//!
 //! The test skips, saying why, only where the `temporal` binary cannot run, and never
 //! under `CI`: there, a dev server that cannot start fails the test.
 
@@ -105,6 +110,10 @@ fn main() -> ExitCode {
         (
             "repairs_and_searches_run_on_workers",
             repairs_and_searches_run_on_workers,
+        ),
+        (
+            "a_tools_secret_argument_stays_out_of_the_history",
+            a_tools_secret_argument_stays_out_of_the_history,
         ),
     ])
 }
@@ -1141,5 +1150,117 @@ fn repairs_and_searches_run_on_workers() {
         );
         let repairs = lines(&cluster.ledger.with_file_name("repairs.txt"));
         assert_eq!(repairs.len(), 1, "the hook ran once, on a worker: {repairs:?}");
+    });
+}
+
+fn a_tools_secret_argument_stays_out_of_the_history() {
+    use tackle_temporal::client::WorkflowFetchHistoryOptions;
+    use temporalio_common::protos::temporal::api::common::v1::Payloads;
+    use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+
+    /// Each payload as JSON, `key` taken out at every depth (the model's side).
+    fn without(payloads: Option<&Payloads>, key: &str) -> Vec<serde_json::Value> {
+        fn strip(value: &mut serde_json::Value, key: &str) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    map.remove(key);
+                    map.values_mut().for_each(|v| strip(v, key));
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(|v| strip(v, key)),
+                _ => {}
+            }
+        }
+        payloads
+            .map(|p| p.payloads.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|p| {
+                let mut value: serde_json::Value =
+                    serde_json::from_slice(&p.data).expect("a JSON payload");
+                strip(&mut value, key);
+                value
+            })
+            .collect()
+    }
+
+    let Some(cluster) = Cluster::start("vault") else {
+        return;
+    };
+    let pin = bank::VAULT_PIN;
+    // A payload's bytes as they print in an event's debug form.
+    let pin_bytes = format!("{:?}", pin.as_bytes());
+    let pin_bytes = pin_bytes.trim_matches(|c| c == '[' || c == ']');
+    harness::tokio().block_on(async {
+        let client = cluster.client().await;
+        let handle = start(&client, "vault", "Unlock the vault.", "vault-1").await;
+        let state: ReactState = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .expect("the run completes");
+        assert_eq!(state.final_answer.as_deref(), Some("Done."), "{state:?}");
+        assert_eq!(state.tool_calls.len(), 2, "{state:?}");
+        // What the tool wrote reached the model, scrubbed.
+        assert_eq!(
+            state.tool_calls[0].result,
+            Some(json!("opened for alice with [REDACTED]")),
+            "{state:?}"
+        );
+        assert!(state.tool_calls[1].error.is_some(), "{state:?}");
+        let events = handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .into_events()
+            .await
+            .expect("the history");
+        let mut activity_of = std::collections::HashMap::new();
+        let (mut model_side, mut leaks) = (0, Vec::new());
+        for event in &events {
+            let found: Vec<serde_json::Value> = match &event.attributes {
+                Some(Attributes::ActivityTaskScheduledEventAttributes(a)) => {
+                    let name = a.activity_type.as_ref().map(|t| t.name.clone());
+                    activity_of.insert(event.event_id, name.clone().unwrap_or_default());
+                    let all = without(a.input.as_ref(), "");
+                    model_side += all
+                        .iter()
+                        .map(|v| v.to_string().matches(pin).count())
+                        .sum::<usize>();
+                    // A call's input is the model's tool call: its arguments.
+                    let key = if name.as_deref() == Some("tackle.call") {
+                        "input"
+                    } else {
+                        "arguments"
+                    };
+                    without(a.input.as_ref(), key)
+                }
+                Some(Attributes::ActivityTaskCompletedEventAttributes(a)) => {
+                    without(a.result.as_ref(), "arguments")
+                }
+                Some(Attributes::WorkflowExecutionCompletedEventAttributes(a)) => {
+                    without(a.result.as_ref(), "arguments")
+                }
+                _ => {
+                    // Any other event: its text and payload bytes.
+                    let debug = format!("{event:?}");
+                    if debug.contains(pin) || debug.contains(pin_bytes) {
+                        leaks.push(format!("event {} ({:?})", event.event_id, event.event_type));
+                    }
+                    Vec::new()
+                }
+            };
+            for value in found {
+                if value.to_string().contains(pin) {
+                    leaks.push(format!("event {}: {value}", event.event_id));
+                }
+            }
+        }
+        assert!(
+            model_side >= 2,
+            "the model's tool calls carry the PIN into the history ({model_side} found): \
+             the check reads the payloads"
+        );
+        assert!(
+            leaks.is_empty(),
+            "the secret argument is in what the tool wrote:\n{}",
+            leaks.join("\n")
+        );
     });
 }

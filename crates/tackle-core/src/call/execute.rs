@@ -8,7 +8,11 @@
 //!   Stopping means dropping the tool's future. A synchronous tool with no time
 //!   limit runs where it is called (no thread hop): it cannot be stopped mid-way, so
 //!   it finishes; one with a time limit, or marked `blocking`, runs on a blocking
-//!   thread, where the timer and the grace window can still end the call;
+//!   thread, where the timer and the grace window can still end the call. A tool
+//!   that does not yield once its run is cancelled (it blocks or loops without
+//!   awaiting) finishes where it runs: a rerun-safe call's late result is then dropped
+//!   for `Aborted`, as if it had been stopped, while a write's outcome is kept as it
+//!   landed;
 //! * a panic, while starting or while running, becomes `Panicked`: the process goes on;
 //! * a tool that sees its context gets one of its own for the call (its id, its
 //!   declared secrets, its stream); a `()` tool that streamed returns its stream;
@@ -30,6 +34,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -238,7 +243,14 @@ async fn run_operation<'a, X: Effect>(
     let tool = call.tool();
     let work = guard_future::<X>(tool, code(call.id()));
     if bounds.any() {
-        limit_call(work, tool.key(), bounds, false, X::from_error).await
+        limit_call(
+            work,
+            tool.key(),
+            bounds,
+            (false, tool.rerun_safe() || X::RERUN_SAFE),
+            X::from_error,
+        )
+        .await
     } else {
         work.await
     }
@@ -274,7 +286,7 @@ async fn run_tool<X: Effect>(
             guarded(tool, ctx, &call.arg_secrets, input, off_thread),
             tool.key(),
             bounds,
-            off_thread || tool.spec().blocking,
+            (off_thread || tool.spec().blocking, tool.rerun_safe()),
             std::convert::identity,
         )
         .await
@@ -340,7 +352,14 @@ async fn sandboxed<X: Effect>(
         run.result
     };
     let result = if bounds.any() {
-        limit_call(work, tool.key(), bounds, false, std::convert::identity).await
+        limit_call(
+            work,
+            tool.key(),
+            bounds,
+            (false, tool.rerun_safe()),
+            std::convert::identity,
+        )
+        .await
     } else {
         work.await
     };
@@ -401,7 +420,7 @@ async fn scoped(
             guarded(tool, &scoped, arguments, input, off_thread),
             tool.key(),
             bounds,
-            off_thread || tool.spec().blocking,
+            (off_thread || tool.spec().blocking, tool.rerun_safe()),
             std::convert::identity,
         )
         .await
@@ -421,15 +440,36 @@ async fn scoped(
 /// Runs `work` under the call's time limit and the run's cancellation: `Timeout` when
 /// the limit passes, `Aborted` when the run was cancelled and the tool did not finish
 /// within the grace window (each as the work's error, by `error`).
+///
+/// A tool that does not yield (it blocks its thread, or loops without awaiting) cannot
+/// be stopped where it runs: it finishes, however late. When its run was cancelled
+/// during the stretch it ended with (it did not yield since), a `rerun_safe` call's
+/// result is dropped for `Aborted`, as if it had been stopped; any other call's
+/// outcome is kept as it landed (its effect happened).
 async fn limit_call<T, E>(
     work: impl Future<Output = Result<T, E>>,
     key: &str,
     bounds: Bounds<'_>,
-    still_running: bool,
+    (still_running, rerun_safe): (bool, bool),
     error: fn(ToolError) -> E,
 ) -> Result<T, E> {
     let limit = bounds.limit;
     let grace = bounds.cancel.map_or(DEFAULT_GRACE, |(_, grace)| grace);
+    let aborted = || {
+        error(ToolError::Aborted {
+            key: key.to_owned(),
+            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+        })
+    };
+    // Whether the run was cancelled already when the work was last polled.
+    let cancelled_when_polled = AtomicBool::new(false);
+    let mut work = std::pin::pin!(work);
+    let work = std::future::poll_fn(|cx| {
+        if let Some((token, _)) = bounds.cancel {
+            cancelled_when_polled.store(token.is_cancelled(), Ordering::Relaxed);
+        }
+        work.as_mut().poll(cx)
+    });
     let timer = async {
         match limit {
             Some(limit) => tokio::time::sleep(limit).await,
@@ -447,16 +487,22 @@ async fn limit_call<T, E>(
     };
     tokio::select! {
         biased;
-        result = work => result,
+        result = work => match bounds.cancel {
+            Some((token, _))
+                if rerun_safe
+                    && !cancelled_when_polled.load(Ordering::Relaxed)
+                    && token.is_cancelled() =>
+            {
+                Err(aborted())
+            }
+            _ => result,
+        },
         () = timer => Err(error(ToolError::Timeout {
             key: key.to_owned(),
             after_ms: limit.map_or(0, |l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX)),
             still_running,
         })),
-        () = abort => Err(error(ToolError::Aborted {
-            key: key.to_owned(),
-            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-        })),
+        () = abort => Err(aborted()),
     }
 }
 

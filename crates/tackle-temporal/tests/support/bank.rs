@@ -79,6 +79,13 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
     .with_deferred(runtime.registry(), &["bank.balance"])
     .expect("deferred")
     .with_repair(AmountsAsNumbers);
+    let vault = ReactSkill::new(
+        Arc::new(FunctionModel::new("vault-bot", vault_model)),
+        runtime.registry(),
+        &["vault.unlock"],
+    )
+    .expect("skill")
+    .with_error_budget(5);
     let context = ToolContext::new().with_grant("llm:*");
     Agents::new(runtime)
         .with("fixer", fixer, context.clone())
@@ -89,6 +96,7 @@ pub fn agents(runtime: &Arc<Runtime>) -> Agents {
         .with("refunds", refunds, context.clone())
         .with("again", again, context.clone())
         .with("stubborn", stubborn, context.clone())
+        .with("vault", vault, context.clone())
         .with("settle", settler, context)
 }
 
@@ -459,5 +467,31 @@ pub fn settle_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
             vec![call("s", "bank_settle", json!({"batch": "b-9"}))],
         ),
         _ => ChatResponse::text("Settled."),
+    })
+}
+
+/// The PIN the vault's model passes as a secret argument.
+pub const VAULT_PIN: &str = "pin-7731-quartz";
+
+/// Unlocks a vault with a PIN marked secret: it streams a line naming the PIN, and
+/// names it again in its answer (for `alice`) or in its error (for anyone else).
+#[tool(namespace = "vault", side_effects = read)]
+pub fn unlock(ctx: &ToolContext, user: String, #[secret] pin: String) -> Result<String, String> {
+    ctx.stream(format!("trying {pin} for {user}"));
+    if user == "alice" {
+        Ok(format!("opened for {user} with {pin}"))
+    } else {
+        Err(format!("{pin} is not {user}'s PIN"))
+    }
+}
+
+/// Unlocks the vault for alice, then tries for mallory with the same PIN.
+pub fn vault_model(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+    let unlock =
+        |id: &str, user: &str| call(id, "vault_unlock", json!({"user": user, "pin": VAULT_PIN}));
+    Ok(match turn_of(request) {
+        0 => ChatResponse::calls("Unlocking.", vec![unlock("v1", "alice")]),
+        1 => ChatResponse::calls("Now mallory.", vec![unlock("v2", "mallory")]),
+        _ => ChatResponse::text("Done."),
     })
 }

@@ -89,7 +89,7 @@ pub use tackle_macros::tools;
 pub use tackle_macros::SkillState;
 
 // The modules, each a concept (see `docs/architecture.md`).
-pub use tackle_agent::{chain, durable, pipeline};
+pub use tackle_agent::{chain, durable, evals, pipeline};
 pub use tackle_core::{
     approval, audit, bounds, call, canonical, capability, content, context, error, events,
     executor, registry, replay, run, sandbox, sanitize, schema, secrets, shape, spec, validate,

@@ -50,6 +50,8 @@ const LAYERS: &[&[&str]] = &[
     &["skill"],
     // Runs that outlive their process.
     &["durable"],
+    // Evals: datasets of cases, each run by an agent, judged and reported.
+    &["evals"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -8,6 +8,7 @@ mod agent_models;
 mod agent_react;
 mod chain;
 mod durable;
+mod evals;
 mod genai_tracing;
 mod local_model;
 mod many_runs;

@@ -26,6 +26,7 @@
 
 pub mod chain;
 pub mod durable;
+pub mod evals;
 pub mod model;
 pub mod pipeline;
 pub mod providers;

@@ -18,20 +18,32 @@ pub const MAX_DOCUMENT_BYTES: usize = 4 * 1024 * 1024;
 /// Refuses a document larger than [`MAX_DOCUMENT_BYTES`] or nested deeper than
 /// [`MAX_NESTING`], naming the line and column where it goes too deep.
 pub(super) fn check(text: &str) -> Result<(), PipelineError> {
-    if text.len() > MAX_DOCUMENT_BYTES {
-        return Err(PipelineError::Parse {
-            line: 0,
-            column: 0,
-            message: format!(
-                "the document is {} bytes, more than the {MAX_DOCUMENT_BYTES} a pipeline may have",
-                text.len()
-            ),
-        });
-    }
-    let too_deep = |line: usize, column: usize| PipelineError::Parse {
+    scan(text, "a pipeline").map_err(|(line, column, message)| PipelineError::Parse {
         line,
         column,
-        message: format!("the document is nested deeper than {MAX_NESTING} levels"),
+        message,
+    })
+}
+
+/// [`check`] for any YAML document (`what` names it in the size error): the line,
+/// the column and what is wrong.
+pub(crate) fn scan(text: &str, what: &str) -> Result<(), (usize, usize, String)> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Err((
+            0,
+            0,
+            format!(
+                "the document is {} bytes, more than the {MAX_DOCUMENT_BYTES} {what} may have",
+                text.len()
+            ),
+        ));
+    }
+    let too_deep = |line: usize, column: usize| {
+        (
+            line,
+            column,
+            format!("the document is nested deeper than {MAX_NESTING} levels"),
+        )
     };
     // Indentations of the open block collections, innermost last.
     let mut blocks: Vec<usize> = Vec::new();

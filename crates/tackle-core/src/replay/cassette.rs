@@ -69,6 +69,9 @@ pub(super) struct Inner {
     mode: Mode,
     pub(super) effective: Effective,
     pub(super) strict: bool,
+    /// Whether operations run live, never served nor recorded (a counterfactual
+    /// replay).
+    pub(super) live_operations: bool,
     /// Whether recorded-result misses may run live during a replay without failing
     /// the run.
     live_reads: bool,
@@ -260,6 +263,7 @@ impl Cassette {
                 mode,
                 effective,
                 strict: config.strict,
+                live_operations: config.live_operations,
                 live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: None,
@@ -296,6 +300,8 @@ impl Cassette {
                 mode: Mode::New,
                 effective: Effective::New,
                 strict: config.strict,
+                // A journal serves what it holds, operations included.
+                live_operations: false,
                 live_reads: config.live_reads,
                 redactor: config.redactor,
                 journal: Some(Box::new(Journaled { journal })),

@@ -110,6 +110,7 @@ pub struct CassetteConfig {
     pub(super) redactor: Redactor,
     pub(super) use_env: bool,
     pub(super) recorded_results: bool,
+    pub(super) live_operations: bool,
 }
 
 impl Default for CassetteConfig {
@@ -129,6 +130,7 @@ impl CassetteConfig {
             redactor: Redactor::new(),
             use_env: true,
             recorded_results: false,
+            live_operations: false,
         }
     }
 
@@ -163,6 +165,20 @@ impl CassetteConfig {
     /// costly to run, or whose recordings were edited by hand.
     pub fn with_recorded_results(mut self, served: bool) -> CassetteConfig {
         self.recorded_results = served;
+        self
+    }
+
+    /// Operations (a model's completions, and any other code handed to the door as an
+    /// [`Operation`](crate::call::Operation)) run live whatever the mode, and are
+    /// neither served nor recorded; tool calls go as the mode says (default `false`).
+    /// With mode `replay`, [`with_recorded_results`](Self::with_recorded_results) and
+    /// [`with_strict`](Self::with_strict), this is a *counterfactual* replay: a new
+    /// model, prompt or tool description asked live, while every tool call is answered
+    /// from the recording and a call it does not hold fails with `CassetteMiss` (tools
+    /// that write never run). Recordings left unused are expected then: such a run is
+    /// not [`finish`](super::Cassette::finish)ed as a check.
+    pub fn with_live_operations(mut self, live: bool) -> CassetteConfig {
+        self.live_operations = live;
         self
     }
 

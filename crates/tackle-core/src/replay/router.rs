@@ -143,7 +143,9 @@ impl Cassette {
             }
         }
         let effective = self.inner.effective;
-        if effective == Effective::Live {
+        if effective == Effective::Live
+            || (kind == InteractionKind::Operation && self.inner.live_operations)
+        {
             return Ok(Route::Run(None));
         }
         // The call runs, with a record to make: a tombstone, an outcome, or (for a

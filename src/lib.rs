@@ -184,6 +184,9 @@ pub mod guides {
     #[cfg(feature = "sqlite")]
     #[doc = include_str!("../docs/durable.md")]
     pub mod durable {}
+    /// Evals: datasets of cases, evaluators, replayed and counterfactual runs, reports.
+    #[doc = include_str!("../docs/evals.md")]
+    pub mod evals {}
     /// The executor: batches of calls, approvals, limits, cancellation.
     #[doc = include_str!("../docs/executor.md")]
     pub mod executor {}

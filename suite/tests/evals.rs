@@ -58,16 +58,16 @@ fn delivery_fee(total_cents: u64) -> u64 {
     }
 }
 
-fn runtime() -> Arc<Runtime> {
+pub(crate) fn runtime() -> Arc<Runtime> {
     Arc::new(Runtime::from_inventory_in(module_path!()).unwrap())
 }
 
 /// A model's replies, computed from the request.
-type Reply = fn(&ChatRequest) -> Result<ChatResponse, ModelError>;
+pub(crate) type Reply = fn(&ChatRequest) -> Result<ChatResponse, ModelError>;
 
 /// The shop's agent over `reply` (every clerk is the model `clerk`, so a recording of
 /// one serves another).
-fn agent(reply: Reply) -> Agent {
+pub(crate) fn agent(reply: Reply) -> Agent {
     Agent::new(FunctionModel::new("clerk", reply)).tools([
         find_order::KEY,
         refund::KEY,
@@ -116,7 +116,7 @@ fn call(name: &str, arguments: Value) -> ChatResponse {
 }
 
 /// The clerk: looks an order up before refunding it; answers fees from the tool.
-fn clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+pub(crate) fn clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     let (task, results) = read(request);
     let order = order_of(&task);
     Ok(if task.contains("refund") {
@@ -148,7 +148,7 @@ fn clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
 }
 
 /// A new prompt's clerk: refunds at once, without looking the order up.
-fn hasty_clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+pub(crate) fn hasty_clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     let (task, results) = read(request);
     if task.contains("refund") && results.is_empty() {
         return Ok(call(
@@ -168,7 +168,7 @@ fn warm_clerk(request: &ChatRequest) -> Result<ChatResponse, ModelError> {
     Ok(reply)
 }
 
-fn shop() -> Dataset {
+pub(crate) fn shop() -> Dataset {
     Dataset::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/evals/shop.yaml")).unwrap()
 }
 
@@ -737,5 +737,60 @@ async fn the_json_report_is_stable() {
         report.table().contains("4 of 4 case(s) passed"),
         "{}",
         report.table()
+    );
+}
+
+/// A run against its baseline: worse, better and changed cases, with the review's
+/// JSON-pointer lines.
+#[tokio::test]
+async fn a_report_against_its_baseline() {
+    let dataset = shop();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cassettes/evals");
+    let rt = runtime();
+    let run = |reply: Reply, mode| {
+        let (dataset, dir, rt) = (dataset.clone(), dir.clone(), Arc::clone(&rt));
+        async move {
+            Eval::new(&dataset, &agent(reply), &rt)
+                .cassettes(&dir)
+                .mode(mode)
+                .run()
+                .await
+                .unwrap()
+        }
+    };
+    let baseline = run(clerk, EvalMode::Replay).await;
+    assert!(baseline.diff(&baseline).is_empty());
+    let warm = run(warm_clerk, EvalMode::Counterfactual).await;
+    let diff = warm.diff(&baseline);
+    assert_eq!(diff.worse.len(), 4, "{}", diff.text());
+    let refund = diff
+        .worse
+        .iter()
+        .find(|c| c.case == "refund a delivered order")
+        .unwrap();
+    assert!(refund.passed_before && !refund.passed_after);
+    assert!(
+        refund
+            .evaluators
+            .iter()
+            .any(|l| l.starts_with("EqualsExpected: pass -> FAIL (~ /: expected")),
+        "{refund:?}"
+    );
+    assert_eq!(
+        refund.changes,
+        [
+            "~ /output: \"Refunded A-100.\" -> \"Refunded A-100. Anything else?\"",
+            "~ /trajectory/2/thought: \"Refunded A-100.\" -> \"Refunded A-100. Anything else?\""
+        ]
+    );
+    // The other way round, the same cases are better.
+    let back = baseline.diff(&warm);
+    assert_eq!(back.better.len(), 4);
+    assert!(back.worse.is_empty());
+    assert!(
+        diff.text()
+            .contains("worse: `refund a delivered order` (pass"),
+        "{}",
+        diff.text()
     );
 }

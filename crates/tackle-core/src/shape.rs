@@ -104,8 +104,9 @@ impl Default for FileSpillWriter {
 }
 
 /// A path segment made of `text`: ASCII letters, digits, `-`, `_` and `.` kept, any
-/// other character `_`, never empty or a dot name.
-fn segment(text: &str) -> String {
+/// other character `_`, never empty or a dot name (a name from outside made safe as
+/// one file or folder name).
+pub fn segment(text: &str) -> String {
     let safe: String = text
         .chars()
         .map(|c| {

@@ -35,7 +35,6 @@ pub struct LlmJudge {
 
 /// The verdict a judge answers with.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Verdict {
     pass: bool,
     score: f64,
@@ -122,13 +121,7 @@ fn text_of(value: &Value) -> String {
 
 /// The verdict in a reply: the text, or a fenced JSON block in it.
 fn verdict_of(text: &str) -> Result<Verdict, String> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.trim_end().strip_suffix("```"))
-        .unwrap_or(trimmed);
-    let verdict: Verdict = serde_json::from_str(body.trim()).map_err(|e| {
+    let verdict: Verdict = serde_json::from_str(crate::react::json_body(text)).map_err(|e| {
         format!(
             "the judge's reply is not a verdict ({e}): {}",
             short(&Value::String(text.to_owned()))

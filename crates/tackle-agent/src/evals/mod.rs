@@ -74,6 +74,7 @@
 //! ```
 
 mod dataset;
+mod diff;
 mod evaluators;
 mod judge;
 mod mode;
@@ -82,6 +83,7 @@ mod runner;
 mod spec;
 
 pub use dataset::{Case, CaseInput, Dataset, DatasetError, ExpectedCall, Turn, TurnRole};
+pub use diff::{CaseChange, EvalDiff};
 pub use evaluators::{evaluator_fn, CaseOutcome, EvalFuture, Evaluation, Evaluator, IsInstance};
 pub use judge::LlmJudge;
 pub use mode::{EvalError, EvalMode};
@@ -89,7 +91,7 @@ pub use report::{
     CallRecord, CaseReport, CaseRun, Divergence, EvalFailed, EvalReport, EvaluatorSummary, Summary,
     Thresholds, TrajectoryStep, REPORT_FORMAT,
 };
-pub use runner::Eval;
+pub use runner::{Eval, REPORTS_DIR};
 pub use spec::{ArgumentMatch, EvaluatorSpec, TrajectoryMode};
 
 /// Writes `bytes` to `path` whole or not at all: to a temporary file beside it, then

@@ -63,4 +63,12 @@ pub enum EvalError {
     /// The run's settings or the dataset cannot be used as they are.
     #[error("{0}")]
     Invalid(String),
+    /// The report could not be written where `TACKLE_EVAL_REPORTS` says.
+    #[error("the eval report {path} could not be written: {source}")]
+    Report {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }

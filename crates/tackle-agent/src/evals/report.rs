@@ -95,6 +95,25 @@ pub struct CaseRun {
     pub evaluations: Vec<Evaluation>,
 }
 
+impl CaseRun {
+    /// Run `repeat` of a case that ended before it could be judged, with `error`.
+    pub fn failed(repeat: usize, error: String) -> CaseRun {
+        CaseRun {
+            repeat,
+            passed: false,
+            output: None,
+            error: Some(error),
+            duration_ms: 0.0,
+            model_requests: 0,
+            usage: Usage::default(),
+            cost: None,
+            trajectory: Vec::new(),
+            divergence: None,
+            evaluations: Vec::new(),
+        }
+    }
+}
+
 /// One model turn of a case's run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrajectoryStep {

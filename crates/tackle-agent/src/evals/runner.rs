@@ -15,6 +15,7 @@ use tackle_core::context::ToolContext;
 use tackle_core::error::ToolErrorKind;
 use tackle_core::replay::{Cassette, CassetteConfig, CassetteError, Mode};
 use tackle_core::run::Run;
+use tackle_core::shape::segment;
 
 use super::dataset::{Case, Dataset};
 use super::evaluators::{Builtin, CaseOutcome, Evaluator};
@@ -59,6 +60,10 @@ pub struct Eval<'a, T> {
     ctx: ToolContext,
     progress: Option<bool>,
 }
+
+/// The environment variable naming the folder where every run writes its JSON report
+/// as `<dataset>.json` (set by `cargo tackle eval run`).
+pub const REPORTS_DIR: &str = "TACKLE_EVAL_REPORTS";
 
 /// A case's run in progress.
 type CaseFuture<'f> = Pin<Box<dyn Future<Output = (usize, CaseRun)> + Send + 'f>>;
@@ -233,7 +238,7 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
                 }
             })
             .collect();
-        Ok(EvalReport {
+        let report = EvalReport {
             format: REPORT_FORMAT,
             dataset: self.dataset.name.clone(),
             mode,
@@ -242,7 +247,18 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
             thresholds: self.thresholds,
             summary: summarize(&cases),
             cases,
-        })
+        };
+        // `cargo tackle eval run` collects the reports of the runs it starts.
+        if let Some(dir) = std::env::var_os(REPORTS_DIR) {
+            let path = Path::new(&dir).join(format!("{}.json", segment(&report.dataset)));
+            report
+                .write_json(&path)
+                .map_err(|source| EvalError::Report {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+        }
+        Ok(report)
     }
 
     /// The evaluators of `specs` (of `whose`).
@@ -281,13 +297,13 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
 
     /// The cassette file of `case`'s run `repeat`.
     fn cassette_path(&self, dir: &Path, case: &Case, repeat: usize) -> PathBuf {
-        let name = file_name(&case.name);
+        let name = segment(&case.name);
         let file = if self.repeat > 1 {
             format!("{name}.{repeat}.json")
         } else {
             format!("{name}.json")
         };
-        dir.join(file_name(&self.dataset.name)).join(file)
+        dir.join(segment(&self.dataset.name)).join(file)
     }
 
     /// Runs `case` once (again after transient model failures), then its evaluators.
@@ -307,7 +323,10 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
                 Err(failed)
                     if !transient || attempt >= self.retries || mode == EvalMode::Replay =>
                 {
-                    return failed.map_or_else(|| unreachable_run(repeat), |f| *f);
+                    return failed.map_or_else(
+                        || CaseRun::failed(repeat, "the case ended without a record".to_owned()),
+                        |f| *f,
+                    );
                 }
                 Err(_) => attempt += 1,
             }
@@ -323,19 +342,7 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
         repeat: usize,
         evaluators: &[&dyn Evaluator],
     ) -> Result<CaseRun, Option<Box<CaseRun>>> {
-        let failed = |error: String| CaseRun {
-            repeat,
-            passed: false,
-            output: None,
-            error: Some(error),
-            duration_ms: 0.0,
-            model_requests: 0,
-            usage: Default::default(),
-            cost: None,
-            trajectory: Vec::new(),
-            divergence: None,
-            evaluations: Vec::new(),
-        };
+        let failed = |error: String| CaseRun::failed(repeat, error);
         let mut run = Run::new(&self.runtime);
         if let (Some(dir), true) = (&self.cassettes, mode != EvalMode::Live) {
             let path = self.cassette_path(dir, case, repeat);
@@ -459,23 +466,6 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
     }
 }
 
-/// A run that cannot be: a transient failure always carries its run.
-fn unreachable_run(repeat: usize) -> CaseRun {
-    CaseRun {
-        repeat,
-        passed: false,
-        output: None,
-        error: Some("the case ended without a record".to_owned()),
-        duration_ms: 0.0,
-        model_requests: 0,
-        usage: Default::default(),
-        cost: None,
-        trajectory: Vec::new(),
-        divergence: None,
-        evaluations: Vec::new(),
-    }
-}
-
 /// Whether a call failed because the recording does not hold it.
 fn is_miss(call: &crate::react::ToolCallRecord) -> bool {
     call.error_kind == Some(ToolErrorKind::CassetteMiss)
@@ -525,25 +515,6 @@ fn trajectory_of(state: &ReactState) -> Vec<TrajectoryStep> {
         }
     }
     steps
-}
-
-/// A case's name as a file name: letters, digits, `-`, `_` and `.` kept, anything else
-/// `_`; never empty, never `.` or `..`.
-fn file_name(name: &str) -> String {
-    let kept: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match kept.trim_matches('.') {
-        "" => "_".to_owned(),
-        _ => kept,
-    }
 }
 
 /// Runs the futures of `jobs`, at most `limit` at once, handing each result to `done`

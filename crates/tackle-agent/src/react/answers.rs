@@ -52,6 +52,18 @@ pub(super) fn substantive(text: &str, task: &str, system: &str) -> Result<(), St
     Ok(())
 }
 
+/// The JSON document of a reply: the text, or the fenced (```` ```json ````) block it
+/// is, trimmed.
+pub(crate) fn json_body(text: &str) -> &str {
+    let trimmed = text.trim();
+    trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.trim_end().strip_suffix("```"))
+        .unwrap_or(trimmed)
+        .trim()
+}
+
 /// The value of a final answer `text` that must match `validator`'s schema: the text,
 /// or a fenced `json` block in it, parsed and validated; otherwise what is wrong.
 pub(super) fn answer_value(
@@ -59,13 +71,7 @@ pub(super) fn answer_value(
     schema: &Value,
     validator: &SchemaValidator,
 ) -> Result<Value, String> {
-    let trimmed = text.trim();
-    let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.trim_end().strip_suffix("```"))
-        .unwrap_or(trimmed);
-    let mut value: Value = serde_json::from_str(body.trim())
+    let mut value: Value = serde_json::from_str(json_body(text))
         .map_err(|e| format!("the reply is not a JSON document ({e})"))?;
     // A provider's strict form sends null for an optional field left out.
     drop_nulls(&mut value, schema);

@@ -55,6 +55,7 @@ mod skill;
 mod state;
 mod steps;
 
+pub(crate) use answers::json_body;
 pub use definition::{Agent, AgentRun, Local};
 pub(crate) use effects::LocalEffects;
 pub use effects::StepEffects;

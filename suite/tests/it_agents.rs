@@ -17,6 +17,7 @@ mod pipeline;
 mod provider_oracles;
 mod providers;
 mod providers_wire;
+mod providers_wire_classes;
 mod replay_behaviour;
 mod replay_files;
 mod replay_table;

@@ -1,5 +1,6 @@
 //! Every provider form of a fixture of tools (namespace `forms`: the shapes real tools
-//! take) checked against the providers' own Python SDKs and documented rules, by
+//! take), and OpenAI's form with strict mode off (what the clients without strict mode
+//! send), checked against the providers' own Python SDKs and documented rules, by
 //! `tests/providers/oracle.py` run with the venv's Python (`TACKLE_MCP_PYTHON`; see
 //! `.ci/run` for the pinned `openai`, `anthropic`, `google-genai` and
 //! `pydantic-ai-slim`), and the arguments a strict OpenAI model would send, made from
@@ -16,7 +17,9 @@ use std::process::Command;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use tackle::agent::providers::{definition, drop_nulls, Provider, ProviderNames};
+use tackle::agent::providers::{
+    definition, drop_nulls, openai_definition, openai_non_strict, Provider, ProviderNames,
+};
 use tackle::{tool, Args, Runtime, ToolContext};
 
 // ---------------------------------------------------------------------------------
@@ -420,8 +423,9 @@ fn one_or_many(to: StringOrList, cc: Option<StringOrList>) -> Value {
     json!([to, cc])
 }
 
-/// What each tool covers, for the report.
-const CLASSES: &[(&str, &str)] = &[
+/// What each tool covers, for the report (and for `providers_wire_classes`, which
+/// records what each provider client sends for every class).
+pub(crate) const CLASSES: &[(&str, &str)] = &[
     (
         "scalars",
         "scalars: String, i32, f64, bool, u64, char (minLength/maxLength 1)",
@@ -510,6 +514,13 @@ const CLASSES: &[(&str, &str)] = &[
         "untagged enum of a scalar and an array, plain and optional",
     ),
 ];
+
+/// The fixture: a runtime of this module's tools (namespace `forms`, one per class of
+/// [`CLASSES`]), for the modules that check what is made of them
+/// (`providers_wire_classes` runs an agent over them through each provider client).
+pub(crate) fn fixture() -> Runtime {
+    Runtime::from_inventory_in(module_path!()).expect("the fixture's tools")
+}
 
 // ---------------------------------------------------------------------------------
 // The strict model's arguments.
@@ -838,6 +849,18 @@ async fn provider_forms_pass_the_providers_sdks_and_rules() {
                 definition(provider, tool, name),
             );
         }
+        // OpenAI's form with strict mode off, as the clients without strict mode
+        // (`OpenAiModel` by default, `OllamaModel`) send every tool.
+        let names = ProviderNames::new(Provider::OpenAi, [tool.key()]).unwrap();
+        let name = names.name_of(tool.key()).unwrap();
+        forms.insert(
+            "openai-strict-off".to_owned(),
+            openai_definition(
+                name,
+                &tool.spec().description,
+                &openai_non_strict(&tool.spec().input_schema),
+            ),
+        );
         fixture.push(json!({
             "key": tool.key(),
             "canonical": tool.spec().input_schema,
@@ -952,7 +975,7 @@ async fn provider_forms_pass_the_providers_sdks_and_rules() {
 
     let n = tools.len();
     eprintln!("\nprovider form verdicts over {n} tools:");
-    for provider in ["openai", "anthropic", "gemini", "mcp"] {
+    for provider in ["openai", "openai-strict-off", "anthropic", "gemini", "mcp"] {
         let failed = failures.get(provider).map_or(0, Vec::len);
         eprintln!("  {provider:<16} {failed:>3} of {n} fail");
     }

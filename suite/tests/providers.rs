@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tackle::agent::providers::{
     anthropic, definition, drop_nulls, gemini_parameters, openai_form, openai_strict, Provider,
-    ProviderNames,
+    ProviderNames, RESERVED_NAMES,
 };
 use tackle::{tool, Args, Runtime};
 
@@ -175,19 +175,76 @@ fn names_are_legal_per_provider_and_collisions_are_refused() {
 }
 
 #[test]
+fn no_tool_of_a_chat_provider_is_named_like_a_built_in_tool() {
+    // `web_search` is Anthropic's (and the Responses API's) web search to genai; the
+    // key gets its version, the one name both ways.
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        let names = ProviderNames::new(provider, ["web.search@1", "mail.send@1"]).unwrap();
+        assert_eq!(names.name_of("web.search@1"), Some("web_search_v1"));
+        assert_eq!(names.key_of("web_search_v1"), Some("web.search@1"));
+        assert_eq!(names.key_of("web_search"), None);
+        let mut offered = ProviderNames::empty(provider);
+        assert_eq!(offered.insert("web.search@1"), Ok("web_search_v1"));
+        assert_eq!(offered.insert("web.search@1"), Ok("web_search_v1"));
+        // Two versions are named by their versions anyway.
+        assert_eq!(offered.insert("web.search@2"), Ok("web_search_v2"));
+    }
+    // Gemini's built-in tools, by genai's names, for keys without a namespace.
+    let keys = [
+        "googleSearch@1",
+        "googleSearchRetrieval@1",
+        "codeExecution@1",
+        "urlContext@2",
+    ];
+    let names = ProviderNames::new(Provider::Gemini, keys).unwrap();
+    let named: Vec<&str> = keys.iter().map(|k| names.name_of(k).unwrap()).collect();
+    assert_eq!(
+        named,
+        [
+            "googleSearch_v1",
+            "googleSearchRetrieval_v1",
+            "codeExecution_v1",
+            "urlContext_v2"
+        ]
+    );
+    assert!(named.iter().all(|n| !RESERVED_NAMES.contains(n)));
+    // A stand-in another key wants is not taken from it.
+    let names = ProviderNames::new(Provider::OpenAi, ["web.search@1", "web_search_v1@3"]).unwrap();
+    assert_eq!(names.name_of("web_search_v1@3"), Some("web_search_v1"));
+    assert_eq!(names.name_of("web.search@1"), Some("web_search_tool"));
+    // Nor is a bare name one.
+    let names = ProviderNames::new(
+        Provider::OpenAi,
+        ["tools.web_search@1", "x.codeExecution@1"],
+    )
+    .unwrap()
+    .with_bare_names();
+    assert_eq!(
+        names.name_of("tools.web_search@1"),
+        Some("tools_web_search")
+    );
+    assert_eq!(names.name_of("x.codeExecution@1"), Some("x_codeExecution"));
+    // MCP's names are a protocol's, not a model's: kept.
+    let mcp = ProviderNames::new(Provider::Mcp, ["tools.web_search@1"])
+        .unwrap()
+        .with_bare_names();
+    assert_eq!(mcp.name_of("tools.web_search@1"), Some("web_search"));
+}
+
+#[test]
 fn one_name_map_serves_agents_and_mcp() {
     // One at a time, as an agent offers tools: a second version of a path is taken.
     let mut offered = ProviderNames::empty(Provider::OpenAi);
-    assert_eq!(offered.insert("web.search@1"), Ok("web_search"));
-    assert_eq!(offered.insert("web.search@1"), Ok("web_search"));
-    let taken = offered.insert("web.search@2").unwrap_err();
+    assert_eq!(offered.insert("web.fetch@1"), Ok("web_fetch"));
+    assert_eq!(offered.insert("web.fetch@1"), Ok("web_fetch"));
+    let taken = offered.insert("web.fetch@2").unwrap_err();
     assert_eq!(
         (
             taken.name.as_str(),
             taken.first.as_str(),
             taken.second.as_str()
         ),
-        ("web_search", "web.search@1", "web.search@2")
+        ("web_fetch", "web.fetch@1", "web.fetch@2")
     );
     assert_eq!(offered.insert("mail.send@1"), Ok("mail_send"));
     assert_eq!(offered.len(), 2);

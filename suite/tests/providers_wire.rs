@@ -15,7 +15,7 @@ use tackle::agent::model::{
     ChatModel, ChatRequest, Message, ModelError, ToolCallRequest, ToolDefinition, Usage,
 };
 use tackle::agent::ollama::OllamaModel;
-use tackle::agent::providers::gemini_json_schema;
+use tackle::agent::providers::{definition_of, Provider};
 use tackle::content::ContentPart;
 
 fn schema() -> Value {
@@ -160,11 +160,22 @@ async fn a_parallel_tool_call_turn_in_each_providers_protocol() {
                 assert!(head.contains("x-goog-api-key: test-key"), "{head}");
                 let declaration = &body["tools"][0]["functionDeclarations"][0];
                 assert_eq!(declaration["name"], json!("weather_tomorrow"), "{body}");
-                // The client sends the JSON Schema form, in Gemini's JSON Schema field.
-                let sent = declaration
-                    .get("parametersJsonSchema")
-                    .expect("the declaration's schema");
-                assert_eq!(sent, &gemini_json_schema(&schema()), "the Gemini form");
+                // The client sends the Gemini form: here the OpenAPI `parameters`.
+                assert_eq!(
+                    declaration,
+                    &definition_of(
+                        Provider::Gemini,
+                        "weather_tomorrow",
+                        "Tomorrow's forecast.",
+                        &schema()
+                    ),
+                    "the Gemini form"
+                );
+                assert_eq!(
+                    declaration["parameters"]["required"],
+                    json!(["city"]),
+                    "{body}"
+                );
             }
             _ => {
                 assert!(head.starts_with("post /v1/responses "), "{head}");

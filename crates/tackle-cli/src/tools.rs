@@ -37,7 +37,7 @@ use std::sync::Arc;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use tackle_agent::pipeline::{Pipeline, PipelineError};
-use tackle_agent::providers::{definition, Provider};
+use tackle_agent::providers::{definition, Provider, ProviderNames};
 use tackle_agent::search::ToolIndex;
 use tackle_core::approval::ApprovalFuture;
 use tackle_core::canonical::canonical;
@@ -366,7 +366,12 @@ fn show(runtime: &Runtime, key: &str, form: Option<Form>) -> Result<Exit, CliErr
             .map_err(|e| CliError::new(Exit::Failure, format!("the spec is not JSON: {e}")))?,
         Some(form) => {
             let provider = form.provider();
-            definition(provider, tool, &provider.name_for(tool.key()))
+            // The name an agent offers the tool under (one key: never taken).
+            let mut names = ProviderNames::empty(provider);
+            let name = names
+                .insert(tool.key())
+                .map_or_else(|taken| taken.name, str::to_owned);
+            definition(provider, tool, &name)
         }
     };
     print_json(&value)

@@ -4,7 +4,9 @@ SDKs and their documented rules; run by `tests/provider_oracles.rs`.
     python oracle.py FORMS.json
 
 FORMS.json is a list of `{"key", "canonical", "forms": {"openai", "anthropic",
-"gemini", "mcp"}}`, each form being `providers::definition(...)` of the tool. Prints
+"gemini", "mcp", "openai-strict-off"}}`, each form being `providers::definition(...)` of
+the tool (and `openai-strict-off` OpenAI's with strict mode off, `openai_non_strict`, as
+the clients without strict mode send it). Prints
 one JSON document: `{"verdicts": [{"key", "provider", "ok", "advisory", "reasons"}],
 "classes": {"provider | class": tools}, "versions": {...}}`.
 
@@ -168,11 +170,11 @@ TYPE_BEARING = ("type", "$ref", "anyOf", "enum", "const")
 TOP_LEVEL_REF = re.compile(r"^#(/(\$defs|definitions)/[^/]+)?$")
 
 
-def check_openai(tool: dict) -> tuple[list[str], list[str]]:
+def check_openai(tool: dict, which: str = "openai") -> tuple[list[str], list[str]]:
     from openai.lib._pydantic import _ensure_strict_json_schema
     from openai.types.chat import ChatCompletionFunctionToolParam
 
-    form = tool["forms"]["openai"]
+    form = tool["forms"][which]
     reasons: list[str] = []
     try:
         pydantic.TypeAdapter(ChatCompletionFunctionToolParam).validate_python(form)
@@ -187,9 +189,13 @@ def check_openai(tool: dict) -> tuple[list[str], list[str]]:
     params = function.get("parameters")
     if not isinstance(params, dict):
         return reasons + ["no parameters | `parameters` is not an object"], []
+    if params.get("type") != "object":
+        reasons.append(f"parameters not an object schema | root type {short(params.get('type'))}: "
+                       "the API answers 400 \"schema must be a JSON Schema of 'type: \"object\"'\" "
+                       "(FunctionDefinition.parameters)")
     if function.get("strict") is not True:
-        # A non-strict tool: any JSON Schema goes, and the model's arguments are not
-        # held to it (reported as an advisory).
+        # A non-strict tool: any JSON Schema of an object goes, and the model's
+        # arguments are not held to it (reported as an advisory).
         advisory = ["not strict | `strict` is not true: the arguments are not held to "
                     "the schema (openai.types.shared_params.FunctionDefinition.strict)"]
         return reasons + check_dialect(params, "openai"), advisory
@@ -226,6 +232,17 @@ def check_openai(tool: dict) -> tuple[list[str], list[str]]:
     # 3. The documented rules.
     reasons += openai_rules(params)
     reasons += check_dialect(params, "openai")
+    return reasons, []
+
+
+def check_openai_strict_off(tool: dict) -> tuple[list[str], list[str]]:
+    """OpenAI's form with strict mode off, as the clients without strict mode send every
+    tool: a valid function tool, `strict` false, its parameters an object schema."""
+    reasons, _ = check_openai(tool, "openai-strict-off")
+    strict = tool["forms"]["openai-strict-off"].get("function", {}).get("strict")
+    if strict is not False:
+        reasons.append(f"strict not false | the form without strict mode says `strict`: "
+                       f"{short(strict)}")
     return reasons, []
 
 
@@ -575,6 +592,7 @@ def check_mcp(tool: dict) -> tuple[list[str], list[str]]:
 
 CHECKS: list[tuple[str, Callable[[dict], tuple[list[str], list[str]]]]] = [
     ("openai", check_openai),
+    ("openai-strict-off", check_openai_strict_off),
     ("anthropic", check_anthropic),
     ("gemini", check_gemini),
     ("mcp", check_mcp),

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// (`- EqualsExpected`), one with settings a map (`- Contains: {value: "4.90"}`).
 ///
 /// Each is an [`Evaluator`](super::Evaluator) once the run starts
-/// ([`EvaluatorSpec::build`]); custom evaluators are written in Rust (the trait) and
+/// (the run builds it); custom evaluators are written in Rust (the trait) and
 /// given to the run ([`Eval::evaluator`](super::Eval::evaluator)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]

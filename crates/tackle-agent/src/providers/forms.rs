@@ -1,6 +1,7 @@
-//! Each provider's form of a tool's definition ([`definition`]) and of its input
-//! schema ([`openai_form`], [`anthropic`], [`gemini_parameters`]), and the nulls of a
-//! strict form taken out of a model's arguments ([`drop_nulls`]).
+//! Each provider's form of a tool's definition ([`definition`], [`definition_of`]) and
+//! of its input schema ([`openai_form`], [`openai_non_strict`], [`anthropic`],
+//! [`gemini_parameters`]), and the nulls of a strict form taken out of a model's
+//! arguments ([`drop_nulls`]). The provider clients send these forms as they are.
 //!
 //! Every form is derived from the one canonical schema, which the door validates
 //! against; a form is the provider's best view of it. Where a provider cannot express
@@ -10,102 +11,37 @@
 use serde_json::{json, Map, Value};
 use tackle_core::registry::Tool;
 
+use super::gemini_forms::gemini_parameters;
+use super::walk::{
+    each_subschema_mut, has_type, is_object_schema, one_of_as_any_of, resolve, rooted, subschemas,
+    target, without_dialect, MAX_DEPTH,
+};
 use super::Provider;
 
-/// How deep the forms go into a schema. A schema is data (an imported MCP server's
-/// tools bring their own): deeper parts are left as they are, and a schema that deep
-/// is not sent strict.
-const MAX_DEPTH: usize = 64;
-
-/// Keywords whose value is one schema.
-const ONE_SCHEMA: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "not",
-    "contains",
-    "propertyNames",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "additionalItems",
-];
-/// Keywords whose value is a list of schemas.
-const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
-/// Keywords whose value maps names to schemas.
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-
-/// Applies `f` to each schema directly inside `obj` (not to values such as `enum`,
-/// `const`, `default` or `examples`, which are data, nor to a property *named* like a
-/// keyword).
-fn each_subschema_mut(obj: &mut Map<String, Value>, mut f: impl FnMut(&mut Value)) {
-    for (key, value) in obj.iter_mut() {
-        let key = key.as_str();
-        if ONE_SCHEMA.contains(&key) {
-            if value.is_object() {
-                f(value);
-            }
-        } else if SCHEMA_LISTS.contains(&key) {
-            if let Value::Array(list) = value {
-                list.iter_mut().for_each(&mut f);
-            }
-        } else if SCHEMA_MAPS.contains(&key) {
-            if let Value::Object(map) = value {
-                map.values_mut().for_each(&mut f);
-            }
-        }
-    }
-}
-
-/// The schemas directly inside `obj` (see [`each_subschema_mut`]).
-fn subschemas(obj: &Map<String, Value>) -> Vec<&Value> {
-    let mut out = Vec::new();
-    for (key, value) in obj {
-        let key = key.as_str();
-        if ONE_SCHEMA.contains(&key) {
-            out.push(value);
-        } else if SCHEMA_LISTS.contains(&key) {
-            out.extend(value.as_array().into_iter().flatten());
-        } else if SCHEMA_MAPS.contains(&key) {
-            out.extend(value.as_object().into_iter().flat_map(Map::values));
-        }
-    }
-    out
-}
-
-/// A tool's definition for `provider`, named `name`.
+/// A tool's definition for `provider`, named `name` (see [`definition_of`]).
 pub fn definition(provider: Provider, tool: &Tool, name: &str) -> Value {
     let spec = tool.spec();
-    let schema = &spec.input_schema;
+    definition_of(provider, name, &spec.description, &spec.input_schema)
+}
+
+/// A tool's definition for `provider`, from its name, description and input schema:
+/// what [`definition`] gives for a registry tool, and what each client of the
+/// providers' chat APIs sends for it (`OpenAiModel` with strict mode on and the
+/// Responses API the OpenAI form, genai's Anthropic and Gemini clients the Anthropic
+/// and Gemini forms, as they are; `OpenAiModel` with strict mode off and
+/// `OllamaModel` the OpenAI form with strict mode off, [`openai_non_strict`]).
+pub fn definition_of(provider: Provider, name: &str, description: &str, schema: &Value) -> Value {
     match provider {
-        Provider::OpenAi => {
-            let form = openai_form(schema);
-            json!({
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "description": spec.description,
-                    "parameters": form.parameters,
-                    "strict": form.strict,
-                }
-            })
-        }
+        Provider::OpenAi => openai_definition(name, description, &openai_form(schema)),
         Provider::Anthropic => json!({
             "name": name,
-            "description": spec.description,
+            "description": description,
             "input_schema": anthropic(schema),
         }),
         Provider::Gemini => {
             let mut declaration = json!({
                 "name": name,
-                "description": spec.description,
+                "description": description,
             });
             if let Some((field, parameters)) = gemini_parameters(schema) {
                 declaration[field] = parameters;
@@ -114,130 +50,26 @@ pub fn definition(provider: Provider, tool: &Tool, name: &str) -> Value {
         }
         Provider::Mcp => json!({
             "name": name,
-            "description": spec.description,
+            "description": description,
             "inputSchema": schema,
         }),
     }
 }
 
-/// `schema` without its `$schema` dialect line.
-pub(crate) fn without_dialect(schema: &Value) -> Value {
-    let mut out = schema.clone();
-    if let Some(obj) = out.as_object_mut() {
-        obj.shift_remove("$schema");
-    }
-    out
-}
-
-/// Whether `obj` describes an object with named properties (or an object at all).
-fn is_object_schema(obj: &Map<String, Value>) -> bool {
-    obj.get("type").and_then(Value::as_str) == Some("object")
-        || obj
-            .get("type")
-            .and_then(Value::as_array)
-            .is_some_and(|t| t.iter().any(|t| t == "object"))
-        || obj.get("properties").is_some_and(Value::is_object)
-}
-
-/// Whether `obj` says what type its values have.
-fn has_type(obj: &Map<String, Value>) -> bool {
-    ["type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"]
-        .iter()
-        .any(|k| obj.contains_key(*k))
-}
-
-/// The schema a local `$ref` (`#/...`) points to in `root`.
-fn target<'a>(reference: &str, root: &'a Value) -> Option<&'a Value> {
-    let pointer = reference.strip_prefix('#')?;
-    if pointer.is_empty() {
-        return Some(root);
-    }
-    root.pointer(pointer)
-}
-
-fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
-    match schema.get("$ref").and_then(Value::as_str) {
-        Some(reference) => target(reference, root).unwrap_or(schema),
-        None => schema,
-    }
-}
-
-/// A root that is a union (a flattened untagged enum: `anyOf`/`oneOf` of objects) as
-/// one object, for providers that want an object at the root: every branch's
-/// properties (the first description of each), required what every branch
-/// requires. It says less than the union (the door checks the rest), never a wrong
-/// type.
-fn object_root(schema: &Value) -> Value {
-    let Some(obj) = schema.as_object() else {
-        return json!({"type": "object", "properties": {}});
-    };
-    let branches: Vec<&Value> = ["anyOf", "oneOf", "allOf"]
-        .iter()
-        .filter_map(|k| obj.get(*k).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let mut properties = Map::new();
-    if let Some(own) = obj.get("properties").and_then(Value::as_object) {
-        properties.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    let mut required: Option<Vec<Value>> = None;
-    for branch in &branches {
-        let branch = resolve(branch, schema);
-        if let Some(props) = branch.get("properties").and_then(Value::as_object) {
-            for (name, prop) in props {
-                properties
-                    .entry(name.clone())
-                    .or_insert_with(|| prop.clone());
-            }
+/// OpenAI's chat-completions definition of a tool whose parameters are `form`:
+/// `{"type": "function", "function": {name, description, parameters, strict}}`.
+/// `strict` is always written, `false` too: the Responses API, which takes the same
+/// function, makes a tool strict unless told otherwise.
+pub fn openai_definition(name: &str, description: &str, form: &OpenAiForm) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": form.parameters,
+            "strict": form.strict,
         }
-        let theirs: Vec<Value> = branch
-            .get("required")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        required = Some(match required {
-            None => theirs,
-            Some(ours) => ours.into_iter().filter(|r| theirs.contains(r)).collect(),
-        });
-    }
-    let mut out = Map::new();
-    out.insert("type".into(), json!("object"));
-    if let Some(description) = obj.get("description") {
-        out.insert("description".into(), description.clone());
-    }
-    out.insert("properties".into(), Value::Object(properties));
-    let mut required = required.unwrap_or_default();
-    if let Some(own) = obj.get("required").and_then(Value::as_array) {
-        for r in own {
-            if !required.contains(r) {
-                required.push(r.clone());
-            }
-        }
-    }
-    out.insert("required".into(), Value::Array(required));
-    for defs in ["$defs", "definitions"] {
-        if let Some(d) = obj.get(defs) {
-            out.insert(defs.into(), d.clone());
-        }
-    }
-    Value::Object(out)
-}
-
-/// `schema` as a provider that wants an object at the root receives it: as it is
-/// when it is one, else as [`object_root`].
-fn rooted(schema: &Value) -> Value {
-    let whole = without_dialect(schema);
-    let at_top = |k: &str| whole.get(k).is_some();
-    match whole.as_object() {
-        Some(obj) if is_object_schema(obj) && !at_top("anyOf") && !at_top("oneOf") => {
-            if at_top("allOf") {
-                object_root(&whole)
-            } else {
-                whole
-            }
-        }
-        _ => object_root(&whole),
-    }
+    })
 }
 
 /// The Anthropic form of a schema: the schema as it is (without `$schema`), but an
@@ -277,6 +109,20 @@ pub fn openai_form(schema: &Value) -> OpenAiForm {
             strict: false,
             not_strict: Some(why),
         },
+    }
+}
+
+/// The OpenAI form of a tool's input schema with strict mode off, whatever the
+/// schema: the form [`openai_form`] gives a schema strict mode cannot express (the
+/// schema whole, without `$schema`, an object at the root), for a client that does
+/// not ask for strict mode (`OpenAiModel` by default, `OllamaModel`).
+pub fn openai_non_strict(schema: &Value) -> OpenAiForm {
+    OpenAiForm {
+        parameters: rooted(schema),
+        strict: false,
+        not_strict: Some(
+            strict_blocker(schema).unwrap_or_else(|| "strict mode was not asked for".into()),
+        ),
     }
 }
 
@@ -412,25 +258,6 @@ fn make_nullable(schema: &mut Value) {
                 "anyOf".into(),
                 json!([Value::Object(inner), {"type": "null"}]),
             );
-        }
-    }
-}
-
-/// Merges `oneOf` into `anyOf` (the branches of a serde enum exclude each other, so
-/// the two say the same), in place.
-fn one_of_as_any_of(obj: &mut Map<String, Value>) {
-    let Some(one_of) = obj.shift_remove("oneOf") else {
-        return;
-    };
-    match obj.get_mut("anyOf") {
-        Some(Value::Array(any_of)) => {
-            // Both: the value is one of each list.
-            let both = json!([{"anyOf": any_of.clone()}, {"anyOf": one_of}]);
-            obj.shift_remove("anyOf");
-            obj.insert("allOf".into(), both);
-        }
-        _ => {
-            obj.insert("anyOf".into(), one_of);
         }
     }
 }
@@ -621,369 +448,4 @@ fn fits(value: &Value, branch: &Value) -> bool {
         Value::Null => false,
         _ => !is_object_schema(obj),
     }
-}
-
-/// Keywords Gemini's `parameters` (its OpenAPI schema) takes.
-const GEMINI_KEYWORDS: &[&str] = &[
-    "type",
-    "format",
-    "title",
-    "description",
-    "nullable",
-    "enum",
-    "properties",
-    "required",
-    "items",
-    "minItems",
-    "maxItems",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minProperties",
-    "maxProperties",
-    "anyOf",
-    "propertyOrdering",
-];
-
-/// Formats Gemini's OpenAPI schema takes, by type.
-fn gemini_format(kind: Option<&str>, format: &str) -> bool {
-    match kind {
-        Some("string") => matches!(format, "date-time" | "enum"),
-        Some("integer") => matches!(format, "int32" | "int64"),
-        Some("number") => matches!(format, "float" | "double"),
-        _ => false,
-    }
-}
-
-/// Kept for compatibility: Gemini's OpenAPI form inlines `$ref`s and so cannot hold a
-/// recursive type; such a tool goes in Gemini's JSON Schema field instead (see
-/// [`gemini_parameters`]), whatever its depth. Non-recursive types are not cut.
-pub const GEMINI_MAX_DEPTH: usize = MAX_DEPTH;
-
-/// A tool's parameters as Gemini receives them: the field of its function
-/// declaration and its value, or `None` for a tool without parameters (Gemini wants
-/// the field left out then).
-///
-/// The field is `parameters` (Gemini's OpenAPI schema, [`gemini`]) when that can say
-/// what the schema says; else `parametersJsonSchema` ([`gemini_json_schema`]), which
-/// holds what the OpenAPI form cannot: maps (`additionalProperties`), recursive types
-/// (`$ref`), values of any type and tuples (`prefixItems`).
-pub fn gemini_parameters(schema: &Value) -> Option<(&'static str, Value)> {
-    let rooted = rooted(schema);
-    let no_parameters = rooted
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(Map::is_empty)
-        && rooted
-            .get("additionalProperties")
-            .is_none_or(|a| a == &Value::Bool(false));
-    if no_parameters {
-        return None;
-    }
-    Some(match gemini_open_api(&rooted) {
-        Ok(form) => ("parameters", form),
-        Err(_) => ("parametersJsonSchema", gemini_json_schema(schema)),
-    })
-}
-
-/// The Gemini OpenAPI form of a schema (see the [module docs](super)), for Gemini's
-/// `parameters`: `$ref`s inlined, type lists as `nullable`, `oneOf` as `anyOf`,
-/// `const` as an `enum` of one, a tuple as an array of its items' types with its
-/// length, and keywords Gemini does not take dropped. What this form cannot say (a
-/// map, a recursive type, a value of any type) is left as an object with a
-/// description saying so: [`gemini_parameters`] sends such a tool in Gemini's JSON
-/// Schema field instead.
-pub fn gemini(schema: &Value) -> Value {
-    match gemini_open_api(&rooted(schema)) {
-        Ok(form) | Err(form) => form,
-    }
-}
-
-/// Gemini's OpenAPI form, or (as the error) the form with a stand-in where it could
-/// not say what the schema says.
-fn gemini_open_api(schema: &Value) -> Result<Value, Value> {
-    let mut lost = false;
-    let form = gemini_at(schema, schema, 0, &mut Vec::new(), &mut lost);
-    if lost {
-        Err(form)
-    } else {
-        Ok(form)
-    }
-}
-
-fn gemini_at(
-    schema: &Value,
-    root: &Value,
-    depth: usize,
-    refs: &mut Vec<String>,
-    lost: &mut bool,
-) -> Value {
-    let stand_in = |lost: &mut bool, what: &str| {
-        *lost = true;
-        json!({"type": "object", "description": what})
-    };
-    if depth > MAX_DEPTH {
-        return stand_in(lost, "(nested too deep to describe)");
-    }
-    let reference = schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(reference) = &reference {
-        if refs.contains(reference) {
-            return stand_in(lost, "(a recursive type)");
-        }
-        refs.push(reference.clone());
-    }
-    let out = gemini_object(schema, root, depth, refs, lost);
-    if reference.is_some() {
-        refs.pop();
-    }
-    out
-}
-
-fn gemini_object(
-    schema: &Value,
-    root: &Value,
-    depth: usize,
-    refs: &mut Vec<String>,
-    lost: &mut bool,
-) -> Value {
-    let mut merged;
-    let obj = match schema.as_object() {
-        Some(obj) if obj.contains_key("$ref") => {
-            // The target, with what stands beside the `$ref` (a description) over it.
-            merged = resolve(schema, root)
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            for (k, v) in obj {
-                if k != "$ref" {
-                    merged.insert(k.clone(), v.clone());
-                }
-            }
-            &merged
-        }
-        Some(obj) => obj,
-        None => {
-            *lost = true;
-            return json!({"type": "object", "description": "(a value of any type)"});
-        }
-    };
-    if !has_type(obj) {
-        *lost = true;
-        let mut out = json!({"type": "object", "description": "(a value of any type)"});
-        if let Some(d) = obj.get("description") {
-            out["description"] = d.clone();
-        }
-        return out;
-    }
-    if obj
-        .get("additionalProperties")
-        .is_some_and(|a| a != &Value::Bool(false))
-        && obj
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_none_or(Map::is_empty)
-    {
-        *lost = true;
-        return json!({"type": "object", "description": "(a map)"});
-    }
-    let mut out = Map::new();
-    let kind = obj.get("type").and_then(|t| match t {
-        Value::String(s) => Some(s.as_str()),
-        Value::Array(types) => types
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null"),
-        _ => None,
-    });
-    for (key, value) in obj {
-        let key = key.as_str();
-        let converted = match key {
-            "properties" => Value::Object(
-                value
-                    .as_object()
-                    .map(|props| {
-                        props
-                            .iter()
-                            .map(|(k, v)| (k.clone(), gemini_at(v, root, depth + 1, refs, lost)))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            ),
-            "items" => gemini_at(value, root, depth + 1, refs, lost),
-            "prefixItems" => {
-                let items: Vec<Value> = value
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|v| gemini_at(v, root, depth + 1, refs, lost))
-                    .collect();
-                let n = items.len();
-                let mut unique: Vec<Value> = Vec::new();
-                for item in items {
-                    if !unique.contains(&item) {
-                        unique.push(item);
-                    }
-                }
-                let each = if unique.len() == 1 {
-                    unique.remove(0)
-                } else {
-                    json!({"anyOf": unique})
-                };
-                out.insert("items".into(), each);
-                out.entry("minItems").or_insert(json!(n));
-                out.entry("maxItems").or_insert(json!(n));
-                continue;
-            }
-            "anyOf" | "oneOf" => {
-                let options: Vec<&Value> = value.as_array().into_iter().flatten().collect();
-                let non_null: Vec<&Value> = options
-                    .iter()
-                    .copied()
-                    .filter(|o| o.get("type") != Some(&json!("null")))
-                    .collect();
-                if non_null.len() == 1 && non_null.len() < options.len() {
-                    // `anyOf: [S, null]` is a nullable S.
-                    let inner = gemini_at(non_null[0], root, depth + 1, refs, lost);
-                    if let Value::Object(inner) = inner {
-                        for (k, v) in inner {
-                            out.entry(k).or_insert(v);
-                        }
-                    }
-                    out.insert("nullable".into(), Value::Bool(true));
-                    continue;
-                }
-                let converted: Vec<Value> = non_null
-                    .iter()
-                    .map(|o| gemini_at(o, root, depth + 1, refs, lost))
-                    .collect();
-                if non_null.len() < options.len() {
-                    out.insert("nullable".into(), Value::Bool(true));
-                }
-                out.insert("anyOf".into(), Value::Array(converted));
-                continue;
-            }
-            "type" => match value {
-                Value::Array(types) => {
-                    let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-                    if non_null.len() < types.len() {
-                        out.insert("nullable".into(), Value::Bool(true));
-                    }
-                    non_null.first().map_or(json!("string"), |t| (*t).clone())
-                }
-                other => other.clone(),
-            },
-            "const" => {
-                out.insert("enum".into(), json!([value]));
-                continue;
-            }
-            "enum" => Value::Array(
-                value
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|v| !v.is_null())
-                    .cloned()
-                    .collect(),
-            ),
-            "format" => match value.as_str() {
-                Some(format) if gemini_format(kind, format) => value.clone(),
-                _ => continue,
-            },
-            key if GEMINI_KEYWORDS.contains(&key) => value.clone(),
-            _ => continue,
-        };
-        out.insert(key.to_owned(), converted);
-    }
-    if !out.contains_key("type") && !out.contains_key("anyOf") {
-        if out.contains_key("properties") {
-            out.insert("type".into(), json!("object"));
-        } else if let Some(Value::Array(values)) = out.get("enum") {
-            let kind = if values.iter().all(Value::is_string) {
-                "string"
-            } else {
-                "number"
-            };
-            out.insert("type".into(), json!(kind));
-        }
-    }
-    if out.get("type") == Some(&json!("object"))
-        && out
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_none_or(Map::is_empty)
-    {
-        // Gemini refuses an object without properties.
-        *lost = true;
-    }
-    Value::Object(out)
-}
-
-/// Keywords Gemini's JSON Schema field (`parametersJsonSchema`) takes.
-const GEMINI_JSON_KEYWORDS: &[&str] = &[
-    "$id",
-    "$defs",
-    "$ref",
-    "$anchor",
-    "type",
-    "format",
-    "title",
-    "description",
-    "enum",
-    "items",
-    "prefixItems",
-    "minItems",
-    "maxItems",
-    "minimum",
-    "maximum",
-    "anyOf",
-    "properties",
-    "additionalProperties",
-    "required",
-    "propertyOrdering",
-];
-
-/// The schema for Gemini's `parametersJsonSchema`: JSON Schema, `$ref`s and
-/// `$defs` kept (a recursive type is whole), `oneOf` as `anyOf`, `const` as an
-/// `enum` of one, keywords Gemini does not take dropped, an object at the root.
-pub fn gemini_json_schema(schema: &Value) -> Value {
-    let mut out = rooted(schema);
-    json_schema_at(&mut out, 0);
-    out
-}
-
-fn json_schema_at(value: &mut Value, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    if value == &Value::Bool(true) {
-        // Gemini takes no boolean schemas: "any value" is the empty schema.
-        *value = json!({});
-    }
-    let Value::Object(obj) = value else {
-        return;
-    };
-    one_of_as_any_of(obj);
-    if obj.contains_key("allOf") {
-        // Gemini takes no allOf: a single one is the schema itself.
-        if let Some(Value::Array(mut all)) = obj.shift_remove("allOf") {
-            if all.len() == 1 {
-                if let Value::Object(only) = all.remove(0) {
-                    for (k, v) in only {
-                        obj.entry(k).or_insert(v);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(constant) = obj.shift_remove("const") {
-        obj.insert("enum".into(), json!([constant]));
-    }
-    // A map's own keywords are schemas; anything else unknown goes.
-    obj.retain(|key, _| GEMINI_JSON_KEYWORDS.contains(&key.as_str()));
-    each_subschema_mut(obj, |sub| json_schema_at(sub, depth + 1));
 }

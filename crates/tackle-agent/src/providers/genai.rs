@@ -9,11 +9,13 @@
 //! | provider | request | tools sent as | tool results sent as |
 //! |---|---|---|---|
 //! | [`GenAiProvider::Anthropic`] | `POST {base}messages` | `{name, description, input_schema}` (the Anthropic form) | `tool_result` blocks in a user turn |
-//! | [`GenAiProvider::Gemini`] | `POST {base}models/{model}:generateContent` | function declarations with the Gemini form of the schema | `functionResponse` parts, named |
-//! | [`GenAiProvider::OpenAiResponses`] | `POST {base}responses` | strict `function` tools (the OpenAI strict form) | `function_call_output` items |
+//! | [`GenAiProvider::Gemini`] | `POST {base}models/{model}:generateContent` | one `functionDeclarations` entry of the Gemini form: `parameters` (OpenAPI) where it says the schema, else `parametersJsonSchema`, neither for a tool without parameters | `functionResponse` parts, named |
+//! | [`GenAiProvider::OpenAiResponses`] | `POST {base}responses` | `function` tools in the OpenAI form (strict where strict mode can say the schema) | `function_call_output` items |
 //!
-//! Each tool's schema is the provider form of [`crate::providers`] (the forms
-//! the golden tests hold). Parallel tool calls come back as several
+//! Each tool goes exactly as [`definition_of`] gives it for the provider (the forms the
+//! golden tests hold and the providers' SDKs check): for Anthropic and Gemini tackle
+//! writes the body's `tools` itself, so genai's adapters do not rewrite them. Parallel
+//! tool calls come back as several
 //! [`ToolCallRequest`]s; the provider's token counts as [`ChatResponse::usage`].
 //! Failures are typed: an error status is [`ModelError::Status`] (with the start of
 //! the body), no answer in time [`ModelError::Timeout`], a body that is not the
@@ -41,18 +43,20 @@ use std::time::Duration;
 use genai::adapter::AdapterKind;
 use genai::chat::{
     Binary, ChatMessage, ChatOptions, ChatRequest as GenAiRequest, ContentPart, CustomPart,
-    JsonSpec, MessageContent, Tool, ToolCall, ToolResponse,
+    JsonSpec, MessageContent, ToolCall, ToolResponse,
 };
 use genai::resolver::{AuthData, Endpoint};
 use genai::{Client, ModelIden, WebConfig};
 use serde_json::{json, Value};
 use tackle_core::content::text_fallback;
 
-use super::forms::{anthropic, drop_nulls, gemini_json_schema, openai_form, without_dialect};
+use super::forms::{definition_of, drop_nulls};
+use super::walk::without_dialect;
 use super::wire::{excerpt, missing_tls};
+use super::Provider;
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
-    UnreadableCall, Usage,
+    ToolDefinition, UnreadableCall, Usage,
 };
 
 /// The default time limit of one completion.
@@ -153,17 +157,33 @@ impl GenAiProvider {
         }
     }
 
-    /// The tool as this provider is sent it.
-    fn tool(self, name: &str, description: &str, parameters: &Value) -> Tool {
-        let tool = Tool::new(name.to_owned()).with_description(description.to_owned());
+    /// The `tools` of a request body: each tool in the provider's form
+    /// ([`definition_of`]) as it is, or `None` when there are none (and for the
+    /// Responses API, whose body tackle writes itself).
+    ///
+    /// They go to genai as the request's `extra_body`, which its Anthropic and Gemini
+    /// adapters set over the body's top level, not as genai `Tool`s, which the adapters
+    /// rewrite: Gemini's puts every schema in `parametersJsonSchema` (where the Gemini
+    /// form sends the OpenAPI `parameters` it can say), Anthropic's reorders a tool's
+    /// keys, and both make a built-in tool of one with certain names (see
+    /// [`RESERVED_NAMES`](super::RESERVED_NAMES)).
+    fn tools_body(self, tools: &[ToolDefinition]) -> Option<Value> {
+        let form = |provider: Provider| -> Vec<Value> {
+            tools
+                .iter()
+                .map(|t| definition_of(provider, &t.name, &t.description, &t.parameters))
+                .collect()
+        };
+        if tools.is_empty() {
+            return None;
+        }
         match self {
-            GenAiProvider::Anthropic => tool.with_schema(anthropic(parameters)),
-            // The client sends a tool's schema as Gemini's `parametersJsonSchema`.
-            GenAiProvider::Gemini => tool.with_schema(gemini_json_schema(parameters)),
-            GenAiProvider::OpenAiResponses => {
-                let form = openai_form(parameters);
-                tool.with_schema(form.parameters).with_strict(form.strict)
+            GenAiProvider::Anthropic => Some(json!({"tools": form(Provider::Anthropic)})),
+            // One entry holds every function, as Gemini asks.
+            GenAiProvider::Gemini => {
+                Some(json!({"tools": [{"functionDeclarations": form(Provider::Gemini)}]}))
             }
+            GenAiProvider::OpenAiResponses => None,
         }
     }
 }
@@ -287,6 +307,9 @@ impl GenAiModel {
         let mut options = ChatOptions::default()
             .with_max_tokens(self.max_tokens)
             .with_capture_usage(true);
+        if let Some(tools) = self.provider.tools_body(&request.tools) {
+            options = options.with_extra_body(tools);
+        }
         if let Some(schema) = &request.response_schema {
             options = options
                 .with_response_format(JsonSpec::new("final_answer", without_dialect(schema)));
@@ -377,17 +400,9 @@ impl GenAiModel {
             }
         }
         turn.flush(&mut messages);
-        let tools: Vec<Tool> = request
-            .tools
-            .iter()
-            .map(|t| self.provider.tool(&t.name, &t.description, &t.parameters))
-            .collect();
-        let outgoing = GenAiRequest::new(messages);
-        if tools.is_empty() {
-            outgoing
-        } else {
-            outgoing.with_tools(tools)
-        }
+        // The tools go in the provider's form, as the request's extra body (see
+        // `GenAiProvider::tools_body`).
+        GenAiRequest::new(messages)
     }
 
     /// A genai error as a [`ModelError`].

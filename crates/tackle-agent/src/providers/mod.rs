@@ -10,7 +10,8 @@
 //!   before they reach the door, so the tool sees an absent field, as its schema says.
 //!   A tool whose schema strict mode cannot express (a map, a `serde_json::Value`, a
 //!   tuple, a union at the root: [`strict_blocker`]) is sent whole with strict mode
-//!   off, as pydantic-ai does.
+//!   off, as pydantic-ai does; a client that does not ask for strict mode sends every
+//!   tool so ([`openai_non_strict`]).
 //! * **Anthropic** ([`anthropic`]): the schema as it is (`input_schema`), without
 //!   `$schema`; a union at the root becomes one object (Anthropic takes no `anyOf`
 //!   there).
@@ -23,18 +24,26 @@
 //!
 //! Names differ too: [`ProviderNames`] maps registry keys to each provider's legal
 //! names, keeps the reverse map, and refuses two keys that would share a name or a
-//! name longer than the provider accepts.
+//! name longer than the provider accepts. It never gives a chat provider's tool one
+//! of the [`RESERVED_NAMES`], which client libraries turn into the provider's own
+//! built-in tools (`web_search`, `googleSearch`...): such a tool gets its version
+//! added (`web_search_v1`).
 //!
 //! The clients of the providers' chat APIs are modules here, each behind its cargo
 //! feature: `openai` (OpenAI-compatible chat completions, feature `openai`), `genai`
 //! (Anthropic Messages, Gemini and the OpenAI Responses API, features `anthropic`,
 //! `gemini` and `openai-responses`) and `ollama` (Ollama's native chat API, feature
-//! `ollama`).
+//! `ollama`). Each sends a tool as [`definition_of`] gives it for its provider, as it
+//! is: the OpenAI form (the chat completions with strict mode on, the Responses API
+//! with the function's fields one level up), the Anthropic form, the Gemini form; with
+//! strict mode off (OpenAI-compatible chat completions by default, Ollama), the OpenAI
+//! form of [`openai_non_strict`].
 
 // The module's files: this file the `Provider`s; `forms.rs` each provider's form of a
 // tool's definition and schema; `names.rs` the tools' names (`ProviderNames`);
 // `wire.rs` the HTTP the clients share, `responses.rs` the Responses API's body.
 mod forms;
+mod gemini_forms;
 #[cfg(any(
     feature = "anthropic",
     feature = "gemini",
@@ -48,6 +57,7 @@ pub mod ollama;
 pub mod openai;
 #[cfg(feature = "openai-responses")]
 mod responses;
+mod walk;
 #[cfg(any(
     feature = "openai",
     feature = "ollama",
@@ -60,10 +70,11 @@ mod wire;
 use serde::{Deserialize, Serialize};
 
 pub use forms::{
-    anthropic, definition, drop_nulls, gemini, gemini_json_schema, gemini_parameters, openai_form,
-    openai_strict, strict_blocker, OpenAiForm, GEMINI_MAX_DEPTH,
+    anthropic, definition, definition_of, drop_nulls, openai_definition, openai_form,
+    openai_non_strict, openai_strict, strict_blocker, OpenAiForm,
 };
-pub use names::{NameTaken, ProviderNameError, ProviderNames};
+pub use gemini_forms::{gemini, gemini_json_schema, gemini_parameters, GEMINI_MAX_DEPTH};
+pub use names::{NameTaken, ProviderNameError, ProviderNames, RESERVED_NAMES};
 
 /// A model provider's tool-definition dialect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

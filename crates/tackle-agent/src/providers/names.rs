@@ -1,9 +1,29 @@
-//! The names of tools for one provider, both ways ([`ProviderNames`]), and why a set
-//! of keys cannot be named ([`ProviderNameError`], [`NameTaken`]).
+//! The names of tools for one provider, both ways ([`ProviderNames`]), the names no
+//! chat provider's tool is given ([`RESERVED_NAMES`]), and why a set of keys cannot be
+//! named ([`ProviderNameError`], [`NameTaken`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::Provider;
+
+/// Names a client library turns into one of the provider's own built-in tools, so a
+/// tool of ours given one would not reach its door: genai 0.7.2 sends a tool named
+/// `web_search` to Anthropic as Anthropic's web search (`"type": "web_search_20250305"`,
+/// without the tool's description and schema) and to the OpenAI Responses API as
+/// `{"type": "web_search"}`, and a tool named `googleSearch`, `googleSearchRetrieval`,
+/// `codeExecution` or `urlContext` to Gemini as that built-in tool.
+///
+/// [`ProviderNames`] never gives a tool of a chat provider (any but
+/// [`Provider::Mcp`], whose names are a protocol's, not a model's) one of these: the
+/// tool gets the first of `{name}_v{version}`, `{name}_tool`, `{name}_tool_2`, ...
+/// that no other key has (`web.search@1` is offered as `web_search_v1`).
+pub const RESERVED_NAMES: &[&str] = &[
+    "web_search",
+    "googleSearch",
+    "googleSearchRetrieval",
+    "codeExecution",
+    "urlContext",
+];
 
 /// Names of tools for one provider, both ways: the one map from registry keys to the
 /// names a model or a client sees, and back. The provider forms name tools with it,
@@ -69,7 +89,8 @@ impl ProviderNames {
     }
 
     /// Names for `keys`: `namespace_name` (dots kept for MCP); the version is added
-    /// (`_v2`) only where a path has several versions.
+    /// (`_v2`) only where a path has several versions, or where the name would be one
+    /// of the [`RESERVED_NAMES`] (for any provider but MCP).
     pub fn new<'a>(
         provider: Provider,
         keys: impl IntoIterator<Item = &'a str>,
@@ -81,14 +102,26 @@ impl ProviderNames {
                 .entry(key.split_once('@').map_or(*key, |(p, _)| p))
                 .or_default() += 1;
         }
+        let wanted: Vec<(&str, String)> = keys
+            .iter()
+            .map(|key| {
+                let (path, version) = key.split_once('@').unwrap_or((key, ""));
+                let name = if per_path.get(path) == Some(&1) {
+                    provider.name_for(key)
+                } else {
+                    provider.name_for(&format!("{path}_v{version}"))
+                };
+                (*key, name)
+            })
+            .collect();
+        // A reserved name's stand-in is no name another key wants.
+        let natural: HashSet<&str> = wanted.iter().map(|(_, name)| name.as_str()).collect();
         let mut names = ProviderNames::empty(provider);
-        for key in keys {
-            let (path, version) = key.split_once('@').unwrap_or((key, ""));
-            let name = if per_path.get(path) == Some(&1) {
-                provider.name_for(key)
-            } else {
-                provider.name_for(&format!("{path}_v{version}"))
-            };
+        for (key, name) in &wanted {
+            let key = *key;
+            let name = names.unreserved(key, name, |n| {
+                natural.contains(n) || names.to_key.contains_key(n)
+            });
             if name.len() > provider.max_name_len() {
                 return Err(ProviderNameError::TooLong {
                     provider: provider.as_str(),
@@ -113,11 +146,17 @@ impl ProviderNames {
 
     /// Adds `key` under the provider's name for its path
     /// ([`Provider::name_for`]: no version, so a second version of one path is a
-    /// collision), for names given one at a time, as an agent offers tools; the
-    /// length is checked by [`new`](Self::new) only. Adding a key again gives its
+    /// collision; a name of the [`RESERVED_NAMES`] gets a stand-in, as in
+    /// [`new`](Self::new)), for names given one at a time, as an agent offers tools;
+    /// the length is checked by [`new`](Self::new) only. Adding a key again gives its
     /// name again.
     pub fn insert(&mut self, key: &str) -> Result<&str, NameTaken> {
-        let name = self.provider.name_for(key);
+        if self.to_name.contains_key(key) {
+            return Ok(&self.to_name[key]);
+        }
+        let name = self.unreserved(key, &self.provider.name_for(key), |n| {
+            self.to_key.contains_key(n)
+        });
         match self.to_key.get(&name) {
             Some(first) if first != key => Err(NameTaken {
                 name,
@@ -163,8 +202,10 @@ impl ProviderNames {
             .map(|(bare, key)| (bare, key.to_owned()))
             .collect();
         for (bare, key) in bare {
-            // Another key's full name already (a provider whose names hold no `.`).
-            if self.to_key.get(&bare).is_some_and(|other| *other != key) {
+            // Another key's full name already (a provider whose names hold no `.`), or
+            // a name a client library makes a built-in tool of.
+            if self.to_key.get(&bare).is_some_and(|other| *other != key) || self.is_reserved(&bare)
+            {
                 continue;
             }
             if let Some(old) = self.to_name.insert(key.clone(), bare.clone()) {
@@ -173,6 +214,31 @@ impl ProviderNames {
             self.to_key.insert(bare, key);
         }
         self
+    }
+
+    /// Whether `name` is one this provider's tools are never given
+    /// ([`RESERVED_NAMES`]; none for MCP).
+    pub fn is_reserved(&self, name: &str) -> bool {
+        self.provider != Provider::Mcp && RESERVED_NAMES.contains(&name)
+    }
+
+    /// `name` for `key`, or when it is reserved ([`is_reserved`](Self::is_reserved)),
+    /// the first of `{name}_v{version}`, `{name}_tool`, `{name}_tool_2`, ... that is not
+    /// `taken`.
+    fn unreserved(&self, key: &str, name: &str, taken: impl Fn(&str) -> bool) -> String {
+        if !self.is_reserved(name) {
+            return name.to_owned();
+        }
+        let versioned = key
+            .split_once('@')
+            .filter(|(_, version)| !version.is_empty())
+            .map(|(_, version)| self.provider.name_for(&format!("{name}_v{version}")));
+        versioned
+            .into_iter()
+            .chain(std::iter::once(format!("{name}_tool")))
+            .chain((2..).map(|n| format!("{name}_tool_{n}")))
+            .find(|candidate| !taken(candidate) && !self.is_reserved(candidate))
+            .expect("an endless list of names holds a free one")
     }
 
     /// The provider the names are for.

@@ -5,7 +5,9 @@
 //! native one is what its own tools speak:
 //!
 //! * the request carries the conversation (tool results as `tool` messages with their
-//!   `tool_name`), the tools as `function` definitions, and `stream: false`;
+//!   `tool_name`), the tools as `function` definitions (OpenAI's with strict mode off,
+//!   as the OpenAI-compatible client sends them by default: [`openai_definition`] of
+//!   [`openai_non_strict`]), and `stream: false`;
 //! * tool calls come back with their arguments as JSON objects, several per reply when
 //!   the model calls tools in parallel. Ollama gives them no ids, so each gets one made
 //!   from the turn and its position (`call_<turn>_<n>`), the same on every run of the
@@ -27,7 +29,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tackle_core::content::{text_fallback, ContentPart};
 
-use super::forms::without_dialect;
+use super::forms::{openai_definition, openai_non_strict};
+use super::walk::without_dialect;
 use super::wire::{missing_tls, post_json};
 use crate::model::{
     ChatModel, ChatRequest, ChatResponse, Message, ModelError, ModelFuture, Role, ToolCallRequest,
@@ -95,11 +98,7 @@ impl OllamaModel {
                 .tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": without_dialect(&t.parameters),
-                    }})
+                    openai_definition(&t.name, &t.description, &openai_non_strict(&t.parameters))
                 })
                 .collect();
         }

@@ -9,8 +9,13 @@
 //! * the request carries the conversation, the tools as `{"type": "function", ...}`
 //!   definitions, and `parallel_tool_calls: true`, so the model may ask for several
 //!   calls in one turn;
-//! * with [`with_strict`](OpenAiModel::with_strict), each tool's parameters are sent in OpenAI's
-//!   strict form ([`openai_strict`]) and the nulls the model then sends for optional
+//! * each tool goes as [`openai_definition`] writes it: by default with strict mode off
+//!   (`"strict": false`, the schema of [`openai_non_strict`]: without `$schema`, an
+//!   object at the root); with [`with_strict`](OpenAiModel::with_strict), in OpenAI's
+//!   form ([`openai_form`], what [`definition`](super::definition) gives
+//!   [`Provider::OpenAi`](super::Provider::OpenAi)): strict
+//!   ([`openai_strict`](super::openai_strict)) where strict mode can say the schema,
+//!   `"strict": false` where it cannot. The nulls a strict model sends for optional
 //!   fields are dropped ([`drop_nulls`]) before the arguments reach the door;
 //! * every failure is a typed [`ModelError`]: an error status is
 //!   [`Status`](ModelError::Status) (with the endpoint's error message), no answer in
@@ -42,7 +47,7 @@ use serde_json::{json, Map, Value};
 use tackle_core::content::{text_fallback, ContentPart};
 use tackle_core::events::ModelDelta;
 
-use super::forms::{drop_nulls, openai_form, without_dialect};
+use super::forms::{drop_nulls, openai_definition, openai_form, openai_non_strict};
 use super::wire::{chain, excerpt, missing_tls, post_json, request_error};
 use crate::model::{
     read_arguments, ChatModel, ChatRequest, ChatResponse, DeltaAssembler, DeltaSink, Message,
@@ -165,8 +170,8 @@ impl OpenAiModel {
         self
     }
 
-    /// Sends tool parameters in OpenAI's strict form and drops the nulls the model
-    /// sends for optional fields.
+    /// Sends tools in OpenAI's form ([`openai_form`]: strict wherever strict mode can
+    /// say the schema) and drops the nulls the model sends for optional fields.
     pub fn with_strict(mut self, strict: bool) -> OpenAiModel {
         self.strict = strict;
         self
@@ -193,21 +198,12 @@ impl OpenAiModel {
                 .tools
                 .iter()
                 .map(|t| {
-                    let (parameters, strict) = if self.strict {
-                        let form = openai_form(&t.parameters);
-                        (form.parameters, form.strict)
+                    let form = if self.strict {
+                        openai_form(&t.parameters)
                     } else {
-                        (without_dialect(&t.parameters), false)
+                        openai_non_strict(&t.parameters)
                     };
-                    let mut function = json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": parameters,
-                    });
-                    if strict {
-                        function["strict"] = Value::Bool(true);
-                    }
-                    json!({ "type": "function", "function": function })
+                    openai_definition(&t.name, &t.description, &form)
                 })
                 .collect();
             body["tools"] = Value::Array(tools);

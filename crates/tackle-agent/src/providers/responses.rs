@@ -12,8 +12,11 @@
 //!   per call; a tool result as a `function_call_output`, whose `output` is the text,
 //!   or, when the result has images or files, a list of `input_text`, `input_image`
 //!   and `input_file` parts;
-//! * tools go as strict `function` tools (the OpenAI strict form), an answer schema as
-//!   `text.format` (`json_schema`, strict);
+//! * tools go as `function` tools in OpenAI's form (what
+//!   [`definition`](super::definition) gives [`Provider::OpenAi`](super::Provider::OpenAi),
+//!   the function's fields one level up: strict where strict mode can say the schema,
+//!   `"strict": false` written out where it cannot), an answer schema as `text.format`
+//!   (`json_schema`, strict);
 //! * the answer's `message` items give the text, its `function_call` items the calls
 //!   (arguments that are not JSON are kept raw and listed in
 //!   [`ChatResponse::unreadable`]), `usage` the tokens.
@@ -23,7 +26,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tackle_core::content::{text_fallback, ContentPart};
 
-use super::forms::openai_form;
+use super::forms::{openai_definition, openai_form};
 use super::wire::post_json;
 use crate::model::{
     read_arguments, ChatRequest, ChatResponse, Message, ModelError, Role, ToolCallRequest,
@@ -92,14 +95,15 @@ pub(crate) fn body(model: &str, max_tokens: u32, request: &ChatRequest) -> Value
             .tools
             .iter()
             .map(|t| {
-                let form = openai_form(&t.parameters);
-                json!({
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": form.parameters,
-                    "strict": form.strict,
-                })
+                // OpenAI's definition, the function's fields one level up.
+                let definition =
+                    openai_definition(&t.name, &t.description, &openai_form(&t.parameters));
+                let mut tool = serde_json::Map::new();
+                tool.insert("type".into(), json!("function"));
+                if let Value::Object(function) = &definition["function"] {
+                    tool.extend(function.clone());
+                }
+                Value::Object(tool)
             })
             .collect();
         body["tools"] = Value::Array(tools);

@@ -140,9 +140,15 @@ impl std::fmt::Debug for ReactSkill {
 
 /// The name a model sees for a tool key: letters, digits, `_` and `-` only (the
 /// strictest providers' rule), `namespace_name`: [`Provider::name_for`] of the
-/// chat providers, as the skill's [`ProviderNames`] gives it.
+/// chat providers, or a stand-in for a name client libraries make a built-in tool of
+/// ([`RESERVED_NAMES`](crate::providers::RESERVED_NAMES): `web.search@1` is
+/// `web_search_v1`), as the skill's [`ProviderNames`] gives it.
 pub fn model_name(key: &str) -> String {
-    Provider::OpenAi.name_for(key)
+    let mut names = ProviderNames::empty(Provider::OpenAi);
+    match names.insert(key) {
+        Ok(name) => name.to_owned(),
+        Err(taken) => taken.name,
+    }
 }
 
 impl ReactSkill {

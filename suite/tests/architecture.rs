@@ -496,7 +496,7 @@ const MAX_LINES: usize = 1000;
 /// Files still over [`MAX_LINES`], each with the most lines it may have: the list
 /// only shrinks (a file split leaves it; none may grow or join).
 const STILL_TOO_LONG: &[(&str, usize)] = &[
-    ("crates/tackle-cli/src/cassettes.rs", 1255),
+    ("crates/tackle-cli/src/cassettes.rs", 1194),
     ("crates/tackle-core/src/call/mod.rs", 1143),
 ];
 

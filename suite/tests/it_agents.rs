@@ -9,6 +9,7 @@ mod agent_react;
 mod chain;
 mod durable;
 mod evals;
+mod evals_html;
 mod genai_tracing;
 mod local_model;
 mod many_runs;

@@ -9,6 +9,7 @@
 //! | `review [PATH]...` | walks the pending recordings: shows each one's diff, then accept, reject or skip |
 //! | `accept [PATH]...`, `reject [PATH]...` | the same decisions, without asking (for scripts) |
 //! | `runs --store PATH ...` | durable runs: list, show, approve, reject, resolve, export, back up (see [`crate::runs`]) |
+//! | `eval run\|report\|diff\|accept` | evals: run them, print their reports, compare them with their baselines, accept new baselines (see [`crate::evals`]) |
 //! | `completions SHELL` | a completion script |
 //!
 //! **Review.** `TACKLE_CASSETTE=review cargo test` re-records every cassette a test
@@ -54,17 +55,19 @@ use tackle_core::replay::{
 };
 
 use crate::exit::{CliError, Exit};
+use crate::files::{read_regular, Links};
 use crate::term::{self, clip, escape_for_terminal, paint, shown, Style};
 use crate::tools::{clap_exit, finish, utf8_arguments};
 use tackle_core::replay::changes::{json_diff, Change};
 
-/// Cassettes from a terminal: show, diff, verify, prune, and review re-recordings.
+/// Cassettes from a terminal: show, diff, verify, prune, and review re-recordings;
+/// durable runs; evals against their baselines.
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo tackle",
     bin_name = "cargo tackle",
     version,
-    about = "tackle's cassettes from a terminal: show, diff, verify and prune them, and review re-recordings.",
+    about = "tackle from a terminal: cassettes (show, diff, verify, prune, review re-recordings), durable runs, and evals against their baselines.",
     long_about = None
 )]
 struct Cli {
@@ -104,6 +107,10 @@ enum Command {
         #[command(subcommand)]
         command: crate::runs::RunsCommand,
     },
+    /// Evals: run them, print their reports, compare each with its baseline (the
+    /// cases that got worse, better or changed), and accept a run as the new
+    /// baseline.
+    Eval(crate::evals::EvalArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -187,6 +194,7 @@ fn execute(cli: Cli) -> Result<Exit, CliError> {
         Command::Accept { paths } => decide_all(&paths, Verdict::Accept),
         Command::Reject { paths } => decide_all(&paths, Verdict::Reject),
         Command::Runs { store, command } => crate::runs::execute(&store, command),
+        Command::Eval(args) => crate::evals::execute(args),
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "cargo-tackle", &mut std::io::stdout());
@@ -199,76 +207,6 @@ fn execute(cli: Cli) -> Result<Exit, CliError> {
 /// followed).
 fn open(path: &Path) -> Result<CassetteFile, CliError> {
     parse_cassette(path, &read_regular(path, Links::Follow)?)
-}
-
-/// Whether [`read_regular`] follows a symbolic link named by the path itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Links {
-    /// Read what the link points to (it must be a regular file).
-    Follow,
-    /// Refuse a link (exit 4): a recording to accept must be a file of its own.
-    Refuse,
-}
-
-/// The bytes of the regular file at `path`. A FIFO, socket, device or folder is
-/// refused (exit 5) before it is opened, so nothing blocks on it; a missing file is
-/// exit 3; with [`Links::Refuse`], a symbolic link is exit 4. The file opened must be
-/// the one looked at: one swapped in between is refused too.
-fn read_regular(path: &Path, links: Links) -> Result<Vec<u8>, CliError> {
-    let failed = |e: std::io::Error| CliError::new(Exit::Io, format!("{}: {e}", path.display()));
-    let looked = match links {
-        Links::Follow => std::fs::metadata(path),
-        Links::Refuse => std::fs::symlink_metadata(path),
-    };
-    let looked = looked.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::new(Exit::NotFound, format!("{}: no such file", path.display()))
-        } else {
-            failed(e)
-        }
-    })?;
-    if looked.file_type().is_symlink() {
-        return Err(CliError::new(
-            Exit::Refused,
-            format!(
-                "{}: a symbolic link, not a recording: a cassette is never replaced by a link (refused)",
-                path.display()
-            ),
-        ));
-    }
-    if !looked.is_file() {
-        return Err(CliError::new(
-            Exit::BadData,
-            format!("{}: not a regular file", path.display()),
-        ));
-    }
-    let mut file = std::fs::File::open(path).map_err(failed)?;
-    let opened = file.metadata().map_err(failed)?;
-    if !opened.is_file() || !same_file(&looked, &opened) {
-        return Err(CliError::new(
-            Exit::Refused,
-            format!(
-                "{}: replaced while it was opened; try again (refused)",
-                path.display()
-            ),
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(failed)?;
-    Ok(bytes)
-}
-
-/// Whether two metadata describe one file (on Unix, one device and inode).
-#[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
-}
-
-/// Whether two metadata describe one file (without inodes, the same size).
-#[cfg(not(unix))]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    a.len() == b.len()
 }
 
 /// Reads `bytes` (the file at `path`) as a cassette, with the checks of

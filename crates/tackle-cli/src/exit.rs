@@ -27,8 +27,14 @@ pub enum Exit {
     /// recording that cannot serve the call.
     BadData,
     /// 6: the environment failed: a file that cannot be written, a server that cannot
-    /// start.
+    /// start, a `cargo` that cannot be run.
     Io,
+    /// 7: a regression: a case of an eval got worse than its baseline
+    /// (`cargo tackle eval diff`).
+    Regressed,
+    /// `cargo test`'s own exit code, which `cargo tackle eval run` passes through
+    /// when the tests failed (cargo's is 101); never 0.
+    Cargo(u8),
 }
 
 impl Exit {
@@ -42,6 +48,8 @@ impl Exit {
             Exit::Refused => 4,
             Exit::BadData => 5,
             Exit::Io => 6,
+            Exit::Regressed => 7,
+            Exit::Cargo(code) => code,
         }
     }
 

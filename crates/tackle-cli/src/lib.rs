@@ -20,13 +20,18 @@
 //!   `cassette verify`, `cassette prune`, and `review` / `accept` / `reject` of the
 //!   pending recordings that `TACKLE_CASSETTE=review` writes beside cassettes; and
 //!   `runs --store PATH` for durable runs ([`runs`]): list, show, approve, reject,
-//!   resolve, export, backup.
+//!   resolve, export, backup; and `eval` for evals against their baselines
+//!   ([`evals`]): `eval run` (`cargo test`, collecting the reports), `eval report`,
+//!   `eval diff` (the cases that got worse, better or changed) and `eval accept` (a
+//!   run as the new baseline, a review step).
 //!
 //! Both exit with the codes of [`Exit`], which scripts can rely on, and colour their
 //! output only on a terminal (never with `NO_COLOR` set).
 
 pub mod cassettes;
+pub mod evals;
 mod exit;
+mod files;
 pub mod runs;
 mod term;
 pub mod tools;

@@ -76,6 +76,7 @@
 mod dataset;
 mod diff;
 mod evaluators;
+mod html;
 mod judge;
 mod mode;
 mod report;

@@ -35,6 +35,10 @@ const EXPECTED: &[(&str, Expect)] = &[
         Expect::Prints("Oslo is about 1701.6 miles"),
     ),
     (
+        "cargo run --example evals",
+        Expect::Prints("4 of 4 case(s) passed (100%)"),
+    ),
+    (
         "cargo run --example quickstart",
         Expect::Prints("add::KEY = math.add@1"),
     ),

@@ -45,6 +45,9 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
     let ctx = ToolContext::new().with_secret("MAIL_TOKEN", "tok-abcdef");
     let dispatch = tracing::Dispatch::from(capture.clone());
     tracing::dispatcher::with_default(&dispatch, || {
+        // A span site first met by another test's thread while this dispatcher was
+        // being made may keep the interest it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -139,6 +142,9 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
     let dispatch = tracing::Dispatch::from(capture.clone());
     let rt = Runtime::from_inventory_in(module_path!()).unwrap();
     tracing::dispatcher::with_default(&dispatch, || {
+        // A span site first met by another test's thread while this dispatcher was
+        // being made may keep the interest it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -174,6 +180,9 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         .unwrap()
         .with_sandbox_resolver(|_: &tackle::ToolSpec| SandboxPolicy::process());
     tracing::dispatcher::with_default(&dispatch, || {
+        // A span site first met by another test's thread while this dispatcher was
+        // being made may keep the interest it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -74,6 +74,9 @@ fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_c
         });
     let dispatch = tracing::Dispatch::from(capture.clone());
     let state = tracing::dispatcher::with_default(&dispatch, || {
+        // A span site first met by another test's thread while this dispatcher was
+        // being made may keep the interest it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

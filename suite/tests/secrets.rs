@@ -275,6 +275,9 @@ fn secret_arguments_never_leave_the_door() {
     let audit = Arc::new(MemoryAudit::new());
     let mut seen = String::new();
     tracing::dispatcher::with_default(&dispatch, || {
+        // A span site first met by another test's thread while this dispatcher was
+        // being made may keep the interest it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

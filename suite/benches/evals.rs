@@ -51,10 +51,9 @@
 //! only. Under `cargo test --benches` (criterion's `--test`) it runs the dataset once
 //! and nothing else.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,51 +69,10 @@ use tackle::evals::{
 };
 use tackle::{tool, Agent, Runtime};
 
-/// Counts live and allocated heap bytes while `COUNTING` is on (only for the memory
-/// run: the shared counters would slow the timed runs down).
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static NOW: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
-static ALLOCATIONS: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call goes to the system allocator with the same arguments; the
-// counters only observe.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            let size = layout.size() as isize;
-            let now = NOW.fetch_add(size, Ordering::Relaxed) + size;
-            PEAK.fetch_max(now, Ordering::Relaxed);
-            ALLOCATED.fetch_add(size, Ordering::Relaxed);
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's layout, as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            NOW.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's pointer and layout, as given.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            let grown = new_size as isize - layout.size() as isize;
-            let now = NOW.fetch_add(grown, Ordering::Relaxed) + grown;
-            PEAK.fetch_max(now, Ordering::Relaxed);
-            ALLOCATED.fetch_add(grown.max(0), Ordering::Relaxed);
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's pointer, layout and size, as given.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/counting.rs"]
+#[allow(dead_code)]
+mod counting;
+use counting::{Counting, ALLOCATED, ALLOCATIONS, COUNTING, NOW, PEAK};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;

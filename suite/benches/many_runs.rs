@@ -15,10 +15,9 @@
 #[path = "../tests/support/fleet.rs"]
 mod fleet;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -26,37 +25,10 @@ use tackle::replay::Mode;
 use tackle::{replay::CassetteConfig, Agent, Cassette, Run, Runtime};
 use tokio::task::JoinSet;
 
-/// Counts the bytes allocated now and at the most, while `COUNTING` is on (only for
-/// the memory round: the shared counters would slow the timed rounds down).
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static NOW: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-static ALLOCATIONS: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call goes to the system allocator with the same arguments; the
-// counters only observe.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            let size = layout.size() as isize;
-            let now = NOW.fetch_add(size, Ordering::Relaxed) + size;
-            PEAK.fetch_max(now, Ordering::Relaxed);
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's layout, as given.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            NOW.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's pointer and layout, as given.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+#[path = "support/counting.rs"]
+#[allow(dead_code)]
+mod counting;
+use counting::{Counting, ALLOCATIONS, COUNTING, NOW, PEAK};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;

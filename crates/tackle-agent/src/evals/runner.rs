@@ -206,10 +206,27 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
                 (job, this.case(mode, case, repeat, &evaluators).await)
             })
         });
-        let mut runs: Vec<Option<CaseRun>> = vec![None; total];
+        // Each case's record is made up front with room for exactly its runs, and a run
+        // goes to its case as it finishes (no staging list of every run): the report is
+        // the only thing a finished case leaves behind.
+        let mut cases: Vec<CaseReport> = self
+            .dataset
+            .cases
+            .iter()
+            .map(|case| CaseReport {
+                name: case.name.clone(),
+                input: case.task_text(),
+                metadata: case.metadata.clone(),
+                passed: false,
+                pass_rate: 0.0,
+                runs: Vec::with_capacity(self.repeat),
+            })
+            .collect();
         let mut done = 0usize;
         at_most(self.concurrency, jobs, |job, run| {
-            runs[job] = Some(run);
+            if let Some(case) = cases.get_mut(job / self.repeat) {
+                case.runs.push(run);
+            }
             done += 1;
             if progress {
                 draw(done, total);
@@ -219,25 +236,13 @@ impl<'a, T: Send + Sync + 'a> Eval<'a, T> {
         if progress {
             eprintln!();
         }
-        let mut runs = runs.into_iter().flatten();
-        let cases: Vec<CaseReport> = self
-            .dataset
-            .cases
-            .iter()
-            .map(|case| {
-                let runs: Vec<CaseRun> = runs.by_ref().take(self.repeat).collect();
-                let passing = runs.iter().filter(|r| r.passed).count();
-                let pass_rate = passing as f64 / runs.len().max(1) as f64;
-                CaseReport {
-                    name: case.name.clone(),
-                    input: case.task_text(),
-                    metadata: case.metadata.clone(),
-                    passed: pass_rate >= self.thresholds.case_pass_rate,
-                    pass_rate,
-                    runs,
-                }
-            })
-            .collect();
+        for case in &mut cases {
+            // Runs finish in any order; the report lists them by repeat.
+            case.runs.sort_unstable_by_key(|run| run.repeat);
+            let passing = case.runs.iter().filter(|r| r.passed).count();
+            case.pass_rate = passing as f64 / case.runs.len().max(1) as f64;
+            case.passed = case.pass_rate >= self.thresholds.case_pass_rate;
+        }
         let report = EvalReport {
             format: REPORT_FORMAT,
             dataset: self.dataset.name.clone(),
@@ -514,6 +519,8 @@ fn trajectory_of(state: &ReactState) -> Vec<TrajectoryStep> {
             }
         }
     }
+    // The report keeps every case's steps to its end: no spare room.
+    steps.shrink_to_fit();
     steps
 }
 

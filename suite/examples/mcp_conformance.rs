@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tackle::agent::model::{ChatModel, ChatRequest, Message};
 use tackle::content::ContentPart;
 use tackle::{registry::DynamicTool, tool, Registry, Runtime, SideEffects, ToolContext, ToolSpec};
-use tackle_mcp::client::{Client, Elicited};
+use tackle_mcp::client::{Client, ClientError, Elicited};
 use tackle_mcp::prompts::{Prompt, PromptContent, PromptMessage, Prompts};
 use tackle_mcp::resources::{Resource, ResourceBody, Resources};
 use tackle_mcp::{serve_http, serve_stdio, Identity, McpServer};
@@ -254,6 +254,231 @@ async fn test_reconnection() -> String {
         .to_owned()
 }
 
+/// A name form (one required string, `name`).
+fn name_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "Your name"}},
+        "required": ["name"],
+    })
+}
+
+/// A yes-or-no form (one required boolean, `ok`).
+fn ok_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean", "description": "Go on?"}},
+        "required": ["ok"],
+    })
+}
+
+/// An accepted form's content, or why there is none.
+fn accepted(answer: Elicited) -> Result<Value, String> {
+    match answer {
+        Elicited::Accept(content) => Ok(content),
+        Elicited::Decline => Err("the user declined".to_owned()),
+        Elicited::Cancel => Err("the user cancelled".to_owned()),
+    }
+}
+
+/// The text of a sampling result.
+fn sampled_text(result: &Value) -> String {
+    result["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A one-line sampling request for `question`.
+fn sampling(question: &str) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+        "maxTokens": 100,
+    })
+}
+
+/// Needs the client's model: a client that did not declare sampling gets MCP's
+/// "missing required client capability".
+#[tool(namespace = "test", side_effects = none)]
+async fn test_missing_capability() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .sample(sampling("Say hello."))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!("The model said: {}", sampled_text(&answer)))
+}
+
+/// Asks the user to confirm (an elicitation, which a client of the 2026-07-28
+/// revision gets in the call's answer, not as a request on its stream).
+#[tool(namespace = "test", side_effects = none)]
+async fn test_streaming_elicitation() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit("Go on?", ok_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(elicited("Confirmation", answer))
+}
+
+/// Logs while it works (sent only to a client that asked for a log level).
+#[tool(namespace = "test", side_effects = none)]
+fn test_logging_tool() -> String {
+    tracing::info!("Logging tool called");
+    "Logged once, for clients that asked for logs".to_owned()
+}
+
+/// Greets the user by the name they give (an elicitation under the key `user_name`).
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_elicitation() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit_as("user_name", "What is your name?", name_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    let content = accepted(answer)?;
+    Ok(format!(
+        "Hello, {}!",
+        content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
+/// Asks the client's model a question.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_sampling() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .sample_as(
+            "capital_question",
+            sampling("What is the capital of France?"),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!("The model answered: {}", sampled_text(&answer)))
+}
+
+/// Counts the client's roots.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_list_roots() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let roots = client.roots().await.map_err(|e| e.to_string())?;
+    Ok(format!("The client has {} root(s)", roots.len()))
+}
+
+/// Asks to go on, then says the state came back whole.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_request_state() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit_as("confirm", "Go on?", ok_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    accepted(answer)?;
+    Ok("state-ok".to_owned())
+}
+
+/// Asks three things at once: the user's name, the client's model, its roots.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_multiple_inputs() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let (name, greeting, roots) = tokio::join!(
+        client.elicit_as("user_name", "What is your name?", name_form()),
+        client.sample_as("greeting", sampling("Write a greeting.")),
+        client.roots(),
+    );
+    let name = accepted(name.map_err(|e| e.to_string())?)?;
+    let greeting = greeting.map_err(|e| e.to_string())?;
+    let roots = roots.map_err(|e| e.to_string())?;
+    Ok(format!(
+        "{} {} ({} root(s))",
+        sampled_text(&greeting),
+        name["name"].as_str().unwrap_or("stranger"),
+        roots.len()
+    ))
+}
+
+/// Asks twice, one question a round: the user's name, then their favourite colour.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_multi_round() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let name = client
+        .elicit_as("step1", "Step 1: What is your name?", name_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = accepted(name)?;
+    let color_form = json!({
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    });
+    let color = client
+        .elicit_as("step2", "Step 2: What is your favorite color?", color_form)
+        .await
+        .map_err(|e| e.to_string())?;
+    let color = accepted(color)?;
+    Ok(format!(
+        "{} likes {}",
+        name["name"].as_str().unwrap_or("stranger"),
+        color["color"].as_str().unwrap_or("no colour")
+    ))
+}
+
+/// Asks to go on; its retry must bring back the state it was given, unchanged.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_tampered_state() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit_as("confirm", "Go on?", ok_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    accepted(answer)?;
+    Ok("state-ok".to_owned())
+}
+
+/// Asks the user if the client has forms, else the client's model.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_capabilities() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    match client.elicit("What is your name?", name_form()).await {
+        Err(ClientError::NotSupported(_)) => {
+            let answer = client
+                .sample(sampling("Make up a name."))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(format!("The model chose: {}", sampled_text(&answer)))
+        }
+        answer => {
+            let content = accepted(answer.map_err(|e| e.to_string())?)?;
+            Ok(format!(
+                "Hello, {}!",
+                content["name"].as_str().unwrap_or("stranger")
+            ))
+        }
+    }
+}
+
+/// A tool one of whose arguments travels in an HTTP header too (`Mcp-Param-Value`,
+/// SEP-2243), made at run time with that schema.
+fn custom_header_tool() -> DynamicTool {
+    let mut spec = ToolSpec::new(
+        "test",
+        "test_custom_header",
+        "1",
+        SideEffects::None,
+        "Echoes a value the client also sends as the header Mcp-Param-Value",
+    );
+    spec.input_schema = json!({
+        "type": "object",
+        "properties": {
+            "value": {"type": "string", "x-mcp-header": "Value", "description": "Any text"},
+        },
+        "required": ["value"],
+    });
+    DynamicTool::new(spec, |_ctx, input| async move {
+        Ok::<_, String>(json!(format!("Value: {}", input["value"])))
+    })
+}
+
 /// A tool whose input schema uses JSON Schema 2020-12 (`$schema`, `$defs`,
 /// `additionalProperties`), made at run time with that exact schema.
 fn json_schema_tool() -> DynamicTool {
@@ -270,14 +495,22 @@ fn json_schema_tool() -> DynamicTool {
         "$defs": {
             "address": {
                 "type": "object",
+                "$anchor": "addressDef",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
             },
         },
         "properties": {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
         },
         "additionalProperties": false,
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
     });
     DynamicTool::new(spec, |_ctx, input| async move {
         Ok::<_, String>(json!(format!("Received: {input}")))
@@ -405,6 +638,7 @@ fn prompts() -> Result<Prompts, tackle_mcp::McpError> {
 fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     let mut registry = Registry::from_inventory()?;
     registry.register(json_schema_tool())?;
+    registry.register(custom_header_tool())?;
     let runtime = Arc::new(Runtime::new(registry));
     let identity = Identity::new("mcp-conformance-test-server", "1.0.0");
     // The suite's client may call every fixture and read every resource.

@@ -19,7 +19,18 @@
 //! * [`Client::elicit`] asks the human anything, with a form schema (SEP-1034 defaults
 //!   and SEP-1330 enums pass through as given).
 //!
-//! A client is asked only for what it declared (`sampling`, `elicitation`): otherwise
+//! * [`Client::roots`] lists the client's roots (`roots/list`).
+//!
+//! Under MCP's 2026-07-28 revision a server sends no requests: each question is
+//! answered in another round of the same request (see [`crate::rounds`]). The tool
+//! asks the same way; the question ends its call with
+//! [`ClientError::InputRequired`] (a tool passes it on with `?`), the client is sent
+//! the question, and the retried call gets the answer at once. A tool that asks
+//! before it acts runs its effects once. [`Client::elicit_as`] and
+//! [`Client::sample_as`] name the question's key, which a client sees; the others
+//! number them (`elicitation-1`, `sampling-1`, `roots-1`, `approval-1`).
+//!
+//! A client is asked only for what it declared (`sampling`, `elicitation`, `roots`): otherwise
 //! the call fails at once with [`ClientError::NotSupported`] (an approval is denied).
 //! A person has [`ELICITATION_TIMEOUT`] to answer. Client approval is the *requesting*
 //! client's approval: an automated client can approve its own calls, so use it where
@@ -33,13 +44,18 @@
 #![allow(deprecated)]
 
 use std::future::Future;
+use std::sync::Arc;
 
-use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, ElicitResult};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams, ElicitResult,
+};
 use rmcp::service::{Peer, RequestContext};
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 use tackle_agent::model::{ChatModel, ChatRequest, ChatResponse, ModelError, ModelFuture, Role};
 use tackle_core::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
+
+use crate::rounds::Rounds;
 
 tokio::task_local! {
     static CURRENT: Client;
@@ -53,6 +69,10 @@ pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 #[derive(Clone, Debug)]
 pub struct Client {
     peer: Peer<RoleServer>,
+    /// What the client declared: with the request (2026-07-28) or at `initialize`.
+    capabilities: Option<ClientCapabilities>,
+    /// The request's input rounds, when it is of the 2026-07-28 revision.
+    rounds: Option<Arc<Rounds>>,
 }
 
 /// What a client answered to an elicitation.
@@ -76,6 +96,14 @@ pub enum ClientError {
     /// The request could not be made, or the client answered with an error.
     #[error("the MCP client did not answer: {0}")]
     Failed(String),
+    /// The question goes to the client in the answer to its request (MCP 2026-07-28):
+    /// the call ends here, and the client retries it with the answer under `key`.
+    /// A tool passes this on (`?`) rather than working around it.
+    #[error("the MCP client is asked for input `{key}`; the call is retried with the answer")]
+    InputRequired {
+        /// The question's key.
+        key: String,
+    },
     /// The client accepted the form with an answer that does not fit the form's
     /// schema (a string where an object was asked for, a field of the wrong type, a
     /// required field left out): it is not given as the person's answer.
@@ -118,6 +146,63 @@ impl Client {
     pub(crate) fn of(context: &RequestContext<RoleServer>) -> Client {
         Client {
             peer: context.peer.clone(),
+            capabilities: context.client_capabilities(),
+            rounds: None,
+        }
+    }
+
+    /// The same client, asked through `rounds` (a 2026-07-28 request).
+    pub(crate) fn with_rounds(mut self, rounds: Arc<Rounds>) -> Client {
+        self.rounds = Some(rounds);
+        self
+    }
+
+    /// Whether the client declared `capability`; when it did not, a 2026-07-28
+    /// request notes that its call needed it.
+    fn offers(&self, capability: &'static str) -> bool {
+        let offers = self
+            .capabilities
+            .as_ref()
+            .is_some_and(|c| match capability {
+                "sampling" => c.sampling.is_some(),
+                "elicitation" => c.elicitation.is_some(),
+                "roots" => c.roots.is_some(),
+                _ => false,
+            });
+        if !offers {
+            if let Some(rounds) = &self.rounds {
+                rounds.refuse(capability);
+            }
+        }
+        offers
+    }
+
+    /// In a 2026-07-28 request: the answer to `key`, or the question noted and
+    /// [`ClientError::InputRequired`]. `None` in an earlier revision's request (ask
+    /// the client now). An answer that is not an object is asked again.
+    fn answered(
+        &self,
+        key: &str,
+        bound: bool,
+        question: impl FnOnce() -> Value,
+    ) -> Option<Result<Value, ClientError>> {
+        let rounds = self.rounds.as_ref()?;
+        Some(match rounds.answer(key, bound) {
+            Some(answer) if answer.is_object() => Ok(answer),
+            _ => {
+                rounds.ask(key, question());
+                Err(ClientError::InputRequired {
+                    key: key.to_owned(),
+                })
+            }
+        })
+    }
+
+    /// A key of `kind` for a question the caller did not name.
+    fn key(&self, kind: &'static str) -> String {
+        match &self.rounds {
+            Some(rounds) => rounds.key(kind),
+            None => kind.to_owned(),
         }
     }
 
@@ -162,29 +247,60 @@ impl Client {
         message: &str,
         requested_schema: Value,
     ) -> Result<Elicited, ClientError> {
-        let offers = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !offers {
+        let key = self.key("elicitation");
+        self.elicit_keyed(&key, false, message, requested_schema)
+            .await
+    }
+
+    /// [`Client::elicit`], the question under `key` when it goes to the client in the
+    /// answer to a 2026-07-28 request (the key a client answers by; unique within
+    /// the call).
+    pub async fn elicit_as(
+        &self,
+        key: &str,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<Elicited, ClientError> {
+        self.elicit_keyed(key, false, message, requested_schema)
+            .await
+    }
+
+    async fn elicit_keyed(
+        &self,
+        key: &str,
+        bound: bool,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<Elicited, ClientError> {
+        if !self.offers("elicitation") {
             return Err(ClientError::NotSupported("elicitation"));
         }
         // The form's own schema is checked before anyone is asked.
         tackle_core::SchemaValidator::compile(&requested_schema).map_err(|e| {
             ClientError::Failed(format!("the form's schema is not valid JSON Schema: {e}"))
         })?;
-        let params: ElicitRequestParams = serde_json::from_value(json!({
+        let form = json!({
             "mode": "form",
             "message": message,
             "requestedSchema": requested_schema,
-        }))
-        .map_err(|e| ClientError::Failed(format!("the form cannot be sent: {e}")))?;
-        let result: ElicitResult = self
-            .peer
-            .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
-            .await
-            .map_err(|e| ClientError::Failed(e.to_string()))?;
-        let wire = serde_json::to_value(&result).unwrap_or(Value::Null);
+        });
+        let params: ElicitRequestParams = serde_json::from_value(form.clone())
+            .map_err(|e| ClientError::Failed(format!("the form cannot be sent: {e}")))?;
+        let wire = match self.answered(
+            key,
+            bound,
+            || json!({"method": "elicitation/create", "params": form}),
+        ) {
+            Some(answer) => answer?,
+            None => {
+                let result: ElicitResult = self
+                    .peer
+                    .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+                    .await
+                    .map_err(|e| ClientError::Failed(e.to_string()))?;
+                serde_json::to_value(&result).unwrap_or(Value::Null)
+            }
+        };
         Ok(match wire.get("action").and_then(Value::as_str) {
             Some("accept") => {
                 let content = wire.get("content").cloned().unwrap_or(json!({}));
@@ -201,15 +317,26 @@ impl Client {
     /// Asks the client's model (`sampling/createMessage`) with `params` in MCP's form;
     /// its result in MCP's form.
     pub async fn sample(&self, params: Value) -> Result<Value, ClientError> {
-        let offers = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.sampling.is_some());
-        if !offers {
+        let key = self.key("sampling");
+        self.sample_as(&key, params).await
+    }
+
+    /// [`Client::sample`], the question under `key` when it goes to the client in the
+    /// answer to a 2026-07-28 request.
+    pub async fn sample_as(&self, key: &str, params: Value) -> Result<Value, ClientError> {
+        if !self.offers("sampling") {
             return Err(ClientError::NotSupported("sampling"));
         }
+        let wire = params.clone();
         let params: CreateMessageRequestParams = serde_json::from_value(params)
             .map_err(|e| ClientError::Failed(format!("the request cannot be sent: {e}")))?;
+        if let Some(answer) = self.answered(
+            key,
+            false,
+            || json!({"method": "sampling/createMessage", "params": wire}),
+        ) {
+            return answer;
+        }
         #[allow(deprecated)]
         let result = self
             .peer
@@ -217,6 +344,32 @@ impl Client {
             .await
             .map_err(|e| ClientError::Failed(e.to_string()))?;
         Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
+    }
+
+    /// The client's roots (`roots/list`): each `{"uri", "name"?}` as the client gave
+    /// it.
+    pub async fn roots(&self) -> Result<Vec<Value>, ClientError> {
+        if !self.offers("roots") {
+            return Err(ClientError::NotSupported("roots"));
+        }
+        let key = self.key("roots");
+        let wire = match self.answered(&key, false, || json!({"method": "roots/list"})) {
+            Some(answer) => answer?,
+            None => {
+                let result = self
+                    .peer
+                    .list_roots()
+                    .await
+                    .map_err(|e| ClientError::Failed(e.to_string()))?;
+                serde_json::to_value(&result).unwrap_or(Value::Null)
+            }
+        };
+        match wire.get("roots") {
+            Some(Value::Array(roots)) => Ok(roots.clone()),
+            _ => Err(ClientError::Failed(
+                "the client's roots are not a list of roots".to_owned(),
+            )),
+        }
     }
 }
 
@@ -349,7 +502,9 @@ impl Approver for ClientApprover {
                 },
                 "required": ["approve"],
             });
-            match self.client.elicit(&message, schema).await {
+            // An approval is taken only from a form this server showed (bound).
+            let key = self.client.key("approval");
+            match self.client.elicit_keyed(&key, true, &message, schema).await {
                 Ok(Elicited::Accept(content)) => match content.get("approve") {
                     Some(Value::Bool(true)) => request.approve(),
                     Some(Value::Bool(false)) => request.deny("the user did not approve it"),
@@ -363,6 +518,9 @@ impl Approver for ClientApprover {
                 }
                 Ok(Elicited::Decline) => request.deny("the user declined"),
                 Ok(Elicited::Cancel) => request.deny("the user cancelled"),
+                Err(error @ ClientError::InputRequired { .. }) => {
+                    ApprovalDecision::Deny(format!("not approved yet: {error}"))
+                }
                 Err(error) => ApprovalDecision::Deny(format!("no approval: {error}")),
             }
         })

@@ -31,6 +31,9 @@ pub enum McpError {
         /// Why.
         message: String,
     },
+    /// A server's setting is not valid (a `requestState` key shorter than 32 bytes).
+    #[error("the MCP server cannot be set up so: {0}")]
+    Config(String),
     /// Serving failed (the transport could not start, or broke).
     #[error("serving MCP failed: {0}")]
     Serve(String),

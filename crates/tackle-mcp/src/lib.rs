@@ -39,6 +39,7 @@ pub mod oauth;
 pub mod oauth_client;
 pub mod prompts;
 pub mod resources;
+pub mod rounds;
 pub mod server;
 pub mod stdio;
 pub mod tasks;

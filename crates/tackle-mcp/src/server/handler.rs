@@ -22,6 +22,8 @@ use super::{
 };
 use crate::client::Client;
 use crate::prompts::PromptArguments;
+use crate::rounds::{self, Rounds};
+use std::sync::Arc;
 
 /// MCP's "resource not found" (`-32002`) for `uri`: also what a client is told of a
 /// resource its grants hide.
@@ -34,9 +36,30 @@ fn invalid(message: impl Into<String>) -> ErrorData {
     ErrorData::invalid_params(message.into(), None)
 }
 
+/// MCP's "missing required client capability" (`-32021`): the call needed
+/// `capability`, which the client did not declare.
+fn missing_capability(capability: &str) -> ErrorData {
+    let mut required = serde_json::Map::new();
+    required.insert(capability.to_owned(), json!({}));
+    match wire(Value::Object(required)) {
+        Ok(required) => ErrorData::missing_required_client_capability(required),
+        Err(e) => e,
+    }
+}
+
 /// `value` as the rmcp type `T`, or an internal error.
 fn wire<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// A complete result (`resultType: "complete"`, which the 2026-07-28 revision requires
+/// of every result) from `value`'s fields, as the rmcp type `T`. rmcp leaves the field
+/// out for clients of the earlier revisions.
+fn complete<T: serde::de::DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+    if let Value::Object(fields) = &mut value {
+        fields.insert("resultType".to_owned(), json!("complete"));
+    }
+    wire(value)
 }
 
 impl ServerHandler for McpServer {
@@ -105,7 +128,7 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let unknown =
@@ -125,6 +148,17 @@ impl ServerHandler for McpServer {
             return Err(unknown());
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
+        // A request of the 2026-07-28 revision asks its client in rounds: its state
+        // is opened (and a forged one refused) before anything runs.
+        let rounds = match context.meta.protocol_version() {
+            Some(_) => Some(Arc::new(Rounds::open(
+                &self.request_state,
+                rounds::binding("tools/call", &request.name, &input, self.owner.as_deref()),
+                request.request_state.as_deref(),
+                request.input_responses.take(),
+            )?)),
+            None => None,
+        };
         if self.tasks.is_some() {
             let asks = context
                 .client_capabilities()
@@ -165,7 +199,10 @@ impl ServerHandler for McpServer {
             });
             (sink, task)
         });
-        let client = Client::of(&context);
+        let mut client = Client::of(&context);
+        if let Some(rounds) = &rounds {
+            client = client.with_rounds(rounds.clone());
+        }
         if self.client_approval {
             run = run.with_approver(client.approver());
         }
@@ -182,6 +219,16 @@ impl ServerHandler for McpServer {
         if let Some((sink, task)) = forwarder {
             sink.close();
             let _ = task.await;
+        }
+        if let Some(rounds) = &rounds {
+            // What the call asked goes to the client, whatever the call made of not
+            // having it yet.
+            if let Some(asked) = rounds.input_required(&self.request_state)? {
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
+            if let (Err(_), Some(capability)) = (&report.result, rounds.refused()) {
+                return Err(missing_capability(capability));
+            }
         }
         Ok(CallToolResponse::Complete(result_of(
             report.result,
@@ -251,7 +298,7 @@ impl ServerHandler for McpServer {
             .filter(|e| self.may_read(e))
             .map(crate::resources::Entry::listing)
             .collect();
-        wire(json!({ "resources": resources }))
+        complete(json!({ "resources": resources }))
     }
 
     async fn list_resource_templates(
@@ -265,7 +312,7 @@ impl ServerHandler for McpServer {
             .filter(|e| self.may_read(e))
             .map(crate::resources::Entry::listing)
             .collect();
-        wire(json!({ "resourceTemplates": templates }))
+        complete(json!({ "resourceTemplates": templates }))
     }
 
     async fn read_resource(
@@ -289,9 +336,11 @@ impl ServerHandler for McpServer {
                 tackle_core::ToolError::InvalidInput { .. } => invalid(e.to_string()),
                 other => ErrorData::internal_error(other.to_string(), None),
             })?;
-        Ok(rmcp::model::ReadResourceResponse::Complete(wire(json!({
-            "contents": contents
-        }))?))
+        Ok(rmcp::model::ReadResourceResponse::Complete(complete(
+            json!({
+                "contents": contents
+            }),
+        )?))
     }
 
     #[allow(deprecated)]
@@ -378,7 +427,7 @@ impl ServerHandler for McpServer {
             .filter(|p| self.allows(p.required()))
             .map(|p| p.listing())
             .collect();
-        wire(json!({ "prompts": prompts }))
+        complete(json!({ "prompts": prompts }))
     }
 
     async fn get_prompt(
@@ -421,7 +470,7 @@ impl ServerHandler for McpServer {
             )));
         }
         let messages: Vec<Value> = messages.iter().map(|m| m.to_wire()).collect();
-        Ok(rmcp::model::GetPromptResponse::Complete(wire(json!({
+        Ok(rmcp::model::GetPromptResponse::Complete(complete(json!({
             "messages": messages
         }))?))
     }
@@ -466,7 +515,7 @@ impl ServerHandler for McpServer {
             .map_err(|e| ErrorData::internal_error(format!("the completion failed: {e}"), None))?;
         let total = values.len();
         let values = capped(values);
-        wire(json!({"completion": {
+        complete(json!({"completion": {
             "values": values,
             "total": total,
             "hasMore": values.len() < total,

@@ -38,7 +38,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, RequestStateCodec};
 use rmcp::ErrorData;
 use serde_json::Value;
 use tackle_core::{Runtime, ToolContext};
@@ -118,6 +118,8 @@ pub struct McpServer {
     /// Who this server's client is, when the HTTP front tells clients apart (an
     /// OAuth subject, a static token's fingerprint): a task is its maker's only.
     owner: Option<Arc<str>>,
+    /// The key that seals the `requestState` of multi round-trip requests.
+    request_state: Arc<RequestStateCodec>,
 }
 
 /// The grant a client needs to read the server's log (`logging/setLevel`).
@@ -136,6 +138,14 @@ pub const MAX_COMPLETION_BYTES: usize = 64 * 1024;
 /// longer one is refused as invalid params, naming its length, before any completer
 /// sees it.
 pub const MAX_COMPLETION_INPUT_BYTES: usize = 4 * 1024;
+
+/// A random key of 32 bytes (two version-4 UUIDs' 244 random bits).
+fn random_key() -> Vec<u8> {
+    let mut key = Vec::with_capacity(32);
+    key.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key
+}
 
 /// A new session's id.
 fn next_session() -> u64 {
@@ -179,6 +189,7 @@ impl McpServer {
             session: next_session(),
             tasks: None,
             owner: None,
+            request_state: Arc::new(RequestStateCodec::new_unchecked(random_key())),
         })
     }
 
@@ -247,6 +258,20 @@ impl McpServer {
     pub fn with_client_approval(mut self) -> McpServer {
         self.client_approval = true;
         self
+    }
+
+    /// The same server sealing the `requestState` of multi round-trip requests (MCP
+    /// 2026-07-28, see [`crate::rounds`]) with `key` (at least 32 bytes, secret).
+    /// By default each server makes a random key of its own: servers that take turns
+    /// answering one client (instances behind a load balancer) must share one.
+    pub fn with_request_state_key(
+        mut self,
+        key: impl Into<Vec<u8>>,
+    ) -> Result<McpServer, McpError> {
+        let codec = RequestStateCodec::try_new(key)
+            .map_err(|e| McpError::Config(format!("the request state key: {e}")))?;
+        self.request_state = Arc::new(codec);
+        Ok(self)
     }
 
     /// The server for a new connection (session): the same configuration, with a log

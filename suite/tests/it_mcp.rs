@@ -9,4 +9,5 @@ mod mcp_import_attacks;
 mod mcp_import_requests;
 mod mcp_oauth_import;
 mod mcp_resources;
+mod mcp_rounds;
 mod mcp_serve;

@@ -1,0 +1,330 @@
+//! Served calls asked by clients of MCP's 2026-07-28 revision: a tool that needs its
+//! client (a form, an approval, the client's model) answers with an
+//! `InputRequiredResult`, and the retry, with the answers and the sealed
+//! `requestState`, completes on any instance that shares the key (SEP-2322).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tackle::audit::MemoryAudit;
+use tackle::{tool, Runtime, ToolContext};
+use tackle_mcp::client::{Client, Elicited};
+use tackle_mcp::{Identity, McpServer};
+
+/// The key the instances of these tests share.
+const KEY: &[u8] = b"a shared key of at least 32 bytes, for tests";
+
+/// How many times `rounds.greet` ran to its end.
+static GREETED: AtomicUsize = AtomicUsize::new(0);
+
+/// Greets the user by the name they give.
+#[tool(namespace = "rounds", side_effects = none)]
+async fn greet(
+    /// How to greet.
+    salutation: String,
+) -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let form = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    });
+    let answer = client
+        .elicit_as("user_name", "What is your name?", form)
+        .await
+        .map_err(|e| e.to_string())?;
+    let Elicited::Accept(content) = answer else {
+        return Err("no name".to_owned());
+    };
+    GREETED.fetch_add(1, Ordering::SeqCst);
+    Ok(format!(
+        "{salutation}, {}!",
+        content["name"].as_str().unwrap_or("?")
+    ))
+}
+
+/// How many times `rounds.transfer` ran.
+static TRANSFERRED: AtomicUsize = AtomicUsize::new(0);
+
+/// Moves money (every call needs approval).
+#[tool(namespace = "rounds", side_effects = external, needs_approval)]
+fn transfer(amount: u32) -> String {
+    TRANSFERRED.fetch_add(1, Ordering::SeqCst);
+    format!("moved {amount}")
+}
+
+/// Asks the client's model.
+#[tool(namespace = "rounds", side_effects = none)]
+async fn muse() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Muse."}}],
+        "maxTokens": 10,
+    });
+    let answer = client.sample(params).await.map_err(|e| e.to_string())?;
+    Ok(answer["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// A server instance over this file's tools, sealing with `key`, on a port of its
+/// own.
+async fn instance(key: &[u8], audit: Option<Arc<MemoryAudit>>) -> tackle_mcp::HttpServer {
+    let mut runtime = Runtime::from_inventory_in(module_path!()).unwrap();
+    if let Some(audit) = audit {
+        runtime = runtime.with_audit(audit);
+    }
+    let server = McpServer::new(
+        Arc::new(runtime),
+        Identity::new("rounds", "1"),
+        ToolContext::new(),
+    )
+    .unwrap()
+    .with_bare_names()
+    .unwrap()
+    .with_client_approval()
+    .with_request_state_key(key)
+    .unwrap();
+    tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Posts one stateless 2026-07-28 request (`_meta` and the standard headers, no
+/// session) and returns the JSON-RPC answer with its id.
+async fn post(url: &str, method: &str, mut params: Value, capabilities: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "rounds-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .header("Mcp-Name", name)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    // JSON, or an event stream whose answer is the event with the request's id.
+    let answers: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+        Ok(value) => vec![value],
+        Err(_) => text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect(),
+    };
+    answers
+        .into_iter()
+        .find(|a| a["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer to the request in {text}"))
+}
+
+fn forms() -> Value {
+    json!({"elicitation": {}})
+}
+
+async fn call(url: &str, name: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({"name": name, "arguments": arguments});
+    if let Value::Object(extra) = extra {
+        params.as_object_mut().unwrap().extend(extra);
+    }
+    post(url, "tools/call", params, forms()).await
+}
+
+/// A call asked at one instance completes at another that shares the key; an
+/// instance with another key refuses the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_asks_at_one_instance_and_completes_at_another() {
+    let (a, b) = (instance(KEY, None).await, instance(KEY, None).await);
+    let other = instance(b"another key, also 32 bytes or longer", None).await;
+    let before = GREETED.load(Ordering::SeqCst);
+    let first = call(&a.url(), "greet", json!({"salutation": "Hello"}), json!({})).await;
+    let asked = &first["result"];
+    assert_eq!(asked["resultType"], "input_required", "{first}");
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"], "elicitation/create",
+        "{first}"
+    );
+    let state = asked["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    let answers = json!({
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": state,
+    });
+    let done = call(
+        &b.url(),
+        "greet",
+        json!({"salutation": "Hello"}),
+        answers.clone(),
+    )
+    .await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+    assert_eq!(GREETED.load(Ordering::SeqCst), before + 1);
+    let refused = call(
+        &other.url(),
+        "greet",
+        json!({"salutation": "Hello"}),
+        answers,
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(GREETED.load(Ordering::SeqCst), before + 1, "nothing ran");
+}
+
+/// A state altered by one character, or moved to the same tool with other arguments,
+/// is refused before the tool runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_altered_or_moved_state_is_refused() {
+    let server = instance(KEY, None).await;
+    let url = server.url();
+    let first = call(&url, "greet", json!({"salutation": "Hi"}), json!({})).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({"user_name": {"action": "accept", "content": {"name": "Mallory"}}});
+    let before = GREETED.load(Ordering::SeqCst);
+    let mut altered = state.clone().into_bytes();
+    let last = altered.len() - 1;
+    altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    for (arguments, state) in [
+        (json!({"salutation": "Hi"}), altered),
+        (json!({"salutation": "Bye"}), state),
+    ] {
+        let extra = json!({"inputResponses": answer, "requestState": state});
+        let refused = call(&url, "greet", arguments, extra).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requestState")),
+            "{refused}"
+        );
+    }
+    assert_eq!(GREETED.load(Ordering::SeqCst), before, "the tool never ran");
+}
+
+/// A call that needs approval asks for it in the answer, with the approval form; the
+/// retry with `{"approve": true}` runs it once, `{"approve": false}` ends it denied,
+/// and an approval sent without the server's state is not taken (the form is asked
+/// again). Every round is in the audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_asked_in_a_round_and_taken_only_from_its_form() {
+    let audit = Arc::new(MemoryAudit::new());
+    let server = instance(KEY, Some(audit.clone())).await;
+    let url = server.url();
+    let before = TRANSFERRED.load(Ordering::SeqCst);
+    let first = call(&url, "transfer", json!({"amount": 30}), json!({})).await;
+    let asked = &first["result"];
+    assert_eq!(asked["resultType"], "input_required", "{first}");
+    let form = &asked["inputRequests"]["approval-1"];
+    assert_eq!(form["method"], "elicitation/create", "{first}");
+    assert_eq!(
+        form["params"]["requestedSchema"]["required"],
+        json!(["approve"]),
+        "{first}"
+    );
+    assert!(
+        form["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"amount\": 30"),
+        "{first}"
+    );
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let yes = json!({"approval-1": {"action": "accept", "content": {"approve": true}}});
+    // Without the state the server gave, a yes is no answer: the form again.
+    let unbound = call(
+        &url,
+        "transfer",
+        json!({"amount": 30}),
+        json!({"inputResponses": yes}),
+    )
+    .await;
+    assert_eq!(
+        unbound["result"]["resultType"], "input_required",
+        "{unbound}"
+    );
+    assert_eq!(TRANSFERRED.load(Ordering::SeqCst), before);
+    let no = json!({"approval-1": {"action": "accept", "content": {"approve": false}}});
+    let denied = call(
+        &url,
+        "transfer",
+        json!({"amount": 30}),
+        json!({"inputResponses": no, "requestState": state}),
+    )
+    .await;
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert!(
+        denied["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("did not approve")),
+        "{denied}"
+    );
+    assert_eq!(TRANSFERRED.load(Ordering::SeqCst), before);
+    let done = call(
+        &url,
+        "transfer",
+        json!({"amount": 30}),
+        json!({"inputResponses": yes, "requestState": state}),
+    )
+    .await;
+    assert_eq!(done["result"]["content"][0]["text"], "moved 30", "{done}");
+    assert_eq!(TRANSFERRED.load(Ordering::SeqCst), before + 1);
+    let events = audit.events();
+    let transfers: Vec<_> = events
+        .iter()
+        .filter(|e| e.key.starts_with("rounds.transfer"))
+        .collect();
+    assert_eq!(transfers.len(), 4, "one audit event a round: {transfers:?}");
+    assert_eq!(
+        transfers.iter().filter(|e| e.error.is_none()).count(),
+        1,
+        "only the approved round ran: {transfers:?}"
+    );
+}
+
+/// A call that needs a capability the client did not declare ends with MCP's
+/// "missing required client capability" (-32021), naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_needing_an_undeclared_capability_is_refused_naming_it() {
+    let server = instance(KEY, None).await;
+    let refused = post(
+        &server.url(),
+        "tools/call",
+        json!({"name": "muse", "arguments": {}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}}),
+        "{refused}"
+    );
+    let sampling = post(
+        &server.url(),
+        "tools/call",
+        json!({"name": "muse", "arguments": {}}),
+        json!({"sampling": {}}),
+    )
+    .await;
+    assert_eq!(
+        sampling["result"]["inputRequests"]["sampling-1"]["method"], "sampling/createMessage",
+        "{sampling}"
+    );
+}

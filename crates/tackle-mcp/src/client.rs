@@ -69,7 +69,8 @@ pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 #[derive(Clone, Debug)]
 pub struct Client {
     peer: Peer<RoleServer>,
-    /// What the client declared: with the request (2026-07-28) or at `initialize`.
+    /// What the client declared with the request (2026-07-28); `None`: what it
+    /// declared at `initialize`.
     capabilities: Option<ClientCapabilities>,
     /// The request's input rounds, when it is of the 2026-07-28 revision.
     rounds: Option<Arc<Rounds>>,
@@ -146,7 +147,9 @@ impl Client {
     pub(crate) fn of(context: &RequestContext<RoleServer>) -> Client {
         Client {
             peer: context.peer.clone(),
-            capabilities: context.client_capabilities(),
+            // A 2026-07-28 request declares them itself; a session did at `initialize`
+            // (read when a tool asks, not on every call).
+            capabilities: context.meta.client_capabilities(),
             rounds: None,
         }
     }
@@ -160,15 +163,19 @@ impl Client {
     /// Whether the client declared `capability`; when it did not, a 2026-07-28
     /// request notes that its call needed it.
     fn offers(&self, capability: &'static str) -> bool {
-        let offers = self
-            .capabilities
-            .as_ref()
-            .is_some_and(|c| match capability {
-                "sampling" => c.sampling.is_some(),
-                "elicitation" => c.elicitation.is_some(),
-                "roots" => c.roots.is_some(),
-                _ => false,
-            });
+        let declared = |c: &ClientCapabilities| match capability {
+            "sampling" => c.sampling.is_some(),
+            "elicitation" => c.elicitation.is_some(),
+            "roots" => c.roots.is_some(),
+            _ => false,
+        };
+        let offers = match &self.capabilities {
+            Some(capabilities) => declared(capabilities),
+            None => self
+                .peer
+                .peer_info()
+                .is_some_and(|info| declared(&info.capabilities)),
+        };
         if !offers {
             if let Some(rounds) = &self.rounds {
                 rounds.refuse(capability);

@@ -17,7 +17,7 @@
 //! keys asked; it is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) with the
 //! server's key and bound to the request (method, name, arguments, and the client as
 //! the HTTP front knows it), and it expires after
-//! [`ELICITATION_TIMEOUT`](crate::client::ELICITATION_TIMEOUT). A state that does not
+//! [`ELICITATION_TIMEOUT`]. A state that does not
 //! open (forged, altered, of another request, expired) fails the request with
 //! "invalid params", before anything runs. The state is signed, not encrypted: the
 //! client can read the answers it gave.

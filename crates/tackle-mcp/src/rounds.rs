@@ -17,7 +17,7 @@
 //! keys asked; it is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) with the
 //! server's key and bound to the request (method, name, arguments, and the client as
 //! the HTTP front knows it), and it expires after
-//! [`ELICITATION_TIMEOUT`]. A state that does not
+//! [`ELICITATION_TIMEOUT`](crate::client::ELICITATION_TIMEOUT). A state that does not
 //! open (forged, altered, of another request, expired) fails the request with
 //! "invalid params", before anything runs. The state is signed, not encrypted: the
 //! client can read the answers it gave.
@@ -32,8 +32,6 @@ use rmcp::model::{InputRequests, InputRequiredResult, RequestStateCodec, SealOpt
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::client::ELICITATION_TIMEOUT;
 
 /// What a `requestState` holds, sealed.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -163,10 +161,11 @@ impl Rounds {
     }
 
     /// The answer of a call that asked something: its questions and the sealed state
-    /// the retry must bring. `None` when it asked nothing.
+    /// the retry must bring, good for `ttl`. `None` when it asked nothing.
     pub(crate) fn input_required(
         &self,
         codec: &RequestStateCodec,
+        ttl: std::time::Duration,
     ) -> Result<Option<InputRequiredResult>, ErrorData> {
         let round = self.round();
         if round.asked.is_empty() {
@@ -190,9 +189,7 @@ impl Rounds {
         let state = codec
             .seal_json_with(
                 &sealed,
-                &SealOptions::new()
-                    .associated_data(&self.binding)
-                    .ttl(ELICITATION_TIMEOUT),
+                &SealOptions::new().associated_data(&self.binding).ttl(ttl),
             )
             .map_err(|e| ErrorData::internal_error(format!("the request state: {e}"), None))?;
         Ok(Some(InputRequiredResult::new(Some(requests), Some(state))))

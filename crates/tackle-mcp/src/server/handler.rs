@@ -20,7 +20,7 @@ use super::{
     next_session, McpServer, LOG_GRANT, MAX_COMPLETION_BYTES, MAX_COMPLETION_INPUT_BYTES,
     MAX_COMPLETION_VALUES,
 };
-use crate::client::Client;
+use crate::client::{Client, ELICITATION_TIMEOUT};
 use crate::prompts::PromptArguments;
 use crate::rounds::{self, Rounds};
 use std::sync::Arc;
@@ -223,7 +223,7 @@ impl ServerHandler for McpServer {
         if let Some(rounds) = &rounds {
             // What the call asked goes to the client, whatever the call made of not
             // having it yet.
-            if let Some(asked) = rounds.input_required(&self.request_state)? {
+            if let Some(asked) = rounds.input_required(&self.request_state, ELICITATION_TIMEOUT)? {
                 return Ok(CallToolResponse::InputRequired(asked));
             }
             if let (Err(_), Some(capability)) = (&report.result, rounds.refused()) {

@@ -564,6 +564,27 @@ fn resources() -> Result<Resources, tackle_mcp::McpError> {
 /// one with an image.
 fn prompts() -> Result<Prompts, tackle_mcp::McpError> {
     Prompts::new()
+        .with(Prompt::asking(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user for context before it renders",
+            |_| async {
+                let client = Client::current().ok_or("not served over MCP")?;
+                let form = json!({
+                    "type": "object",
+                    "properties": {"context": {"type": "string", "description": "Some context"}},
+                    "required": ["context"],
+                });
+                let answer = client
+                    .elicit_as("user_context", "What context should the prompt use?", form)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let content = accepted(answer)?;
+                Ok(vec![PromptMessage::user(format!(
+                    "Use this context: {}",
+                    content["context"].as_str().unwrap_or_default()
+                ))])
+            },
+        ))?
         .with(Prompt::new(
             "test_simple_prompt",
             "A simple prompt without arguments",

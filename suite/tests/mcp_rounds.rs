@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tackle::audit::MemoryAudit;
 use tackle::{tool, Runtime, ToolContext};
 use tackle_mcp::client::{Client, Elicited};
+use tackle_mcp::prompts::{Prompt, PromptMessage, Prompts};
 use tackle_mcp::{Identity, McpServer};
 
 /// The key the instances of these tests share.
@@ -69,6 +70,35 @@ async fn muse() -> Result<String, String> {
         .to_owned())
 }
 
+/// A prompt that asks the user what to brief on before it renders.
+fn briefing() -> Prompt {
+    Prompt::asking(
+        "briefing",
+        "A briefing on a topic the user names",
+        |arguments| async move {
+            let client = Client::current().ok_or("not served over MCP")?;
+            let form = json!({
+                "type": "object",
+                "properties": {"topic": {"type": "string"}},
+                "required": ["topic"],
+            });
+            let answer = client
+                .elicit_as("topic", "Brief on what?", form)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Elicited::Accept(content) = answer else {
+                return Err("no topic".to_owned());
+            };
+            Ok(vec![PromptMessage::user(format!(
+                "Brief {} on {}.",
+                arguments.get("audience").cloned().unwrap_or_default(),
+                content["topic"].as_str().unwrap_or("?")
+            ))])
+        },
+    )
+    .with_argument("audience", "Who the briefing is for", true)
+}
+
 /// A server instance over this file's tools, sealing with `key`, on a port of its
 /// own.
 async fn instance(key: &[u8], audit: Option<Arc<MemoryAudit>>) -> tackle_mcp::HttpServer {
@@ -86,7 +116,8 @@ async fn instance(key: &[u8], audit: Option<Arc<MemoryAudit>>) -> tackle_mcp::Ht
     .unwrap()
     .with_client_approval()
     .with_request_state_key(key)
-    .unwrap();
+    .unwrap()
+    .with_prompts(Prompts::new().with(briefing()).unwrap());
     tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap()
@@ -326,5 +357,41 @@ async fn a_call_needing_an_undeclared_capability_is_refused_naming_it() {
     assert_eq!(
         sampling["result"]["inputRequests"]["sampling-1"]["method"], "sampling/createMessage",
         "{sampling}"
+    );
+}
+
+/// A prompt made with `Prompt::asking` asks in rounds too: `prompts/get` answers with
+/// the form, and the retry with the answer and the state renders it; the state is
+/// bound to the prompt's arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_asks_renders_in_rounds() {
+    let server = instance(KEY, None).await;
+    let url = server.url();
+    let get = |extra: Value, audience: &str| {
+        let mut params = json!({"name": "briefing", "arguments": {"audience": audience}});
+        if let Value::Object(extra) = extra {
+            params.as_object_mut().unwrap().extend(extra);
+        }
+        let url = url.clone();
+        async move { post(&url, "prompts/get", params, forms()).await }
+    };
+    let first = get(json!({}), "the board").await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(
+        first["result"]["inputRequests"]["topic"]["method"], "elicitation/create",
+        "{first}"
+    );
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({
+        "inputResponses": {"topic": {"action": "accept", "content": {"topic": "rates"}}},
+        "requestState": state,
+    });
+    let moved = get(answer.clone(), "the press").await;
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+    let done = get(answer, "the board").await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["messages"][0]["content"]["text"], "Brief the board on rates.",
+        "{done}"
     );
 }

@@ -9,6 +9,11 @@
 //! prompt, its examples and the tools it declares become the prompt's messages, so a
 //! client's user can start the same work the skill does.
 //!
+//! A prompt that needs its client to render (a form, the client's model, its roots) is
+//! made with [`Prompt::asking`]: its rendering is async and reaches the client with
+//! [`Client::current`](crate::client::Client::current), and a client of the 2026-07-28
+//! revision is asked in rounds, as a tool's client is ([`crate::rounds`]).
+//!
 //! Arguments are checked before rendering: a required argument that is missing, or
 //! one the prompt does not declare, is refused with a message that names it.
 //! Completion of an argument's value (`completion/complete`) comes from
@@ -16,6 +21,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -130,6 +137,13 @@ pub type PromptArguments = BTreeMap<String, String>;
 pub type Renderer =
     Arc<dyn Fn(&PromptArguments) -> Result<Vec<PromptMessage>, String> + Send + Sync>;
 
+/// The rendering of a prompt made with [`Prompt::asking`]: its messages, or why there
+/// are none.
+pub type PromptFuture = Pin<Box<dyn Future<Output = Result<Vec<PromptMessage>, String>> + Send>>;
+
+/// Renders an asking prompt from its arguments.
+type AskingRenderer = Arc<dyn Fn(PromptArguments) -> PromptFuture + Send + Sync>;
+
 /// One argument a prompt takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PromptArgument {
@@ -154,6 +168,8 @@ pub struct Prompt {
     /// task, by the names it serves them under.
     tools: Vec<String>,
     render: Renderer,
+    /// The async renderer of a prompt that asks its client.
+    asks: Option<AskingRenderer>,
 }
 
 impl fmt::Debug for Prompt {
@@ -181,7 +197,40 @@ impl Prompt {
             requires: Vec::new(),
             tools: Vec::new(),
             render: Arc::new(render),
+            asks: None,
         }
+    }
+
+    /// A prompt named `name` whose rendering asks its client: `render` runs while the
+    /// server answers `prompts/get`, where
+    /// [`Client::current`](crate::client::Client::current) is the requesting client
+    /// (its forms, model and roots). To a client of the 2026-07-28 revision each
+    /// question goes in an input request and `render` runs again with the answers, so
+    /// it passes [`ClientError::InputRequired`](crate::client::ClientError::InputRequired)
+    /// on (as an `Err`). [`Prompt::render`] cannot render it (it has no client).
+    pub fn asking<F, Fut>(name: &str, description: impl Into<String>, render: F) -> Prompt
+    where
+        F: Fn(PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<PromptMessage>, String>> + Send + 'static,
+    {
+        let label = name.to_owned();
+        let mut prompt = Prompt::new(name, description, move |_| {
+            Err(format!(
+                "the prompt `{label}` asks its client: it renders only when served (`prompts/get`)"
+            ))
+        });
+        prompt.asks = Some(Arc::new(move |arguments| Box::pin(render(arguments))));
+        prompt
+    }
+
+    /// The rendering of an asking prompt from `arguments` (checked first); `None` for
+    /// one that renders at once ([`Prompt::render`]).
+    pub(crate) fn asking_render(
+        &self,
+        arguments: &PromptArguments,
+    ) -> Option<Result<PromptFuture, String>> {
+        let asks = self.asks.as_ref()?;
+        Some(self.check(arguments).map(|()| asks(arguments.clone())))
     }
 
     /// A skill as a prompt named after it (`<name>`): its system prompt as the first
@@ -270,6 +319,12 @@ impl Prompt {
 
     /// Renders it from `arguments`, checked against its declared arguments.
     pub fn render(&self, arguments: &PromptArguments) -> Result<Vec<PromptMessage>, String> {
+        self.check(arguments)?;
+        (self.render)(arguments)
+    }
+
+    /// Whether `arguments` are the ones it takes: every required one, none unknown.
+    fn check(&self, arguments: &PromptArguments) -> Result<(), String> {
         if let Some(missing) = self
             .arguments
             .iter()
@@ -289,7 +344,7 @@ impl Prompt {
                 self.name
             ));
         }
-        (self.render)(arguments)
+        Ok(())
     }
 
     /// The `prompts/list` entry.

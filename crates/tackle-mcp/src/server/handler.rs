@@ -150,15 +150,14 @@ impl ServerHandler for McpServer {
         let input = Value::Object(request.arguments.unwrap_or_default());
         // A request of the 2026-07-28 revision asks its client in rounds: its state
         // is opened (and a forged one refused) before anything runs.
-        let rounds = match context.meta.protocol_version() {
-            Some(_) => Some(Arc::new(Rounds::open(
-                &self.request_state,
-                rounds::binding("tools/call", &request.name, &input, self.owner.as_deref()),
-                request.request_state.as_deref(),
-                request.input_responses.take(),
-            )?)),
-            None => None,
-        };
+        let rounds = self.rounds_of(
+            &context,
+            "tools/call",
+            &request.name,
+            &input,
+            request.request_state.take(),
+            request.input_responses.take(),
+        )?;
         if self.tasks.is_some() {
             let asks = context
                 .client_capabilities()
@@ -220,15 +219,8 @@ impl ServerHandler for McpServer {
             sink.close();
             let _ = task.await;
         }
-        if let Some(rounds) = &rounds {
-            // What the call asked goes to the client, whatever the call made of not
-            // having it yet.
-            if let Some(asked) = rounds.input_required(&self.request_state, ELICITATION_TIMEOUT)? {
-                return Ok(CallToolResponse::InputRequired(asked));
-            }
-            if let (Err(_), Some(capability)) = (&report.result, rounds.refused()) {
-                return Err(missing_capability(capability));
-            }
+        if let Some(asked) = self.asked(rounds.as_deref(), report.result.is_err())? {
+            return Ok(CallToolResponse::InputRequired(asked));
         }
         Ok(CallToolResponse::Complete(result_of(
             report.result,
@@ -432,8 +424,8 @@ impl ServerHandler for McpServer {
 
     async fn get_prompt(
         &self,
-        request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        mut request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
         let Some(prompt) = self
             .prompts
@@ -442,8 +434,10 @@ impl ServerHandler for McpServer {
         else {
             return Err(invalid(format!("no prompt `{}`", request.name)));
         };
-        let arguments: PromptArguments = request
-            .arguments
+        let given = Value::Object(request.arguments.take().unwrap_or_default());
+        let arguments: PromptArguments = given
+            .as_object()
+            .cloned()
             .unwrap_or_default()
             .into_iter()
             .map(|(k, v)| match v {
@@ -451,9 +445,40 @@ impl ServerHandler for McpServer {
                 _ => Err(invalid(format!("the argument `{k}` must be a string"))),
             })
             .collect::<Result<_, _>>()?;
-        let mut messages = crate::resources::guarded(|| prompt.render(&arguments))
-            .map_err(|e| ErrorData::internal_error(format!("the prompt failed: {e}"), None))?
-            .map_err(invalid)?;
+        let mut messages = match prompt.asking_render(&arguments) {
+            // A prompt that asks its client renders in a task of its own (a panic
+            // stays there), as the handling of this client's request.
+            Some(rendering) => {
+                let rendering = rendering.map_err(invalid)?;
+                let rounds = self.rounds_of(
+                    &context,
+                    "prompts/get",
+                    &request.name,
+                    &given,
+                    request.request_state.take(),
+                    request.input_responses.take(),
+                )?;
+                let mut client = Client::of(&context);
+                if let Some(rounds) = &rounds {
+                    client = client.with_rounds(rounds.clone());
+                }
+                let rendered = tokio::spawn(client.scope(rendering))
+                    .await
+                    .map_err(|_| "it panicked".to_owned());
+                let failed = !matches!(rendered, Ok(Ok(_)));
+                if let Some(asked) = self.asked(rounds.as_deref(), failed)? {
+                    return Ok(rmcp::model::GetPromptResponse::InputRequired(asked));
+                }
+                rendered
+                    .map_err(|e| {
+                        ErrorData::internal_error(format!("the prompt failed: {e}"), None)
+                    })?
+                    .map_err(invalid)?
+            }
+            None => crate::resources::guarded(|| prompt.render(&arguments))
+                .map_err(|e| ErrorData::internal_error(format!("the prompt failed: {e}"), None))?
+                .map_err(invalid)?,
+        };
         // A skill's tools, as this client sees them: the names it can call them by,
         // and none it cannot.
         let tools: Vec<&str> = prompt
@@ -520,6 +545,49 @@ impl ServerHandler for McpServer {
             "total": total,
             "hasMore": values.len() < total,
         }}))
+    }
+}
+
+impl McpServer {
+    /// The input rounds of a request of the 2026-07-28 revision (one that carries its
+    /// version in `_meta`), its state opened (a forged one refused) before anything
+    /// runs; `None` for a request of an earlier revision.
+    fn rounds_of(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        name: &str,
+        arguments: &Value,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+    ) -> Result<Option<Arc<Rounds>>, ErrorData> {
+        if context.meta.protocol_version().is_none() {
+            return Ok(None);
+        }
+        let binding = rounds::binding(method, name, arguments, self.owner.as_deref());
+        Rounds::open(&self.request_state, binding, state.as_deref(), responses)
+            .map(|rounds| Some(Arc::new(rounds)))
+    }
+
+    /// What a request's work asked its client, as the answer to the request: the
+    /// questions go to the client whatever the work made of not having the answers
+    /// yet. Work that `failed` for a capability the client did not declare is MCP's
+    /// `-32021`.
+    fn asked(
+        &self,
+        rounds: Option<&Rounds>,
+        failed: bool,
+    ) -> Result<Option<rmcp::model::InputRequiredResult>, ErrorData> {
+        let Some(rounds) = rounds else {
+            return Ok(None);
+        };
+        if let Some(asked) = rounds.input_required(&self.request_state, ELICITATION_TIMEOUT)? {
+            return Ok(Some(asked));
+        }
+        match (failed, rounds.refused()) {
+            (true, Some(capability)) => Err(missing_capability(capability)),
+            _ => Ok(None),
+        }
     }
 }
 

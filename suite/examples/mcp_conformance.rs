@@ -457,6 +457,42 @@ async fn test_input_required_result_capabilities() -> Result<String, String> {
     }
 }
 
+/// Greets `name` (the tasks extension's plain call).
+#[tool(namespace = "test", side_effects = none)]
+fn greet(
+    /// Who to greet.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes for `seconds` seconds (a call worth a task), then says so.
+#[tool(namespace = "test", side_effects = none)]
+async fn slow_compute(
+    ctx: &ToolContext,
+    /// How long to work.
+    seconds: f64,
+    /// What the work is called.
+    label: Option<String>,
+) -> Result<String, String> {
+    let wait = Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        () = ctx.cancelled() => return Err("cancelled".to_owned()),
+    }
+    Ok(format!(
+        "{} done after {seconds} s",
+        label.unwrap_or_else(|| "work".to_owned())
+    ))
+}
+
+/// Works a second, then fails (a tool error).
+#[tool(namespace = "test", side_effects = none)]
+async fn failing_job() -> Result<String, String> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err("the job failed".to_owned())
+}
+
 /// A tool one of whose arguments travels in an HTTP header too (`Mcp-Param-Value`,
 /// SEP-2243), made at run time with that schema.
 fn custom_header_tool() -> DynamicTool {
@@ -667,7 +703,8 @@ fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     Ok(McpServer::new(runtime, identity, ctx)?
         .with_bare_names()?
         .with_resources(resources()?)
-        .with_prompts(prompts()?))
+        .with_prompts(prompts()?)
+        .with_tasks(Arc::new(tackle::durable::MemoryStore::default())))
 }
 
 #[tokio::main]

@@ -560,7 +560,8 @@ fn python_client_uses_the_conformance_fixtures() {
         seen["templates"][0]["uriTemplate"],
         "test://template/{id}/data"
     );
-    assert_eq!(seen["prompts"].as_array().map(Vec::len), Some(4));
+    // The suite's four, and the one that asks its client (2026-07-28 clients only).
+    assert_eq!(seen["prompts"].as_array().map(Vec::len), Some(5));
     assert_eq!(
         seen["text"]["contents"][0]["text"],
         "This is the content of the static text resource."

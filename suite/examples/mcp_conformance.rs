@@ -23,7 +23,7 @@ use tackle::{registry::DynamicTool, tool, Registry, Runtime, SideEffects, ToolCo
 use tackle_mcp::client::{Client, ClientError, Elicited};
 use tackle_mcp::prompts::{Prompt, PromptContent, PromptMessage, Prompts};
 use tackle_mcp::resources::{Resource, ResourceBody, Resources};
-use tackle_mcp::{serve_http, serve_stdio, Identity, McpServer};
+use tackle_mcp::{serve_http, serve_stdio, Identity, McpServer, TaskSupport};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -457,8 +457,11 @@ async fn test_input_required_result_capabilities() -> Result<String, String> {
     }
 }
 
+// The tasks extension's tools are of their own namespace, listed after the suite's
+// `test` tools: a scenario that calls the first listed tool expects a plain one.
+
 /// Greets `name` (the tasks extension's plain call).
-#[tool(namespace = "test", side_effects = none)]
+#[tool(namespace = "work", side_effects = none)]
 fn greet(
     /// Who to greet.
     name: String,
@@ -467,7 +470,7 @@ fn greet(
 }
 
 /// Computes for `seconds` seconds (a call worth a task), then says so.
-#[tool(namespace = "test", side_effects = none)]
+#[tool(namespace = "work", side_effects = none)]
 async fn slow_compute(
     ctx: &ToolContext,
     /// How long to work.
@@ -487,7 +490,7 @@ async fn slow_compute(
 }
 
 /// Works a second, then fails (a tool error).
-#[tool(namespace = "test", side_effects = none)]
+#[tool(namespace = "work", side_effects = none)]
 async fn failing_job() -> Result<String, String> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     Err("the job failed".to_owned())
@@ -704,7 +707,10 @@ fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
         .with_bare_names()?
         .with_resources(resources()?)
         .with_prompts(prompts()?)
-        .with_tasks(Arc::new(tackle::durable::MemoryStore::default())))
+        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
+        // A greeting is too quick for a task; the failing job is a task or nothing.
+        .with_task_support("greet", TaskSupport::Forbidden)?
+        .with_task_support("failing_job", TaskSupport::Required)?)
 }
 
 #[tokio::main]

@@ -395,3 +395,77 @@ async fn a_prompt_that_asks_renders_in_rounds() {
         "{done}"
     );
 }
+
+/// Adds two numbers.
+#[tool(namespace = "rounds", side_effects = none)]
+fn tally(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// Doubles a number.
+#[tool(namespace = "rounds", side_effects = none)]
+fn double(n: i64) -> i64 {
+    n * 2
+}
+
+/// Each tool's task support: optional by default (a task for a client that declares
+/// the extension), forbidden (answered at once), required (a client without the
+/// extension is refused with -32021 naming it); a tool the server does not serve is
+/// refused when set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_task_support_decides_whether_its_call_is_a_task() {
+    use tackle_mcp::TaskSupport;
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    let server = McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
+        .unwrap()
+        .with_bare_names()
+        .unwrap()
+        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()));
+    let unknown = server
+        .clone()
+        .with_task_support("nothing", TaskSupport::Required);
+    assert!(
+        matches!(&unknown, Err(tackle_mcp::McpError::Config(why)) if why.contains("`nothing`")),
+        "{unknown:?}"
+    );
+    let server = server
+        .with_task_support("double", TaskSupport::Forbidden)
+        .unwrap()
+        .with_task_support("rounds.tally@1", TaskSupport::Required)
+        .unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let as_task = post(
+        &url,
+        "tools/call",
+        json!({"name": "tally", "arguments": {"a": 2, "b": 3}}),
+        tasks.clone(),
+    )
+    .await;
+    assert_eq!(as_task["result"]["resultType"], "task", "{as_task}");
+    let at_once = post(
+        &url,
+        "tools/call",
+        json!({"name": "double", "arguments": {"n": 4}}),
+        tasks,
+    )
+    .await;
+    assert_eq!(at_once["result"]["resultType"], "complete", "{at_once}");
+    assert_eq!(at_once["result"]["structuredContent"], 8, "{at_once}");
+    let refused = post(
+        &url,
+        "tools/call",
+        json!({"name": "tally", "arguments": {"a": 2, "b": 3}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        "{refused}"
+    );
+}

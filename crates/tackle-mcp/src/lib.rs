@@ -56,4 +56,4 @@ pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenV
 pub use oauth_client::{Authorizer, ClientIdentity, OAuthClient};
 pub use server::{Identity, McpServer};
 pub use stdio::{serve_io, serve_stdio, serve_stdio_with, StdioOptions, DEFAULT_MAX_LINE_BYTES};
-pub use tasks::TaskOptions;
+pub use tasks::{TaskOptions, TaskSupport};

@@ -112,6 +112,22 @@ impl TaskOptions {
     }
 }
 
+/// Whether a tool's calls become tasks for a client that declares the Tasks extension
+/// (set with [`McpServer::with_task_support`](crate::McpServer::with_task_support)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never: the call is answered at once, also to a client that declares tasks (a
+    /// call too quick to be worth one).
+    Forbidden,
+    /// For a client that declares the extension; answered at once to others (the
+    /// default of every tool of a server with tasks).
+    #[default]
+    Optional,
+    /// Only as a task: a client that does not declare the extension is refused with
+    /// MCP's "missing required client capability" (`-32021`).
+    Required,
+}
+
 /// The call a task makes, as its run's task.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct TaskCall {

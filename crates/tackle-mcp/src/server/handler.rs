@@ -23,6 +23,7 @@ use super::{
 use crate::client::{Client, ELICITATION_TIMEOUT};
 use crate::prompts::PromptArguments;
 use crate::rounds::{self, Rounds};
+use crate::tasks::TaskSupport;
 use std::sync::Arc;
 
 /// MCP's "resource not found" (`-32002`) for `uri`: also what a client is told of a
@@ -42,6 +43,16 @@ fn missing_capability(capability: &str) -> ErrorData {
     let mut required = serde_json::Map::new();
     required.insert(capability.to_owned(), json!({}));
     match wire(Value::Object(required)) {
+        Ok(required) => ErrorData::missing_required_client_capability(required),
+        Err(e) => e,
+    }
+}
+
+/// MCP's "missing required client capability" (`-32021`) for a tool whose calls are
+/// tasks only, asked by a client that did not declare the Tasks extension.
+fn missing_tasks_extension() -> ErrorData {
+    let required = json!({"extensions": {TASKS_EXTENSION_ID: {}}});
+    match wire(required) {
         Ok(required) => ErrorData::missing_required_client_capability(required),
         Err(e) => e,
     }
@@ -162,8 +173,15 @@ impl ServerHandler for McpServer {
             let asks = context
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
+            let support = self.task_support(key);
+            if support == TaskSupport::Required && !asks {
+                return Err(missing_tasks_extension());
+            }
             // Secrets are never stored, and a task keeps its call's arguments.
-            if asks && self.runtime.secret_arguments(tool, &input).is_empty() {
+            if asks
+                && support != TaskSupport::Forbidden
+                && self.runtime.secret_arguments(tool, &input).is_empty()
+            {
                 let (key, arguments) = (key.to_owned(), input.clone());
                 let started = self
                     .with_tasks_off_workers(move |tasks, server| {

@@ -36,6 +36,7 @@ mod subscriptions;
 mod tasks;
 mod tools;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, RequestStateCodec};
@@ -47,7 +48,7 @@ use crate::logging::SessionLog;
 use crate::names::NameMap;
 use crate::prompts::Prompts;
 use crate::resources::Resources;
-use crate::tasks::{TaskOptions, Tasks};
+use crate::tasks::{TaskOptions, TaskSupport, Tasks};
 use crate::McpError;
 use tackle_agent::durable::RunStore;
 
@@ -118,6 +119,8 @@ pub struct McpServer {
     /// Who this server's client is, when the HTTP front tells clients apart (an
     /// OAuth subject, a static token's fingerprint): a task is its maker's only.
     owner: Option<Arc<str>>,
+    /// The tools whose calls are not [`TaskSupport::Optional`], by key.
+    task_support: Arc<BTreeMap<String, TaskSupport>>,
     /// The key that seals the `requestState` of multi round-trip requests.
     request_state: Arc<RequestStateCodec>,
 }
@@ -189,6 +192,7 @@ impl McpServer {
             session: next_session(),
             tasks: None,
             owner: None,
+            task_support: Arc::default(),
             request_state: Arc::new(RequestStateCodec::new_unchecked(random_key())),
         })
     }
@@ -228,6 +232,33 @@ impl McpServer {
     /// on with the tasks a stopped process left.
     pub fn with_tasks(self, store: Arc<dyn RunStore>) -> McpServer {
         self.with_task_options(store, TaskOptions::default())
+    }
+
+    /// The same server making tasks of `tool`'s calls as `support` says (by default
+    /// [`TaskSupport::Optional`]: a task for a client that declares the extension).
+    /// `tool` is its key or the name it is served under. Fails for a tool the server
+    /// does not serve.
+    pub fn with_task_support(
+        mut self,
+        tool: &str,
+        support: TaskSupport,
+    ) -> Result<McpServer, McpError> {
+        let key = match self.names.key_of(tool) {
+            Some(key) => key.to_owned(),
+            None if self.names.name_of(tool).is_some() => tool.to_owned(),
+            None => {
+                return Err(McpError::Config(format!(
+                    "no served tool `{tool}` to set the task support of"
+                )))
+            }
+        };
+        Arc::make_mut(&mut self.task_support).insert(key, support);
+        Ok(self)
+    }
+
+    /// Whether the calls of the tool `key` become tasks.
+    pub(crate) fn task_support(&self, key: &str) -> TaskSupport {
+        self.task_support.get(key).copied().unwrap_or_default()
     }
 
     /// [`with_tasks`](Self::with_tasks) with `options`.

@@ -365,9 +365,8 @@ async fn test_input_required_result_list_roots() -> Result<String, String> {
     Ok(format!("The client has {} root(s)", roots.len()))
 }
 
-/// Asks to go on, then says the state came back whole.
-#[tool(namespace = "test", side_effects = none)]
-async fn test_input_required_result_request_state() -> Result<String, String> {
+/// Asks the user to go on (under the key `confirm`); "state-ok" once they did.
+async fn confirmed() -> Result<String, String> {
     let client = Client::current().ok_or("not served over MCP")?;
     let answer = client
         .elicit_as("confirm", "Go on?", ok_form())
@@ -375,6 +374,12 @@ async fn test_input_required_result_request_state() -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     accepted(answer)?;
     Ok("state-ok".to_owned())
+}
+
+/// Asks to go on, then says the state came back whole.
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_request_state() -> Result<String, String> {
+    confirmed().await
 }
 
 /// Asks three things at once: the user's name, the client's model, its roots.
@@ -426,13 +431,7 @@ async fn test_input_required_result_multi_round() -> Result<String, String> {
 /// Asks to go on; its retry must bring back the state it was given, unchanged.
 #[tool(namespace = "test", side_effects = none)]
 async fn test_input_required_result_tampered_state() -> Result<String, String> {
-    let client = Client::current().ok_or("not served over MCP")?;
-    let answer = client
-        .elicit_as("confirm", "Go on?", ok_form())
-        .await
-        .map_err(|e| e.to_string())?;
-    accepted(answer)?;
-    Ok("state-ok".to_owned())
+    confirmed().await
 }
 
 /// Asks the user if the client has forms, else the client's model.

@@ -37,6 +37,15 @@ fn invalid(message: impl Into<String>) -> ErrorData {
     ErrorData::invalid_params(message.into(), None)
 }
 
+/// The client of `context`'s request, asked through `rounds` when it has them.
+fn client_of(context: &RequestContext<RoleServer>, rounds: Option<&Arc<Rounds>>) -> Client {
+    let client = Client::of(context);
+    match rounds {
+        Some(rounds) => client.with_rounds(rounds.clone()),
+        None => client,
+    }
+}
+
 /// MCP's "missing required client capability" (`-32021`): the call needed
 /// `capability`, which the client did not declare.
 fn missing_capability(capability: &str) -> ErrorData {
@@ -216,10 +225,7 @@ impl ServerHandler for McpServer {
             });
             (sink, task)
         });
-        let mut client = Client::of(&context);
-        if let Some(rounds) = &rounds {
-            client = client.with_rounds(rounds.clone());
-        }
+        let client = client_of(&context, rounds.as_ref());
         if self.client_approval {
             run = run.with_approver(client.approver());
         }
@@ -476,10 +482,7 @@ impl ServerHandler for McpServer {
                     request.request_state.take(),
                     request.input_responses.take(),
                 )?;
-                let mut client = Client::of(&context);
-                if let Some(rounds) = &rounds {
-                    client = client.with_rounds(rounds.clone());
-                }
+                let client = client_of(&context, rounds.as_ref());
                 let rendered = tokio::spawn(client.scope(rendering))
                     .await
                     .map_err(|_| "it panicked".to_owned());

@@ -154,6 +154,7 @@ enum CassetteCommand {
 
 /// Runs `cargo tackle` on this process's arguments and exits with its [`Exit`] code.
 pub fn main() -> ! {
+    crate::exit::quiet_when_output_closes();
     let exit = run(std::env::args_os());
     std::process::exit(i32::from(exit.code()))
 }

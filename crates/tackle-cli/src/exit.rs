@@ -5,6 +5,31 @@ use std::process::ExitCode;
 
 use tackle_core::{ToolError, ToolErrorKind};
 
+/// The exit code of a command whose reader closed standard output before it was
+/// all written (`cargo tackle runs list | head`): 141, as for a program ended by
+/// `SIGPIPE` (128 + 13).
+pub const CLOSED_OUTPUT: i32 = 141;
+
+/// Makes a closed standard output end the program quietly with [`CLOSED_OUTPUT`],
+/// as it ends other command-line tools, in place of a panic's message (Rust ignores
+/// `SIGPIPE`, so a write to a closed pipe fails, and `println!` panics on it). Other
+/// panics are reported as before.
+pub(crate) fn quiet_when_output_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_OUTPUT);
+        }
+        report(info);
+    }));
+}
+
 /// How a command ended, as its exit code. Scripts can rely on these numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

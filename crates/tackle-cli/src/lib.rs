@@ -36,7 +36,7 @@ pub mod runs;
 mod term;
 pub mod tools;
 
-pub use exit::{CliError, Exit};
+pub use exit::{CliError, Exit, CLOSED_OUTPUT};
 /// The JSON-pointer differences the review shows (the core's, which a replay reports
 /// too).
 pub use tackle_core::replay::changes::{json_diff, Change};

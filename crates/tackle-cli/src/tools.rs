@@ -169,6 +169,7 @@ impl Form {
 /// Runs the CLI on this process's arguments over every registered tool, and exits
 /// with its [`Exit`] code.
 pub fn main() -> ! {
+    crate::exit::quiet_when_output_closes();
     let exit = run(std::env::args_os());
     std::process::exit(i32::from(exit.code()))
 }

@@ -65,6 +65,7 @@ fn main() -> ExitCode {
             "arguments_that_are_not_utf8_are_bad_usage",
             arguments_that_are_not_utf8_are_bad_usage,
         ),
+        ("a_closed_output_ends_quietly", a_closed_output_ends_quietly),
     ])
 }
 
@@ -1306,4 +1307,28 @@ fn arguments_that_are_not_utf8_are_bad_usage() {
     let out = Running::start(command).finish("");
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("is not UTF-8"), "{}", stderr(&out));
+}
+
+/// A reader that closed its end before the listing was written (`| head` that has
+/// read enough): the program ends with 141, as one ended by `SIGPIPE`, and prints no
+/// panic.
+fn a_closed_output_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(std::env::current_exe().expect("this test"))
+        .env(CHILD, "1")
+        .env("NO_COLOR", "1")
+        .arg("list")
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(tackle_cli::CLOSED_OUTPUT),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }

@@ -785,12 +785,17 @@ async fn clients_of_every_revision_are_answered_in_theirs() {
         following.acknowledged().resource_subscriptions,
         Some(vec!["docs://readme".to_owned()])
     );
-    server.notify_resource_updated("docs://readme").await;
-    let note = tokio::time::timeout(std::time::Duration::from_secs(10), following.next())
-        .await
-        .expect("an update within 10 s")
-        .unwrap()
-        .expect("an update, not the end");
+    // rmcp sends the acknowledgment before the server's `listen` runs, so an update
+    // made in between finds no follower yet: the update is made until one arrives.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let note = loop {
+        server.notify_resource_updated("docs://readme").await;
+        match tokio::time::timeout(std::time::Duration::from_millis(200), following.next()).await {
+            Ok(next) => break next.unwrap().expect("an update, not the end"),
+            Err(_) if std::time::Instant::now() < deadline => continue,
+            Err(_) => panic!("no update within 10 s"),
+        }
+    };
     assert_eq!(json_of(&note)["params"]["uri"], "docs://readme", "{note:?}");
     modern.cancel().await.unwrap();
     http.shutdown().await;

@@ -1,6 +1,6 @@
 //! What every call leaves behind: an audit event, counter updates and a `tracing`
-//! span, checked with a capturing subscriber. A test binary of its own, so that no
-//! other test touches the span's callsite while the subscriber is installed.
+//! span, checked with a capturing subscriber (`capture::capturing`, which keeps other
+//! tests' threads from deciding the span's site for it).
 
 use std::sync::Arc;
 
@@ -43,11 +43,7 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
         .with_audit(audit.clone())
         .with_approver(ApproveWith(|r: &ApprovalRequest| r.approve()));
     let ctx = ToolContext::new().with_secret("MAIL_TOKEN", "tok-abcdef");
-    let dispatch = tracing::Dispatch::from(capture.clone());
-    tracing::dispatcher::with_default(&dispatch, || {
-        // A span site first met by another test's thread while this dispatcher was
-        // being made may keep the interest it had before: ask every site again.
-        tracing::callsite::rebuild_interest_cache();
+    capture::capturing(&capture, || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -139,12 +135,8 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
 
     // A shaped, sanitized result records what shaping and sanitization did.
     let capture = Arc::new(Capture::default());
-    let dispatch = tracing::Dispatch::from(capture.clone());
     let rt = Runtime::from_inventory_in(module_path!()).unwrap();
-    tracing::dispatcher::with_default(&dispatch, || {
-        // A span site first met by another test's thread while this dispatcher was
-        // being made may keep the interest it had before: ask every site again.
-        tracing::callsite::rebuild_interest_cache();
+    capture::capturing(&capture, || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -175,14 +167,10 @@ fn every_call_has_an_audit_event_counters_and_a_span() {
     // A sandbox the resolver forces on a tool is on the span, even when the runtime
     // has no sandbox to run it in (the call is refused, never run in process).
     let capture = Arc::new(Capture::default());
-    let dispatch = tracing::Dispatch::from(capture.clone());
     let rt = Runtime::from_inventory_in(module_path!())
         .unwrap()
         .with_sandbox_resolver(|_: &tackle::ToolSpec| SandboxPolicy::process());
-    tracing::dispatcher::with_default(&dispatch, || {
-        // A span site first met by another test's thread while this dispatcher was
-        // being made may keep the interest it had before: ask every site again.
-        tracing::callsite::rebuild_interest_cache();
+    capture::capturing(&capture, || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

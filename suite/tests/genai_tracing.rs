@@ -1,6 +1,6 @@
 //! Model and tool calls traced by the OpenTelemetry GenAI conventions, and a run's
-//! token usage and cost. A test binary of its own, so that no other test touches the
-//! spans' callsites while the capturing subscriber is installed.
+//! token usage and cost, seen by a capturing subscriber (`capture::capturing`, which
+//! keeps other tests' threads from deciding the spans' sites for it).
 
 use crate::support::capture;
 
@@ -72,11 +72,7 @@ fn model_and_tool_calls_follow_the_genai_conventions_and_runs_report_usage_and_c
                 Pricing::per_million(Decimal::new(300, 2), Decimal::new(1500, 2)),
             )
         });
-    let dispatch = tracing::Dispatch::from(capture.clone());
-    let state = tracing::dispatcher::with_default(&dispatch, || {
-        // A span site first met by another test's thread while this dispatcher was
-        // being made may keep the interest it had before: ask every site again.
-        tracing::callsite::rebuild_interest_cache();
+    let state = capture::capturing(&capture, || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -36,4 +36,6 @@ mod support {
     pub mod capture;
     #[path = "../support/fake_endpoint.rs"]
     pub mod fake_endpoint;
+    #[path = "../support/interest.rs"]
+    pub mod interest;
 }

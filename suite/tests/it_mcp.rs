@@ -11,3 +11,9 @@ mod mcp_oauth_import;
 mod mcp_resources;
 mod mcp_rounds;
 mod mcp_serve;
+
+/// Helpers the modules share (`suite/tests/support/`), compiled once.
+mod support {
+    #[path = "../support/interest.rs"]
+    pub mod interest;
+}

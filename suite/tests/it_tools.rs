@@ -25,4 +25,6 @@ mod toolsets;
 mod support {
     #[path = "../support/capture.rs"]
     pub mod capture;
+    #[path = "../support/interest.rs"]
+    pub mod interest;
 }

@@ -215,6 +215,7 @@ async fn prompts_render_with_checked_arguments_and_complete() {
 async fn tracing_events_reach_the_client_that_set_a_level() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let subscriber = tracing_subscriber::registry().with(tackle_mcp::logging::layer());
+    crate::support::interest::ask_every_call();
     let _guard = tracing::subscriber::set_default(subscriber);
     // Reading the server's log is a grant.
     let (refused, _) = connect(ToolContext::new()).await;
@@ -317,6 +318,7 @@ async fn a_tools_secret_argument_reaches_no_output_of_the_server() {
     let subscriber = tracing_subscriber::registry()
         .with(tackle_mcp::logging::layer())
         .with(spans.clone());
+    crate::support::interest::ask_every_call();
     let _guard = tracing::subscriber::set_default(subscriber);
     let audit = Arc::new(MemoryAudit::new());
     let runtime = Arc::new(
@@ -369,6 +371,8 @@ async fn a_tools_secret_argument_reaches_no_output_of_the_server() {
             "the secret argument reached the {place}: {text}"
         );
     }
+    // The spans were seen (the check above is not of an empty text).
+    assert!(places[3].1.contains("res.login"), "{}", places[3].1);
     // What was scrubbed still says what happened.
     assert!(
         places[0].1.contains("login bad with [REDACTED]"),

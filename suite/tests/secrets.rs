@@ -267,17 +267,13 @@ async fn numbers_and_short_secrets_leave_no_trace_in_the_cassette() {
 #[test]
 fn secret_arguments_never_leave_the_door() {
     let capture = Arc::new(capture::Capture::default());
-    let dispatch = tracing::Dispatch::from(Arc::clone(&capture));
     let root = std::env::temp_dir().join(format!("tackle-secret-args-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let path = root.join("run.json");
     let audit = Arc::new(MemoryAudit::new());
     let mut seen = String::new();
-    tracing::dispatcher::with_default(&dispatch, || {
-        // A span site first met by another test's thread while this dispatcher was
-        // being made may keep the interest it had before: ask every site again.
-        tracing::callsite::rebuild_interest_cache();
+    capture::capturing(&capture, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -1,6 +1,20 @@
 //! A capturing `tracing` subscriber for tests: every span's name and fields, as text.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// Runs `f` with `capture` as this thread's subscriber (after
+/// [`interest::ask_every_call`](super::interest::ask_every_call), so that no other
+/// test's thread decides for it which sites it sees).
+pub fn capturing<R>(capture: &Arc<Capture>, f: impl FnOnce() -> R) -> R {
+    super::interest::ask_every_call();
+    let dispatch = tracing::Dispatch::from(Arc::clone(capture));
+    tracing::dispatcher::with_default(&dispatch, || {
+        // A site first met by another thread while the default was being set may
+        // keep the answer it had before: ask every site again.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    })
+}
 
 /// A capturing `tracing` subscriber: every span's name and fields, as text.
 #[derive(Default)]

@@ -2,9 +2,11 @@
 //! each calling a pure tool, against tackle's server and, side by side in the same
 //! run, a bare rmcp server (rmcp's own `#[tool]` router, the same tool, the same HTTP
 //! front, the same client). Target: tackle at least 0.9x the bare server's calls per
-//! second at every N. Two clients: rmcp's own, and a raw keep-alive HTTP client
-//! (`support/http_client.rs`) whose own work is small, so that with it the server's
-//! core is what limits the calls per second.
+//! second at every N. Three clients: rmcp's own with a 2025-11-25 session (`rmcp`),
+//! rmcp's own speaking 2026-07-28 (`rmcp-2026`: `server/discover`, then every call a
+//! request of its own with its `_meta`, no session), and a raw keep-alive HTTP client
+//! (`support/http_client.rs`, 2025-11-25) whose own work is small, so that with it the
+//! server's core is what limits the calls per second.
 //!
 //! Both servers run on one tokio runtime with a single worker thread (the server's
 //! core); the clients (one per session) run on another. Criterion measures
@@ -27,7 +29,10 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{
     StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
 };
-use rmcp::{schemars, tool_handler, tool_router, ServerHandler, ServiceExt};
+use rmcp::{
+    schemars, tool_handler, tool_router, ClientLifecycleMode, ClientServiceExt, ServerHandler,
+    ServiceExt,
+};
 use serde_json::json;
 use tackle::{tool, Runtime, ToolContext};
 use tackle_mcp::{Identity, McpServer};
@@ -176,12 +181,25 @@ enum Sessions {
     Raw(Vec<Arc<tokio::sync::Mutex<UndiciLike>>>),
 }
 
-/// `n` sessions of rmcp's client on `addr` (kept running by the returned services).
-async fn rmcp_sessions(addr: SocketAddr, n: usize) -> Vec<RunningService<RoleClient, ()>> {
+/// `n` sessions of rmcp's client on `addr` (kept running by the returned services),
+/// of 2026-07-28 when `stateless`.
+async fn rmcp_sessions(
+    addr: SocketAddr,
+    n: usize,
+    stateless: bool,
+) -> Vec<RunningService<RoleClient, ()>> {
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
         let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
-        clients.push(().serve(transport).await.expect("client"));
+        let client = if stateless {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            };
+            ().serve_with_lifecycle(transport, lifecycle).await
+        } else {
+            ().serve(transport).await
+        };
+        clients.push(client.expect("client"));
     }
     clients
 }
@@ -196,9 +214,10 @@ async fn call(peer: &Peer<RoleClient>) {
         .call_tool(CallToolRequestParams::new("bench.add").with_arguments(arguments))
         .await
         .expect("call");
-    assert_eq!(
-        result.structured_content,
-        Some(json!({"result": 5})),
+    // Wrapped at 2025-11-25; at 2026-07-28 tackle sends a number as itself.
+    let sum = result.structured_content.as_ref();
+    assert!(
+        sum == Some(&json!({"result": 5})) || sum == Some(&json!(5)),
         "{result:?}"
     );
 }
@@ -270,15 +289,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 const COUNTS: [usize; 3] = [1, 10, 100];
 
-/// Opens `n` sessions of `client` ("rmcp" or "raw") on `addr`; the rmcp services
-/// to close when done.
+/// Opens `n` sessions of `client` ("rmcp", "rmcp-2026" or "raw") on `addr`; the rmcp
+/// services to close when done.
 async fn open(
     client: &str,
     addr: SocketAddr,
     n: usize,
 ) -> (Sessions, Vec<RunningService<RoleClient, ()>>) {
-    if client == "rmcp" {
-        let services = rmcp_sessions(addr, n).await;
+    if client.starts_with("rmcp") {
+        let services = rmcp_sessions(addr, n, client == "rmcp-2026").await;
         let peers = services.iter().map(|c| c.peer().clone()).collect();
         (Sessions::Rmcp(peers), services)
     } else {
@@ -313,7 +332,7 @@ fn main() {
     // connections that stay idle (the slow-client guard).
     let mut cases = Vec::new();
     for n in COUNTS {
-        for client in ["raw", "rmcp"] {
+        for client in ["raw", "rmcp", "rmcp-2026"] {
             for (server, addr) in [("rmcp", servers.bare), ("tackle", servers.tackle)] {
                 cases.push((n, client, server, addr));
             }
@@ -337,7 +356,7 @@ fn main() {
         client_rt.block_on(close(services));
         latencies.sort();
         println!(
-            "  {n:>3} sessions, {client:>4} client, {server:<6} server: {:>6.0} calls/s, p50 {:>7.1} us, p99 {:>7.1} us, server CPU {} us/call",
+            "  {n:>3} sessions, {client:>9} client, {server:<6} server: {:>6.0} calls/s, p50 {:>7.1} us, p99 {:>7.1} us, server CPU {} us/call",
             latencies.len() as f64 / elapsed.as_secs_f64(),
             percentile(&latencies, 0.50).as_secs_f64() * 1e6,
             percentile(&latencies, 0.99).as_secs_f64() * 1e6,

@@ -7,11 +7,13 @@
 //! client's ID and secret). The program does what the scenario asks with tackle's
 //! public API only: it imports the server's tools over streamable HTTP
 //! ([`tackle_mcp::import_http`]), with an [`OAuthClient`] for the `auth/*` scenarios,
-//! and calls the scenario's tool through the door. It exits 0 when everything it did
-//! succeeded, 1 otherwise (with the reason on stderr).
+//! and calls the scenario's tools through the door. It exits 0 when everything it did
+//! succeeded, 1 otherwise (with the reason on stderr). The import negotiates the
+//! revision (`Lifecycle::Negotiate`, the default): 2026-07-28 with a server that
+//! answers `server/discover`, 2025-11-25's `initialize` otherwise.
 //!
 //! ```text
-//! scripts/mcp-conformance --client     # every client scenario of 2025-11-25, one by one
+//! scripts/mcp-conformance --client     # every client scenario of both revisions, one by one
 //! ```
 //!
 //! The test authorization server approves at once: its authorization endpoint
@@ -157,17 +159,55 @@ async fn oauth_for(scenario: &str, context: &Value, url: &str) -> Result<OAuthCl
     Ok(oauth)
 }
 
-/// The tool a scenario calls, and with what (`None`: the scenario only connects).
-fn call_of(scenario: &str) -> Option<(&'static str, Value)> {
+/// The tools a scenario calls, in order, and with what (none: the scenario only
+/// connects and lists). A scenario whose context lists `toolCalls` calls those.
+fn calls_of(scenario: &str, context: &Value) -> Vec<(String, Value)> {
+    if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+        return calls
+            .iter()
+            .map(|call| {
+                let name = call["name"].as_str().unwrap_or_default().to_owned();
+                (name, without_nulls(&call["arguments"]))
+            })
+            .collect();
+    }
+    let one = |tool: &str, input: Value| vec![(tool.to_owned(), input)];
     match scenario {
-        "initialize" => None,
-        "tools_call" => Some(("add_numbers", json!({"a": 5, "b": 10}))),
-        "elicitation-sep1034-client-defaults" => {
-            Some(("test_client_elicitation_defaults", json!({})))
-        }
-        "sse-retry" => Some(("test_reconnection", json!({}))),
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Vec::new(),
+        "tools_call" => one("add_numbers", json!({"a": 5, "b": 10})),
+        "elicitation-sep1034-client-defaults" => one("test_client_elicitation_defaults", json!({})),
+        "sse-retry" => one("test_reconnection", json!({})),
+        // Each of the server's input-requiring tools, answered and made again.
+        "sep-2322-client-request-state" => [
+            "test_mrtr_echo_state",
+            "test_mrtr_no_state",
+            "test_mrtr_unrelated",
+            "test_mrtr_no_result_type",
+        ]
+        .into_iter()
+        .map(|tool| (tool.to_owned(), json!({})))
+        .collect(),
+        "http-standard-headers" => one("test_headers", json!({})),
+        // The one tool of the listing whose header annotations are valid.
+        "http-invalid-tool-headers" => one("valid_tool", json!({"region": "us-west1"})),
+        // Filled in from the listing (`run`): the schema as the import keeps it.
+        "json-schema-2020-12-preservation" => one("json_schema_echo", Value::Null),
         // The auth scenarios serve one tool; calling it is what needs the token.
-        _ => Some(("test-tool", json!({}))),
+        _ => one("test-tool", json!({})),
+    }
+}
+
+/// `arguments` without its null members: an argument given as `null` is one not
+/// given (the tool's schema says which may be left out).
+fn without_nulls(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        _ => json!({}),
     }
 }
 
@@ -191,22 +231,39 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("imported {:?}", import.keys());
-    let Some((tool, input)) = call_of(scenario) else {
-        import.close().await;
-        return Ok(());
+    let key_of = |tool: &str| {
+        import
+            .keys()
+            .iter()
+            .find(|key| key.starts_with(&format!("mcp.conformance.{tool}@")))
+            .cloned()
+            .ok_or_else(|| format!("the server offers no tool `{tool}`"))
     };
-    let key = import
-        .keys()
-        .iter()
-        .find(|key| key.starts_with(&format!("mcp.conformance.{tool}@")))
-        .cloned()
-        .ok_or_else(|| format!("the server offers no tool `{tool}`"))?;
+    let mut calls = Vec::new();
+    for (tool, mut input) in calls_of(scenario, context) {
+        if scenario == "json-schema-2020-12-preservation" {
+            // Echo the other tool's input schema, as the import holds it.
+            let held = registry
+                .get(&key_of("json_schema_2020_12_tool")?)
+                .map(|t| t.spec().input_schema.clone())
+                .ok_or("the import lost a tool it listed")?;
+            input = json!({ "schema": held });
+        }
+        calls.push((key_of(&tool)?, input));
+    }
     let runtime = Runtime::new(registry);
-    let output = runtime.call(&key, input, &ToolContext::new()).await;
+    let mut outcome = Ok(());
+    for (key, input) in calls {
+        match runtime.call(&key, input, &ToolContext::new()).await {
+            Ok(output) => eprintln!("{key} gave {output}"),
+            Err(e) => {
+                outcome = Err(e.to_string());
+                break;
+            }
+        }
+    }
     import.close().await;
-    let output = output.map_err(|e| e.to_string())?;
-    eprintln!("{key} gave {output}");
-    Ok(())
+    outcome
 }
 
 #[tokio::main]

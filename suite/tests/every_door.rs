@@ -513,8 +513,8 @@ async fn an_imported_tool() {
         .call(&key, text, &ToolContext::new().with_grant("mcp:vlt"))
         .await
         .unwrap();
-    // The server wraps a non-object output as `{"result": ...}`.
-    assert_eq!(ok, json!({"result": "hello"}));
+    // Imported at 2026-07-28, the server sends a string output as itself.
+    assert_eq!(ok, json!("hello"));
     assert_eq!(events_of(&audit, &key).len(), 2);
     import.close().await;
 }

@@ -20,7 +20,7 @@ use tackle::audit::MemoryAudit;
 use tackle::replay::Mode;
 use tackle::{replay::CassetteConfig, tool, Cassette, Registry, Run, Runtime, ToolContext};
 use tackle_mcp::client::{Client, Elicited};
-use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, McpServer};
+use tackle_mcp::{import_http, Elicitation, Identity, ImportOptions, Lifecycle, McpServer};
 
 /// Books seats, asking the person how many and for whom.
 #[tool(namespace = "desk", side_effects = none)]
@@ -112,7 +112,12 @@ async fn call_through(url: &str, options: ImportOptions, tool: &str) -> Value {
         .await
         .unwrap();
     import.close().await;
-    said["result"].clone()
+    // A 2025-11-25 server sends a string output wrapped, `{"result": ..}`; 2026-07-28
+    // sends it as itself.
+    match said.get("result") {
+        Some(inner) => inner.clone(),
+        None => said,
+    }
 }
 
 /// Imports the desk and books once; what the tool said.
@@ -123,47 +128,55 @@ async fn book_through(url: &str, options: ImportOptions) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_question_is_answered_by_the_imports_handler_with_defaults() {
     let (http, url) = desk().await;
+    // Asked by the server itself (2025-11-25), or returned as a question the call
+    // answers and makes again (2026-07-28): the same answers either way.
+    for lifecycle in [Lifecycle::Initialize, Lifecycle::Negotiate] {
+        // The handler sees the question, the form and the call it comes from; what it
+        // leaves out is filled from the form's defaults.
+        let asked: Arc<Mutex<Vec<Elicitation>>> = Arc::default();
+        let seen = Arc::clone(&asked);
+        let options = ImportOptions::new("desk")
+            .with_lifecycle(lifecycle)
+            .with_elicitation(move |question| {
+                seen.lock().unwrap().push(question);
+                async { Elicited::Accept(json!({"seats": 4})) }
+            });
+        assert_eq!(
+            book_through(&url, options).await,
+            json!(r#"accepted {"seats":4,"name":"Ada"}"#)
+        );
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].server, "desk");
+        assert_eq!(asked[0].message, "How many seats?");
+        assert_eq!(asked[0].tools.len(), 1);
+        assert!(
+            asked[0].tools[0].starts_with("mcp.desk.desk_book@"),
+            "{:?}",
+            asked[0].tools
+        );
+        assert_eq!(asked[0].schema["properties"]["seats"]["default"], json!(2));
 
-    // The handler sees the question, the form and the call it comes from; what it
-    // leaves out is filled from the form's defaults.
-    let asked: Arc<Mutex<Vec<Elicitation>>> = Arc::default();
-    let seen = Arc::clone(&asked);
-    let options = ImportOptions::new("desk").with_elicitation(move |question| {
-        seen.lock().unwrap().push(question);
-        async { Elicited::Accept(json!({"seats": 4})) }
-    });
-    assert_eq!(
-        book_through(&url, options).await,
-        json!(r#"accepted {"seats":4,"name":"Ada"}"#)
-    );
-    let asked = asked.lock().unwrap().clone();
-    assert_eq!(asked.len(), 1);
-    assert_eq!(asked[0].server, "desk");
-    assert_eq!(asked[0].message, "How many seats?");
-    assert_eq!(asked[0].tools.len(), 1);
-    assert!(
-        asked[0].tools[0].starts_with("mcp.desk.desk_book@"),
-        "{:?}",
-        asked[0].tools
-    );
-    assert_eq!(asked[0].schema["properties"]["seats"]["default"], json!(2));
+        // An accepted answer that is not a form's object is declined, not sent as if the
+        // person had chosen it.
+        let odd = ImportOptions::new("desk")
+            .with_lifecycle(lifecycle)
+            .with_elicitation(|_| async { Elicited::Accept(json!("yes")) });
+        assert_eq!(book_through(&url, odd).await, json!("declined"));
+        let cancelled = ImportOptions::new("desk")
+            .with_lifecycle(lifecycle)
+            .with_elicitation(|_| async { Elicited::Cancel });
+        assert_eq!(book_through(&url, cancelled).await, json!("cancelled"));
 
-    // An accepted answer that is not a form's object is declined, not sent as if the
-    // person had chosen it.
-    let odd =
-        ImportOptions::new("desk").with_elicitation(|_| async { Elicited::Accept(json!("yes")) });
-    assert_eq!(book_through(&url, odd).await, json!("declined"));
-    let cancelled = ImportOptions::new("desk").with_elicitation(|_| async { Elicited::Cancel });
-    assert_eq!(book_through(&url, cancelled).await, json!("cancelled"));
-
-    // Without a handler the import does not offer elicitation: the server cannot ask.
-    let silent = book_through(&url, ImportOptions::new("desk")).await;
-    assert!(
-        silent
-            .as_str()
-            .is_some_and(|s| s.starts_with("not asked") && s.contains("elicitation")),
-        "{silent}"
-    );
+        // Without a handler the import does not offer elicitation: the server cannot ask.
+        let silent = book_through(&url, ImportOptions::new("desk").with_lifecycle(lifecycle)).await;
+        assert!(
+            silent
+                .as_str()
+                .is_some_and(|s| s.starts_with("not asked") && s.contains("elicitation")),
+            "{silent}"
+        );
+    }
     http.shutdown().await;
 }
 
@@ -185,8 +198,9 @@ async fn a_servers_sampling_is_a_model_call_through_the_imports_door() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].key, "llm.echo.complete@echo-1");
 
-    // Not granted: the door refuses the model call, and the server is told.
-    let options = ImportOptions::new("desk")
+    // Not granted: the door refuses the model call, and a 2025-11-25 server is told.
+    let legacy = || ImportOptions::new("desk").with_lifecycle(Lifecycle::Initialize);
+    let options = legacy()
         .with_sampling(Arc::new(Echo))
         .with_door(Run::new(&door), ToolContext::new());
     let refused = call_through(&url, options, "mcp.desk.desk_haiku").await;
@@ -197,9 +211,30 @@ async fn a_servers_sampling_is_a_model_call_through_the_imports_door() {
         "{refused}"
     );
     assert_eq!(audit.events().len(), 2, "the refusal is audited too");
+    // At 2026-07-28 an answer can only be a result: the call ends with the refusal.
+    let options = ImportOptions::new("desk")
+        .with_sampling(Arc::new(Echo))
+        .with_door(Run::new(&door), ToolContext::new());
+    let mut registry = Registry::new();
+    let import = import_http(&mut registry, &url, options).await.unwrap();
+    let ended = Runtime::new(registry)
+        .call(
+            "mcp.desk.desk_haiku",
+            json!({}),
+            &ToolContext::new().with_grant("mcp:desk"),
+        )
+        .await
+        .unwrap_err();
+    import.close().await;
+    assert_eq!(ended.kind(), tackle::ToolErrorKind::Execution, "{ended}");
+    assert!(
+        ended.to_string().contains("could not give") && ended.to_string().contains("llm:echo"),
+        "{ended}"
+    );
+    assert_eq!(audit.events().len(), 3, "that refusal is audited too");
 
     // No door: sampling is refused (a model call outside the door is not made).
-    let options = ImportOptions::new("desk").with_sampling(Arc::new(Echo));
+    let options = legacy().with_sampling(Arc::new(Echo));
     let doorless = call_through(&url, options, "mcp.desk.desk_haiku").await;
     assert!(
         doorless.as_str().is_some_and(|s| s.contains("with_door")),

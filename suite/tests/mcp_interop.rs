@@ -825,12 +825,12 @@ fn imported_calls_record_then_replay_offline() {
             )
             .await
             .expect("save");
-        assert_eq!(saved, json!({"result": 1}));
+        assert_eq!(saved, json!(1));
         let found = run
             .call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
             .await
             .expect("search");
-        assert_eq!(found, json!({"result": ["call the plumber"]}));
+        assert_eq!(found, json!(["call the plumber"]));
         run.finish().expect("saved");
         let specs = import.specs().to_vec();
         import.close().await;
@@ -860,13 +860,13 @@ fn imported_calls_record_then_replay_offline() {
             )
             .await
             .expect("replayed"),
-            json!({"result": 1})
+            json!(1)
         );
         assert_eq!(
             run.call("mcp.desk.notes_search", json!({"word": "plumber"}), &ctx)
                 .await
                 .expect("replayed"),
-            json!({"result": ["call the plumber"]})
+            json!(["call the plumber"])
         );
         // Not recorded: a write must be stubbed, so it is a miss, never a call.
         let miss = run
@@ -908,7 +908,7 @@ fn http_transport_serves_and_imports() {
             )
             .await
             .expect("call over HTTP");
-        assert_eq!(out, json!({"result": 1.609344}));
+        assert_eq!(out, json!(1.609344));
         import.close().await;
         http.shutdown().await;
     });

@@ -329,7 +329,7 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
         .call("mcp.vault.vault_echo@1", json!({"text": "one"}), &ctx)
         .await
         .unwrap();
-    assert_eq!(first, json!({"result": "vault says one"}));
+    assert_eq!(first, json!("vault says one"));
 
     // The token expires; the next call is served after a refresh, not a new
     // authorization.
@@ -338,7 +338,7 @@ async fn an_import_authorizes_refreshes_and_keeps_its_tokens_to_itself() {
         .call("mcp.vault.vault_echo@1", json!({"text": "two"}), &ctx)
         .await
         .unwrap();
-    assert_eq!(second, json!({"result": "vault says two"}));
+    assert_eq!(second, json!("vault says two"));
     {
         let issued = issued.lock().unwrap();
         assert!(issued.refreshes >= 1, "the expired token was refreshed");

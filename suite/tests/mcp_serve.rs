@@ -558,10 +558,10 @@ async fn serve_on(addr: std::net::SocketAddr) -> tackle_mcp::HttpServer {
 
 /// An import over HTTP outlives its server: after the server restarts, the next call
 /// opens a new session and succeeds. A write in flight when the server goes is not run
-/// twice: rmcp's HTTP client waits for the stream to come back, so the call ends at
-/// its time limit (`Timeout`); the call after it succeeds against the new server. (A
-/// stdio server that dies mid-call fails the call at once with `Disconnected`:
-/// `tests/mcp_interop.rs`.)
+/// twice: the import speaks 2026-07-28 with a tackle server, each call is a request of
+/// its own, so the lost answer fails the call at once with `Disconnected` (not
+/// retried); the call after it succeeds against the new server. (A stdio server that
+/// dies mid-call fails the same way: `tests/mcp_interop.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_reconnects_to_a_restarted_server() {
     let first = serve_on("127.0.0.1:0".parse().unwrap()).await;
@@ -575,12 +575,12 @@ async fn an_import_reconnects_to_a_restarted_server() {
     let door = Runtime::new(registry);
     let ctx = ToolContext::new().with_grant("mcp:remote");
     let add = |a: i64| door.call("mcp.remote.demo_add@1", json!({"a": a, "b": 1}), &ctx);
-    assert_eq!(add(1).await.unwrap(), json!({"result": 2}));
+    assert_eq!(add(1).await.unwrap(), json!(2));
 
     // The server restarts on the same port: the old session is gone.
     first.shutdown().await;
     let second = serve_on(addr).await;
-    assert_eq!(add(2).await.unwrap(), json!({"result": 3}));
+    assert_eq!(add(2).await.unwrap(), json!(3));
 
     // A write in flight when the server goes: not retried.
     let jot = door.call(
@@ -593,7 +593,7 @@ async fn an_import_reconnects_to_a_restarted_server() {
         second.shutdown().await;
     });
     let error = outcome.unwrap_err();
-    assert_eq!(error.kind(), tackle::ToolErrorKind::Timeout, "{error}");
+    assert_eq!(error.kind(), tackle::ToolErrorKind::Disconnected, "{error}");
     let third = serve_on(addr).await;
     assert_eq!(
         door.call(
@@ -603,7 +603,7 @@ async fn an_import_reconnects_to_a_restarted_server() {
         )
         .await
         .unwrap(),
-        json!({"result": "noted: eggs"})
+        json!("noted: eggs")
     );
     import.close().await;
     // Closed: calls fail at once, without connecting.

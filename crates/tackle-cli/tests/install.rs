@@ -71,8 +71,12 @@ fn the_cli_installs_from_its_packaged_crate_and_answers_help() {
         let file = target
             .join("package")
             .join(format!("{name}-{version}.crate"));
+        // `-m`: the files get the time of unpacking, not the package's fixed one, so
+        // that a build of an earlier package unpacked at the same path (the process
+        // id comes round again) is not taken as this one's.
         run(
             Command::new("tar")
+                .arg("-m")
                 .arg("-xzf")
                 .arg(&file)
                 .arg("-C")

@@ -378,11 +378,32 @@ fn has_type(value: &Value, bits: u8) -> bool {
     }
 }
 
+/// The retriever of [`SchemaValidator::compile`]: every document outside the schema
+/// is taken as `true` (any value), never fetched.
+struct NothingFetched;
+
+impl jsonschema::Retrieve for NothingFetched {
+    fn retrieve(
+        &self,
+        _uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Value::Bool(true))
+    }
+}
+
 impl SchemaValidator {
     /// Compiles a schema. The draft comes from its `$schema`, 2020-12 when absent.
     /// Fails with a sentence when the schema itself is not valid.
+    ///
+    /// Nothing is fetched: a `$ref` to another document (`https://...`, `file:...`)
+    /// is never dereferenced over the network or from disk, as MCP's 2026-07-28
+    /// revision asks of clients (SEP-2106), and the part of a value it names is not
+    /// checked here (a `$ref` within the schema, `#/$defs/...`, is checked as usual).
+    /// An imported tool's server checks its own arguments in full.
     pub fn compile(schema: &Value) -> Result<SchemaValidator, String> {
-        jsonschema::validator_for(schema)
+        jsonschema::options()
+            .with_retriever(NothingFetched)
+            .build(schema)
             .map(|inner| SchemaValidator {
                 inner,
                 shortcut: shortcut(schema),
@@ -669,6 +690,25 @@ mod tests {
         let back = serde_json::from_value::<ValidationResult>(json).unwrap();
         assert_eq!((back.valid, &back.errors), (m.valid, &m.errors));
         assert_eq!(b.issues[0].pointer, "/x");
+    }
+
+    #[test]
+    fn a_ref_to_another_document_is_never_fetched_and_local_refs_still_hold() {
+        // Nothing listens on port 9: a fetch would fail the compile.
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": {"id": {"type": "string", "pattern": "^u[0-9]+$"}},
+            "type": "object",
+            "properties": {
+                "id": {"$ref": "#/$defs/id"},
+                "profile": {"$ref": "http://127.0.0.1:9/profile.json"}
+            },
+            "required": ["id"]
+        });
+        let v = SchemaValidator::compile(&schema).unwrap();
+        assert!(v.is_valid(&json!({"id": "u1", "profile": {"any": ["thing"]}})));
+        assert!(!v.is_valid(&json!({"id": "x1"})));
+        assert!(!v.is_valid(&json!({"profile": 1})));
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub use self::http::{serve_http, serve_http_with, HttpOptions, HttpServer};
 pub use error::McpError;
 pub use import::{
     import_http, import_stdio, import_stdio_with, register_offline, Elicitation,
-    ElicitationHandler, ImportOptions, ImportTarget, McpImport, ServerStderr,
+    ElicitationHandler, ImportOptions, ImportTarget, Lifecycle, McpImport, ServerStderr,
 };
 pub use names::NameMap;
 pub use oauth::{AccessGrant, Introspection, OAuthResource, TokenRejected, TokenValidator};

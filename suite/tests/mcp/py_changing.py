@@ -2,7 +2,8 @@
 
 Tools at start: `echo(text)`, `old_tool()` and `grow()`. A call of `grow` removes
 `old_tool`, adds `fresh(x)`, replaces `echo` with one that also needs `times`, then
-sends `notifications/tools/list_changed`.
+sends `notifications/tools/list_changed` (to the clients that listen for it, and on
+the session of a client that opened one).
 """
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -39,6 +40,8 @@ async def grow(ctx: Context) -> str:
     server.remove_tool("echo")
     server.add_tool(fresh)
     server.add_tool(echo_times, name="echo")
+    # To the clients listening for it (2026-07-28), and on the session (2025-11-25).
+    await ctx.notify_tools_changed()
     await ctx.session.send_tool_list_changed()
     return "grown"
 

@@ -61,53 +61,117 @@ pub(super) fn tool_handler(
             if !meta.0.is_empty() {
                 request.meta = Some(rmcp::model::RequestMetaObject(meta));
             }
-            let (peer, generation) = link.peer().await.map_err(&failed)?;
-            // Kept for a second attempt only when one may be made.
-            let again = rerun_safe.then(|| request.clone());
-            let auth = link.dial.auth();
-            let first = authorized(auth, || peer.call_tool_once(request.clone()))
-                .await
-                .map_err(&failed)?;
-            let answer = match (first, again) {
-                (Err(e), Some(request)) if connection_lost(&e) => {
-                    let (peer, _) = link.redial(generation).await.map_err(&failed)?;
-                    authorized(auth, || peer.call_tool_once(request.clone()))
-                        .await
-                        .map_err(&failed)?
-                }
-                (Err(e), None) if connection_lost(&e) => {
-                    return Err(ToolError::Disconnected {
-                        key: key.clone(),
-                        reason: format!(
-                            "the connection to the MCP server `{server}` was lost ({e}); the call may have reached it, and the tool is not safe to run again, so it was not retried (the next call connects again)"
-                        ),
-                    });
-                }
-                (answer, _) => answer,
-            };
-            let result = match answer {
-                Err(e) => return Err(failed(format!("the MCP server `{server}` failed: {e}"))),
-                Ok(CallToolResponse::Complete(result)) => result,
-                Ok(CallToolResponse::Task(created)) => {
-                    let task = created.task.task_id;
-                    // Kept before the first poll: a durable run that dies from here on
-                    // goes on with this task rather than starting another.
-                    ctx.checkpoint(json!({ TASK_NOTE: task }))?;
-                    // A task no resume can find again is cancelled if the call gives
-                    // up on it (its time limit, its run's cancellation).
-                    let orphan = (!ctx.keeps_checkpoints()).then(|| peer.clone());
-                    poll_task(&link, &key, &task, created.task.poll_interval_ms, orphan).await?
-                }
-                Ok(_) => {
-                    return Err(failed(format!(
-                        "the MCP server `{server}` asked for input (input_required), which imported tools do not answer"
-                    )))
+            let (mut peer, mut generation) = link.peer().await.map_err(&failed)?;
+            let mut answer = send(
+                &link,
+                (&mut peer, &mut generation),
+                &request,
+                rerun_safe,
+                &key,
+            )
+            .await?;
+            // A server of 2026-07-28 that needs input returns its questions: the call
+            // answers them (the import's elicitation handler or door, its model) and
+            // is made again with the answers and the server's state.
+            let mut rounds = 0;
+            let result = loop {
+                match answer {
+                    Err(e) => {
+                        return Err(failed(format!("the MCP server `{server}` failed: {e}")))
+                    }
+                    Ok(CallToolResponse::Complete(result)) => break result,
+                    Ok(CallToolResponse::Task(created)) => {
+                        let task = created.task.task_id;
+                        // Kept before the first poll: a durable run that dies from here
+                        // on goes on with this task rather than starting another.
+                        ctx.checkpoint(json!({ TASK_NOTE: task }))?;
+                        // A task no resume can find again is cancelled if the call
+                        // gives up on it (its time limit, its run's cancellation).
+                        let orphan = (!ctx.keeps_checkpoints()).then(|| peer.clone());
+                        break poll_task(&link, &key, &task, created.task.poll_interval_ms, orphan)
+                            .await?;
+                    }
+                    Ok(CallToolResponse::InputRequired(asked)) => {
+                        rounds += 1;
+                        if rounds > MAX_INPUT_ROUNDS {
+                            return Err(failed(format!(
+                                "the MCP server `{server}` asked for input more than {MAX_INPUT_ROUNDS} times in one call"
+                            )));
+                        }
+                        let questions = asked.input_requests.unwrap_or_default();
+                        if questions.is_empty() && asked.request_state.is_none() {
+                            return Err(failed(format!(
+                                "the MCP server `{server}` asked for input with neither a question nor a state"
+                            )));
+                        }
+                        let responses = link.handler.answer_inputs(questions).await;
+                        // An answer is a result; one the import could not give (its
+                        // door refused the model call, it has no model) ends the call
+                        // here, where 2025-11-25 would have sent the server an error.
+                        if let Some(refused) = responses.values().find_map(|a| a.get("error")) {
+                            let why = refused
+                                .get("message")
+                                .and_then(Value::as_str)
+                                .unwrap_or("no reason given");
+                            return Err(failed(format!(
+                                "the MCP server `{server}` asked for input the import could not give: {why}"
+                            )));
+                        }
+                        request.input_responses = (!responses.is_empty()).then_some(responses);
+                        request.request_state = asked.request_state;
+                        answer = send(&link, (&mut peer, &mut generation), &request, rerun_safe, &key)
+                            .await?;
+                    }
+                    Ok(_) => {
+                        return Err(failed(format!(
+                            "the MCP server `{server}` answered the call with something that is not a tool's result"
+                        )))
+                    }
                 }
             };
             value_of(result, &key)
         })
     })
 }
+
+/// Sends `request` on `peer` (authorized when the server asks). A connection lost
+/// while it is in flight is made again (`peer` and its `generation` with it) when the tool is safe to
+/// run again; otherwise the call fails with `Disconnected`.
+async fn send(
+    link: &Link,
+    (peer, generation): (&mut Peer<RoleClient>, &mut u64),
+    request: &CallToolRequestParams,
+    rerun_safe: bool,
+    key: &str,
+) -> Result<Result<CallToolResponse, rmcp::ServiceError>, ToolError> {
+    let failed = |message: String| ToolError::Execution {
+        key: key.to_owned(),
+        message,
+    };
+    let auth = link.dial.auth();
+    let first = authorized(auth, || peer.call_tool_once(request.clone()))
+        .await
+        .map_err(&failed)?;
+    match first {
+        Err(e) if connection_lost(&e) && rerun_safe => {
+            (*peer, *generation) = link.redial(*generation).await.map_err(&failed)?;
+            authorized(auth, || peer.call_tool_once(request.clone()))
+                .await
+                .map_err(&failed)
+        }
+        Err(e) if connection_lost(&e) => Err(ToolError::Disconnected {
+            key: key.to_owned(),
+            reason: format!(
+                "the connection to the MCP server `{}` was lost ({e}); the call may have reached it, and the tool is not safe to run again, so it was not retried (the next call connects again)",
+                link.server
+            ),
+        }),
+        answer => Ok(answer),
+    }
+}
+
+/// The most times one call may be answered with questions (`InputRequiredResult`).
+const MAX_INPUT_ROUNDS: usize = 10;
 
 /// The note a call of a task-based remote tool keeps: the task's id, under this key.
 const TASK_NOTE: &str = "mcp_task";

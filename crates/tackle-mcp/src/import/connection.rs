@@ -14,14 +14,14 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tackle_agent::model::ChatModel;
 use tackle_core::registry::LiveTools;
 use tackle_core::{Run, ToolContext, ToolSpec};
 
 use super::authorize::Rounds;
 use super::child::ChildTransport;
-use super::options::{ElicitationHandler, ImportOptions, ServerStderr};
+use super::options::{ElicitationHandler, ImportOptions, Lifecycle, ServerStderr};
 use crate::oauth_client::{Authorization, Challenge};
 use crate::McpError;
 
@@ -38,6 +38,8 @@ pub(super) struct ImportHandler {
     pub(super) door: Option<(Run, ToolContext)>,
     /// Whether the client declares the Tasks extension.
     pub(super) tasks: bool,
+    /// Which revisions the connection may speak.
+    pub(super) lifecycle: Lifecycle,
     /// The keys of this import's calls in flight: a server's question comes from one
     /// of them, and one asked with none in flight is declined.
     pub(super) calls: Arc<std::sync::Mutex<Vec<String>>>,
@@ -52,6 +54,57 @@ pub(super) struct ImportHandler {
 }
 
 impl ImportHandler {
+    /// How rmcp begins the connection, by [`Lifecycle`].
+    fn mode(&self) -> ClientLifecycleMode {
+        let latest = vec![ProtocolVersion::V_2026_07_28];
+        match self.lifecycle {
+            Lifecycle::Negotiate => ClientLifecycleMode::Auto {
+                preferred_versions: latest,
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+            Lifecycle::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: latest,
+            },
+            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
+        }
+    }
+
+    /// Connects over `transport`, as [`mode`](Self::mode) says.
+    async fn serve<T, E, A>(
+        self,
+        transport: T,
+    ) -> Result<Client, rmcp::service::ClientInitializeError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let mode = self.mode();
+        ClientServiceExt::serve_with_lifecycle(self, transport, mode).await
+    }
+
+    /// Connects over a transport from `make`. When negotiating, a server that answers
+    /// `server/discover` with a result of another kind (a 2025-11-25 server that
+    /// answers every method) is connected again, on a new transport, with
+    /// `initialize`.
+    async fn serve_fresh<T, E, A>(
+        &self,
+        make: impl Fn() -> T,
+    ) -> Result<Client, rmcp::service::ClientInitializeError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        match self.clone().serve(make()).await {
+            Err(rmcp::service::ClientInitializeError::ExpectedInitResult(Some(_)))
+                if self.lifecycle == Lifecycle::Negotiate =>
+            {
+                let legacy = ClientLifecycleMode::Initialize;
+                ClientServiceExt::serve_with_lifecycle(self.clone(), make(), legacy).await
+            }
+            other => other,
+        }
+    }
+
     pub(super) fn calls(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
         self.calls
             .lock()
@@ -103,7 +156,7 @@ impl ClientHandler for ImportHandler {
                     rmcp::model::JsonObject::new(),
                 );
         }
-        // The revision that begins with `initialize`: an import opens a session.
+        // The version `initialize` offers; discovery (2026-07-28) sends its own.
         ClientConfig::new(
             capabilities,
             Implementation::new("tackle", env!("CARGO_PKG_VERSION")),
@@ -202,8 +255,8 @@ async fn open(
         message,
     };
     let Some(auth) = auth else {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        return within(limit, origin, handler.clone().serve(transport))
+        let transport = || StreamableHttpClientTransport::from_uri(url.to_owned());
+        return within(limit, origin, handler.serve_fresh(transport))
             .await?
             .map_err(|e| match e.auth_challenge() {
                 Some(_) => unauthorized(
@@ -216,11 +269,13 @@ async fn open(
     let mut rounds = Rounds::default();
     loop {
         let seen = auth.tokens();
-        let transport = StreamableHttpClientTransport::with_client(
-            auth.client.clone(),
-            StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
-        );
-        let error = match within(limit, origin, handler.clone().serve(transport)).await? {
+        let transport = || {
+            StreamableHttpClientTransport::with_client(
+                auth.client.clone(),
+                StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+            )
+        };
+        let error = match within(limit, origin, handler.serve_fresh(transport)).await? {
             Ok(client) => return Ok(client),
             Err(error) => error,
         };
@@ -371,6 +426,7 @@ impl Link {
                     if self.handler.follow.get().is_some() {
                         // A server started again may list other tools.
                         refresh_soon(&self.handler.follow, peer.clone());
+                        listen_for_changes(&self.handler.follow, &peer);
                     }
                     return Ok((peer, generation + 1));
                 }
@@ -490,6 +546,45 @@ pub(super) struct Follow {
     /// Whether a listing is asked for and not begun: notifications that come
     /// meanwhile ask for nothing more (one listing answers them all).
     pub(super) dirty: std::sync::atomic::AtomicBool,
+}
+
+/// Follows the server's list changes on `peer` when it speaks 2026-07-28, which sends
+/// them only to a client that listens for them (`subscriptions/listen`); a 2025-11-25
+/// server sends them on its session unasked. The listening ends with the connection.
+pub(super) fn listen_for_changes(
+    follow: &Arc<std::sync::OnceLock<Follow>>,
+    peer: &Peer<RoleClient>,
+) {
+    let stateless = peer
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize());
+    if !stateless || follow.get().is_none() {
+        return;
+    }
+    let (follow, peer) = (Arc::clone(follow), peer.clone());
+    tokio::spawn(async move {
+        let changes = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build();
+        let mut subscription = match peer.listen(changes).await {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                tracing::warn!(error = %e, "the imported MCP server does not send its list changes");
+                return;
+            }
+        };
+        // A change made before the server took the subscription is not sent: list
+        // once more now that it has.
+        refresh_soon(&follow, peer.clone());
+        while let Ok(Some(notification)) = subscription.next().await {
+            if matches!(
+                notification,
+                rmcp::model::ServerNotification::ToolListChangedNotification(_)
+            ) {
+                refresh_soon(&follow, peer.clone());
+            }
+        }
+    });
 }
 
 /// Lists an import's tools again soon, on `peer`, unless a listing is asked for

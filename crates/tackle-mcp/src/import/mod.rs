@@ -70,12 +70,15 @@ use tackle_core::{DynamicTool, Registry, ToolError, ToolHandler, ToolSpec};
 use crate::oauth_client::Authorization;
 use crate::McpError;
 use connection::{
-    refresh_soon, spawn, Budget, Client, Dial, Follow, ImportHandler, Link, Listed, MakeCommand,
+    listen_for_changes, refresh_soon, spawn, Budget, Client, Dial, Follow, ImportHandler, Link,
+    Listed, MakeCommand,
 };
 use listing::{is_ours, list, put_tools};
 use spec::slug;
 
-pub use options::{ElicitFuture, Elicitation, ElicitationHandler, ImportOptions, ServerStderr};
+pub use options::{
+    ElicitFuture, Elicitation, ElicitationHandler, ImportOptions, Lifecycle, ServerStderr,
+};
 
 /// A connection to an imported server; its tools stay usable while it lives. A
 /// connection that drops (a restarted server, a dead child process, a lost HTTP
@@ -298,6 +301,7 @@ fn handler_of(options: &ImportOptions) -> ImportHandler {
         sampling: options.sampling.clone(),
         door: options.door.clone(),
         tasks: options.tasks,
+        lifecycle: options.lifecycle,
         calls: Arc::default(),
         asking: Arc::default(),
         follow: Arc::default(),
@@ -371,6 +375,9 @@ async fn register(
             refreshing: tokio::sync::Mutex::new(()),
             dirty: std::sync::atomic::AtomicBool::new(false),
         });
+        if let Ok((peer, _)) = link.peer().await {
+            listen_for_changes(&follow, &peer);
+        }
         if link
             .handler
             .missed

@@ -51,6 +51,34 @@ pub struct ImportOptions {
     /// a call with a task, which the call then polls (default: yes; see
     /// [`ImportOptions::with_tasks`]).
     pub tasks: bool,
+    /// Which of MCP's revisions the import may speak (default:
+    /// [`Lifecycle::Negotiate`]).
+    pub lifecycle: Lifecycle,
+}
+
+/// How an import begins its conversation with a server, which decides the MCP
+/// revision it speaks.
+///
+/// Revision 2026-07-28 has no handshake: the client asks `server/discover`, then every
+/// request carries the protocol version, the client's name and its capabilities in its
+/// `_meta`, and a server that needs input (an approval, a model's answer) returns it
+/// as a question the call answers and makes again (`InputRequiredResult`). Revision
+/// 2025-11-25 opens a session with `initialize`, and the server asks its questions as
+/// requests of its own. Imported tools behave the same either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Asks `server/discover` first and speaks 2026-07-28 when the server answers it;
+    /// a server that answers with a JSON-RPC error (it does not know the method) or
+    /// not within 10 s gets 2025-11-25's `initialize` on the same connection, and an
+    /// HTTP server that answers with a result of another kind gets it on a new one.
+    #[default]
+    Negotiate,
+    /// 2026-07-28 only: a server that does not answer `server/discover` is not
+    /// imported (the import fails with [`McpError::Connect`](crate::McpError::Connect)).
+    Discover,
+    /// 2025-11-25 only: `initialize`, and a session, as before 2026-07-28.
+    Initialize,
 }
 
 impl std::fmt::Debug for ImportOptions {
@@ -65,6 +93,7 @@ impl std::fmt::Debug for ImportOptions {
             .field("elicitation", &self.elicitation)
             .field("trace_context", &self.trace_context)
             .field("tasks", &self.tasks)
+            .field("lifecycle", &self.lifecycle)
             .field("door", &self.door.as_ref().map(|(run, _)| run))
             .field(
                 "sampling",
@@ -143,7 +172,15 @@ impl ImportOptions {
             sampling: None,
             door: None,
             tasks: true,
+            lifecycle: Lifecycle::Negotiate,
         }
+    }
+
+    /// Which MCP revisions the import may speak (see [`Lifecycle`]; default:
+    /// whichever the server speaks, 2026-07-28 first).
+    pub fn with_lifecycle(mut self, lifecycle: Lifecycle) -> ImportOptions {
+        self.lifecycle = lifecycle;
+        self
     }
 
     /// Whether the client declares MCP's Tasks extension (default: yes). A server

@@ -495,6 +495,14 @@ async fn failing_job() -> Result<String, String> {
     Err("the job failed".to_owned())
 }
 
+/// Works a moment, then panics: a server fault, which fails its task (`failed`, not
+/// a completed task with an `isError` result).
+#[tool(namespace = "work", side_effects = none)]
+async fn protocol_error_job() -> Result<String, String> {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    panic!("the job's server broke")
+}
+
 /// A tool one of whose arguments travels in an HTTP header too (`Mcp-Param-Value`,
 /// SEP-2243), made at run time with that schema.
 fn custom_header_tool() -> DynamicTool {
@@ -709,7 +717,8 @@ fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
         .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
         // A greeting is too quick for a task; the failing job is a task or nothing.
         .with_task_support("greet", TaskSupport::Forbidden)?
-        .with_task_support("failing_job", TaskSupport::Required)?)
+        .with_task_support("failing_job", TaskSupport::Required)?
+        .with_task_support("protocol_error_job", TaskSupport::Required)?)
 }
 
 #[tokio::main]

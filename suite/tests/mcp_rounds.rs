@@ -131,7 +131,12 @@ async fn post(url: &str, method: &str, mut params: Value, capabilities: Value) -
         "io.modelcontextprotocol/clientInfo": {"name": "rounds-test", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": capabilities,
     });
-    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    // The name the standard header repeats: a tool's or prompt's, a task's id.
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     let response = reqwest::Client::new()
         .post(url)
@@ -468,4 +473,82 @@ async fn a_tools_task_support_decides_whether_its_call_is_a_task() {
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
         "{refused}"
     );
+}
+
+/// Fails as a tool fails: an error of its own.
+#[tool(namespace = "rounds", side_effects = none)]
+fn refuses() -> Result<String, String> {
+    Err("not today".to_owned())
+}
+
+/// Panics: a fault of the server's, not an answer.
+#[tool(namespace = "rounds", side_effects = none)]
+fn breaks() -> Result<String, String> {
+    panic!("the server broke")
+}
+
+/// Polls the task `id` at `url` until it ends; its `tasks/get` result.
+async fn ended(url: &str, id: &str) -> Value {
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = post(url, "tasks/get", json!({"taskId": id}), tasks.clone()).await;
+        let status = got["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if !["working", "input_required", ""].contains(&status.as_str()) {
+            return got["result"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A task whose tool returns an error completes with an `isError` result, as a plain
+/// call would answer; one whose tool panics is `failed`, with JSON-RPC's internal
+/// error inlined and no result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_error_completes_its_task_and_a_panic_fails_it() {
+    use tackle_mcp::TaskSupport;
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    let server = McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
+        .unwrap()
+        .with_bare_names()
+        .unwrap()
+        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
+        .with_task_support("refuses", TaskSupport::Required)
+        .unwrap()
+        .with_task_support("breaks", TaskSupport::Required)
+        .unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut seen = Vec::new();
+    for tool in ["refuses", "breaks"] {
+        let made = post(&url, "tools/call", json!({"name": tool}), tasks.clone()).await;
+        assert_eq!(made["result"]["resultType"], "task", "{made}");
+        let id = made["result"]["taskId"].as_str().unwrap().to_owned();
+        seen.push(ended(&url, &id).await);
+    }
+    let [refused, broken] = &seen[..] else {
+        unreachable!()
+    };
+    assert_eq!(refused["status"], "completed", "{refused}");
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused["result"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("not today")));
+    assert_eq!(broken["status"], "failed", "{broken}");
+    assert_eq!(broken["error"]["code"], -32603, "{broken}");
+    assert!(
+        broken["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the server broke") && !m.starts_with("the tool panicked")),
+        "{broken}"
+    );
+    assert!(broken.get("result").is_none(), "{broken}");
+    http.shutdown().await;
 }

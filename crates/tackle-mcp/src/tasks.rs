@@ -65,6 +65,11 @@ pub const TASK_RUN_PREFIX: &str = "mcp-task-";
 /// The error a task cancelled by its client ends with.
 pub(crate) const CANCELLED: &str = "cancelled by the client (tasks/cancel)";
 
+/// How the error of a task whose tool panicked begins in the store: the task is then
+/// `failed` (a server fault, JSON-RPC's internal error), not completed with an
+/// `isError` result as a tool's own error completes it.
+pub(crate) const PANICKED: &str = "the tool panicked: ";
+
 /// The longest task id a client may name (ids made here have 32 characters).
 pub(crate) const MAX_TASK_ID: usize = 64;
 

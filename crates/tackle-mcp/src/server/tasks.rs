@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 use crate::tasks::{
     awaiting, clip, error_object, run_id, unknown_outcome, TaskCall, Tasks, CANCELLED, MAX_TASK_ID,
-    TASK_RUN_PREFIX,
+    PANICKED, TASK_RUN_PREFIX,
 };
 
 impl Tasks {
@@ -100,6 +100,7 @@ impl Tasks {
                 Err(e) if e.kind() == ToolErrorKind::Cancelled && cancel.is_cancelled() => {
                     Err(CANCELLED.to_owned())
                 }
+                Err(e) if e.kind() == ToolErrorKind::Panicked => Err(format!("{PANICKED}{e}")),
                 Err(e) => Err(e.to_string()),
             };
             if let Err(error) = durable.finish(outcome) {
@@ -161,6 +162,9 @@ impl Tasks {
             },
             RunStatus::Failed { error } if error == CANCELLED => {
                 DetailedTask::new(task(TaskStatus::Cancelled), TaskPayload::Cancelled)
+            }
+            RunStatus::Failed { error } if error.starts_with(PANICKED) => {
+                failed(error[PANICKED.len()..].to_owned())
             }
             RunStatus::Failed { error } => completed(
                 task(TaskStatus::Completed),

@@ -413,6 +413,16 @@ fn double(n: i64) -> i64 {
     n * 2
 }
 
+/// This module's tools, served by their bare names, with tasks kept in memory.
+fn task_server() -> McpServer {
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
+        .unwrap()
+        .with_bare_names()
+        .unwrap()
+        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
+}
+
 /// Each tool's task support: optional by default (a task for a client that declares
 /// the extension), forbidden (answered at once), required (a client without the
 /// extension is refused with -32021 naming it); a tool the server does not serve is
@@ -420,12 +430,7 @@ fn double(n: i64) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_task_support_decides_whether_its_call_is_a_task() {
     use tackle_mcp::TaskSupport;
-    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
-    let server = McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
-        .unwrap()
-        .with_bare_names()
-        .unwrap()
-        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()));
+    let server = task_server();
     let unknown = server
         .clone()
         .with_task_support("nothing", TaskSupport::Required);
@@ -511,12 +516,7 @@ async fn ended(url: &str, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_error_completes_its_task_and_a_panic_fails_it() {
     use tackle_mcp::TaskSupport;
-    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
-    let server = McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
-        .unwrap()
-        .with_bare_names()
-        .unwrap()
-        .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
+    let server = task_server()
         .with_task_support("refuses", TaskSupport::Required)
         .unwrap()
         .with_task_support("breaks", TaskSupport::Required)

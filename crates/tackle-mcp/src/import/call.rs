@@ -109,10 +109,7 @@ pub(super) fn tool_handler(
                         // door refused the model call, it has no model) ends the call
                         // here, where 2025-11-25 would have sent the server an error.
                         if let Some(refused) = responses.values().find_map(|a| a.get("error")) {
-                            let why = refused
-                                .get("message")
-                                .and_then(Value::as_str)
-                                .unwrap_or("no reason given");
+                            let why = message_of(refused);
                             return Err(failed(format!(
                                 "the MCP server `{server}` asked for input the import could not give: {why}"
                             )));
@@ -168,6 +165,14 @@ async fn send(
         }),
         answer => Ok(answer),
     }
+}
+
+/// The `message` of a JSON-RPC error object.
+fn message_of(error: &Value) -> &str {
+    error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no reason given")
 }
 
 /// The most times one call may be answered with questions (`InputRequiredResult`).
@@ -271,12 +276,10 @@ async fn poll(
                 })
             }
             TaskPayload::Failed { error } => {
-                let message = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given");
+                let error = Value::Object(error);
                 return Err(failed(format!(
-                    "the MCP server `{server}`'s task `{task}` failed: {message}"
+                    "the MCP server `{server}`'s task `{task}` failed: {}",
+                    message_of(&error)
                 )));
             }
             TaskPayload::Cancelled => {

@@ -423,6 +423,22 @@ fn task_server() -> McpServer {
         .with_tasks(Arc::new(tackle::durable::MemoryStore::default()))
 }
 
+/// [`task_server`] with each tool's task support as `supports` says, over HTTP.
+async fn serve_tasks(supports: &[(&str, tackle_mcp::TaskSupport)]) -> tackle_mcp::HttpServer {
+    let mut server = task_server();
+    for (tool, support) in supports {
+        server = server.with_task_support(tool, *support).unwrap();
+    }
+    tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// The client capabilities that declare the tasks extension.
+fn tasks_extension() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
 /// Each tool's task support: optional by default (a task for a client that declares
 /// the extension), forbidden (answered at once), required (a client without the
 /// extension is refused with -32021 naming it); a tool the server does not serve is
@@ -438,16 +454,13 @@ async fn a_tools_task_support_decides_whether_its_call_is_a_task() {
         matches!(&unknown, Err(tackle_mcp::McpError::Config(why)) if why.contains("`nothing`")),
         "{unknown:?}"
     );
-    let server = server
-        .with_task_support("double", TaskSupport::Forbidden)
-        .unwrap()
-        .with_task_support("rounds.tally@1", TaskSupport::Required)
-        .unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let http = serve_tasks(&[
+        ("double", TaskSupport::Forbidden),
+        ("rounds.tally@1", TaskSupport::Required),
+    ])
+    .await;
     let url = http.url();
-    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let tasks = tasks_extension();
     let as_task = post(
         &url,
         "tools/call",
@@ -494,7 +507,7 @@ fn breaks() -> Result<String, String> {
 
 /// Polls the task `id` at `url` until it ends; its `tasks/get` result.
 async fn ended(url: &str, id: &str) -> Value {
-    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let tasks = tasks_extension();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let got = post(url, "tasks/get", json!({"taskId": id}), tasks.clone()).await;
@@ -516,16 +529,13 @@ async fn ended(url: &str, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_error_completes_its_task_and_a_panic_fails_it() {
     use tackle_mcp::TaskSupport;
-    let server = task_server()
-        .with_task_support("refuses", TaskSupport::Required)
-        .unwrap()
-        .with_task_support("breaks", TaskSupport::Required)
-        .unwrap();
-    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let http = serve_tasks(&[
+        ("refuses", TaskSupport::Required),
+        ("breaks", TaskSupport::Required),
+    ])
+    .await;
     let url = http.url();
-    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let tasks = tasks_extension();
     let mut seen = Vec::new();
     for tool in ["refuses", "breaks"] {
         let made = post(&url, "tools/call", json!({"name": tool}), tasks.clone()).await;

@@ -46,25 +46,27 @@ fn client_of(context: &RequestContext<RoleServer>, rounds: Option<&Arc<Rounds>>)
     }
 }
 
-/// MCP's "missing required client capability" (`-32021`): the call needed
-/// `capability`, which the client did not declare.
-fn missing_capability(capability: &str) -> ErrorData {
-    let mut required = serde_json::Map::new();
-    required.insert(capability.to_owned(), json!({}));
-    match wire(Value::Object(required)) {
+/// MCP's "missing required client capability" (`-32021`) naming the capabilities
+/// `required` (in the form a client declares them).
+fn missing(required: Value) -> ErrorData {
+    match wire(required) {
         Ok(required) => ErrorData::missing_required_client_capability(required),
         Err(e) => e,
     }
 }
 
-/// MCP's "missing required client capability" (`-32021`) for a tool whose calls are
-/// tasks only, asked by a client that did not declare the Tasks extension.
+/// [`missing`] for a call that needed `capability`, which the client did not
+/// declare.
+fn missing_capability(capability: &str) -> ErrorData {
+    let mut required = serde_json::Map::new();
+    required.insert(capability.to_owned(), json!({}));
+    missing(Value::Object(required))
+}
+
+/// [`missing`] for a tool whose calls are tasks only, asked by a client that did not
+/// declare the Tasks extension.
 fn missing_tasks_extension() -> ErrorData {
-    let required = json!({"extensions": {TASKS_EXTENSION_ID: {}}});
-    match wire(required) {
-        Ok(required) => ErrorData::missing_required_client_capability(required),
-        Err(e) => e,
-    }
+    missing(json!({"extensions": {TASKS_EXTENSION_ID: {}}}))
 }
 
 /// `value` as the rmcp type `T`, or an internal error.

@@ -503,6 +503,71 @@ async fn protocol_error_job() -> Result<String, String> {
     panic!("the job's server broke")
 }
 
+/// A form that asks to go on (`confirm`), and may ask a name too (neither required).
+fn confirm_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean", "description": "Go on?"},
+            "name": {"type": "string", "description": "Who asks"},
+        },
+    })
+}
+
+/// Whether an accepted confirm form says yes.
+fn confirms(answer: Elicited) -> Result<bool, String> {
+    Ok(accepted(answer)?["confirm"].as_bool().unwrap_or(false))
+}
+
+/// Asks the user to confirm deleting `filename` (in the task: it waits for the answer
+/// as `input_required`), then says what it did. It deletes nothing.
+#[tool(namespace = "work", side_effects = none)]
+async fn confirm_delete(
+    /// The file to delete.
+    filename: String,
+) -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit(&format!("Delete {filename}?"), confirm_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(if confirms(answer)? {
+        format!("Deleted {filename}")
+    } else {
+        format!("Kept {filename}")
+    })
+}
+
+/// Asks two questions at once (both wait in the task together), then says both
+/// answers.
+#[tool(namespace = "work", side_effects = none)]
+async fn multi_input() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let (first, second) = tokio::join!(
+        client.elicit_as("first", "First: go on?", confirm_form()),
+        client.elicit_as("second", "Second: go on?", confirm_form()),
+    );
+    let first = confirms(first.map_err(|e| e.to_string())?)?;
+    let second = confirms(second.map_err(|e| e.to_string())?)?;
+    Ok(format!("first: {first}, second: {second}"))
+}
+
+/// Asks the user's name in the request (served with `with_questions_first`), then
+/// greets them from its task.
+#[tool(namespace = "work", side_effects = none)]
+async fn test_tool_with_task() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let answer = client
+        .elicit_as("user_name", "What is your name?", name_form())
+        .await
+        .map_err(|e| e.to_string())?;
+    let content = accepted(answer)?;
+    Ok(format!(
+        "Hello, {}!",
+        content["name"].as_str().unwrap_or("stranger")
+    ))
+}
+
 /// A tool one of whose arguments travels in an HTTP header too (`Mcp-Param-Value`,
 /// SEP-2243), made at run time with that schema.
 fn custom_header_tool() -> DynamicTool {
@@ -718,7 +783,10 @@ fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
         // A greeting is too quick for a task; the failing job is a task or nothing.
         .with_task_support("greet", TaskSupport::Forbidden)?
         .with_task_support("failing_job", TaskSupport::Required)?
-        .with_task_support("protocol_error_job", TaskSupport::Required)?)
+        .with_task_support("protocol_error_job", TaskSupport::Required)?
+        // Asks the user's name before it becomes a task (a task or nothing).
+        .with_task_support("test_tool_with_task", TaskSupport::Required)?
+        .with_questions_first("test_tool_with_task", Duration::from_secs(10))?)
 }
 
 #[tokio::main]

@@ -16,4 +16,6 @@ mod mcp_serve;
 mod support {
     #[path = "../support/interest.rs"]
     pub mod interest;
+    #[path = "../support/stateless.rs"]
+    pub mod stateless;
 }

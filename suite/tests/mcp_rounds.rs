@@ -13,6 +13,8 @@ use tackle_mcp::client::{Client, Elicited};
 use tackle_mcp::prompts::{Prompt, PromptMessage, Prompts};
 use tackle_mcp::{Identity, McpServer};
 
+use crate::support::stateless::{poll_task, post, tasks_extension};
+
 /// The key the instances of these tests share.
 const KEY: &[u8] = b"a shared key of at least 32 bytes, for tests";
 
@@ -121,48 +123,6 @@ async fn instance(key: &[u8], audit: Option<Arc<MemoryAudit>>) -> tackle_mcp::Ht
     tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap()
-}
-
-/// Posts one stateless 2026-07-28 request (`_meta` and the standard headers, no
-/// session) and returns the JSON-RPC answer with its id.
-async fn post(url: &str, method: &str, mut params: Value, capabilities: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "rounds-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    // The name the standard header repeats: a tool's or prompt's, a task's id.
-    let name = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", method)
-        .header("Mcp-Name", name)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    // JSON, or an event stream whose answer is the event with the request's id.
-    let answers: Vec<Value> = match serde_json::from_str::<Value>(&text) {
-        Ok(value) => vec![value],
-        Err(_) => text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str(data.trim()).ok())
-            .collect(),
-    };
-    answers
-        .into_iter()
-        .find(|a| a["id"] == 7)
-        .unwrap_or_else(|| panic!("no answer to the request in {text}"))
 }
 
 fn forms() -> Value {
@@ -434,11 +394,6 @@ async fn serve_tasks(supports: &[(&str, tackle_mcp::TaskSupport)]) -> tackle_mcp
         .unwrap()
 }
 
-/// The client capabilities that declare the tasks extension.
-fn tasks_extension() -> Value {
-    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
-}
-
 /// Each tool's task support: optional by default (a task for a client that declares
 /// the extension), forbidden (answered at once), required (a client without the
 /// extension is refused with -32021 naming it); a tool the server does not serve is
@@ -460,7 +415,7 @@ async fn a_tools_task_support_decides_whether_its_call_is_a_task() {
     ])
     .await;
     let url = http.url();
-    let tasks = tasks_extension();
+    let tasks = tasks_extension(json!({}));
     let as_task = post(
         &url,
         "tools/call",
@@ -507,20 +462,11 @@ fn breaks() -> Result<String, String> {
 
 /// Polls the task `id` at `url` until it ends; its `tasks/get` result.
 async fn ended(url: &str, id: &str) -> Value {
-    let tasks = tasks_extension();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let got = post(url, "tasks/get", json!({"taskId": id}), tasks.clone()).await;
-        let status = got["result"]["status"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if !["working", "input_required", ""].contains(&status.as_str()) {
-            return got["result"].clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{got}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let tasks = tasks_extension(json!({}));
+    poll_task(url, id, &tasks, std::time::Duration::from_secs(10), |t| {
+        !["working", "input_required", ""].contains(&t["status"].as_str().unwrap_or_default())
+    })
+    .await
 }
 
 /// A task whose tool returns an error completes with an `isError` result, as a plain
@@ -535,7 +481,7 @@ async fn a_tools_error_completes_its_task_and_a_panic_fails_it() {
     ])
     .await;
     let url = http.url();
-    let tasks = tasks_extension();
+    let tasks = tasks_extension(json!({}));
     let mut seen = Vec::new();
     for tool in ["refuses", "breaks"] {
         let made = post(&url, "tools/call", json!({"name": tool}), tasks.clone()).await;
@@ -560,5 +506,188 @@ async fn a_tools_error_completes_its_task_and_a_panic_fails_it() {
         "{broken}"
     );
     assert!(broken.get("result").is_none(), "{broken}");
+    http.shutdown().await;
+}
+
+/// Asks two questions at once, then says both answers.
+#[tool(namespace = "rounds", side_effects = none)]
+async fn pair() -> Result<String, String> {
+    let client = Client::current().ok_or("not served over MCP")?;
+    let form = json!({"type": "object", "properties": {"pick": {"type": "string"}}});
+    let (first, second) = tokio::join!(
+        client.elicit_as("first", "First pick?", form.clone()),
+        client.elicit_as("second", "Second pick?", form),
+    );
+    let pick = |answer: Result<Elicited, tackle_mcp::client::ClientError>| match answer {
+        Ok(Elicited::Accept(content)) => Ok(content["pick"].as_str().unwrap_or("?").to_owned()),
+        Ok(other) => Err(format!("{other:?}")),
+        Err(error) => Err(error.to_string()),
+    };
+    Ok(format!("{} then {}", pick(first)?, pick(second)?))
+}
+
+/// A task server over `store`, serving `greet` with its first questions asked in the
+/// request (within 10 s).
+async fn serve_asking_tasks(store: Arc<dyn tackle::durable::RunStore>) -> tackle_mcp::HttpServer {
+    let runtime = Arc::new(Runtime::from_inventory_in(module_path!()).unwrap());
+    let server = McpServer::new(runtime, Identity::new("tasks", "1"), ToolContext::new())
+        .unwrap()
+        .with_bare_names()
+        .unwrap()
+        .with_task_options(
+            store,
+            tackle_mcp::TaskOptions::default()
+                .with_poll_interval(std::time::Duration::from_millis(20)),
+        )
+        .with_questions_first("greet", std::time::Duration::from_secs(10))
+        .unwrap();
+    tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A task's call that asks its client waits as `input_required` with its questions;
+/// the client answers one (`tasks/update`, acknowledged with an empty result), the
+/// task still waits on the other only, then the last answer (beside a key the task
+/// never asked, ignored) lets it complete. The questions are kept in the run store.
+/// A client that declared no forms gets the tool's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waits_for_its_clients_answers_one_at_a_time() {
+    let store: Arc<dyn tackle::durable::RunStore> =
+        Arc::new(tackle::durable::MemoryStore::default());
+    let http = serve_asking_tasks(Arc::clone(&store)).await;
+    let url = http.url();
+    let client = tasks_extension(forms());
+    let made = post(&url, "tools/call", json!({"name": "pair"}), client.clone()).await;
+    assert_eq!(made["result"]["resultType"], "task", "{made}");
+    let id = made["result"]["taskId"].as_str().unwrap().to_owned();
+    let within = std::time::Duration::from_secs(10);
+    let waiting = poll_task(&url, &id, &client, within, |t| {
+        t["inputRequests"].as_object().is_some_and(|r| r.len() == 2)
+    })
+    .await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    assert_eq!(
+        waiting["inputRequests"]["first"]["method"], "elicitation/create",
+        "{waiting}"
+    );
+    assert!(
+        store
+            .load(&format!("mcp-input-{id}"))
+            .unwrap()
+            .is_some_and(|r| r.task.contains("First pick?")),
+        "the questions are in the store"
+    );
+    let answer = |pick: &str| json!({"action": "accept", "content": {"pick": pick}});
+    let ack = post(
+        &url,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"first": answer("tea")}}),
+        client.clone(),
+    )
+    .await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let still = post(&url, "tasks/get", json!({"taskId": id}), client.clone()).await;
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    let keys: Vec<&String> = still["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["second"], "{still}");
+    let last = post(
+        &url,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {
+            "second": answer("cake"), "never-asked": {"action": "accept", "content": {}}}}),
+        client.clone(),
+    )
+    .await;
+    assert_eq!(last["result"]["resultType"], "complete", "{last}");
+    let done = poll_task(&url, &id, &client, within, |t| t["status"] == "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "tea then cake",
+        "{done}"
+    );
+
+    // A client without forms: the tool's own error, in a completed task.
+    let formless = tasks_extension(json!({}));
+    let made = post(
+        &url,
+        "tools/call",
+        json!({"name": "pair"}),
+        formless.clone(),
+    )
+    .await;
+    let id = made["result"]["taskId"].as_str().unwrap().to_owned();
+    let done = poll_task(&url, &id, &formless, within, |t| t["status"] == "completed").await;
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("does not offer elicitation")),
+        "{done}"
+    );
+    http.shutdown().await;
+}
+
+/// A tool served with `with_questions_first` asks in the request: the first answer is
+/// an `InputRequiredResult` with no task, the retry with the answer makes the task,
+/// whose result has the answer. The first call's own run ends, superseded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_first_questions_come_before_its_task() {
+    let store: Arc<dyn tackle::durable::RunStore> =
+        Arc::new(tackle::durable::MemoryStore::default());
+    let http = serve_asking_tasks(Arc::clone(&store)).await;
+    let url = http.url();
+    let client = tasks_extension(forms());
+    let arguments = json!({"salutation": "Welcome"});
+    let first = post(
+        &url,
+        "tools/call",
+        json!({"name": "greet", "arguments": arguments}),
+        client.clone(),
+    )
+    .await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert!(first["result"].get("taskId").is_none(), "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = post(
+        &url,
+        "tools/call",
+        json!({"name": "greet", "arguments": arguments, "requestState": state,
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}}),
+        client.clone(),
+    )
+    .await;
+    assert_eq!(retry["result"]["resultType"], "task", "{retry}");
+    assert!(retry["result"].get("requestState").is_none(), "{retry}");
+    let id = retry["result"]["taskId"].as_str().unwrap().to_owned();
+    let done = poll_task(
+        &url,
+        &id,
+        &client,
+        std::time::Duration::from_secs(10),
+        |t| t["status"] == "completed",
+    )
+    .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Welcome, Ada!",
+        "{done}"
+    );
+    // Two runs: the task's, done; the first call's, superseded by the retry.
+    let statuses: Vec<String> = store
+        .runs()
+        .unwrap()
+        .iter()
+        .filter(|run| run.starts_with(tackle_mcp::tasks::TASK_RUN_PREFIX))
+        .map(|run| format!("{:?}", store.load(run).unwrap().unwrap().status))
+        .collect();
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    assert!(statuses.iter().any(|s| s == "Done"), "{statuses:?}");
+    assert!(
+        statuses.iter().any(|s| s.contains("superseded")),
+        "{statuses:?}"
+    );
     http.shutdown().await;
 }

@@ -6,11 +6,15 @@
 //! the tool runs, starts a new server on the same store, and polls the task to its
 //! result: the tool's effect lands once. A second task needs approval: it shows that
 //! it waits, and goes on once the decision is recorded in the store by another
-//! process (this one).
+//! process (this one). A third asks its client for input (MCP 2026-07-28, over HTTP):
+//! its question outlives a killed server, and the answer, given to yet another
+//! process, reaches the process that drives it.
 
 #[path = "support/harness.rs"]
 mod harness;
 use harness::tokio;
+#[path = "support/stateless.rs"]
+mod stateless;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,6 +36,9 @@ use tackle_mcp::{serve_stdio, McpServer, TaskOptions};
 use tackle_sqlite::SqliteStore;
 
 const SERVE: &str = "TACKLE_TASK_SERVE";
+/// Set (to `<dir>`): this binary serves the bank over HTTP (its URL on the first line
+/// of its output) with tasks in `<dir>/tasks.db`.
+const SERVE_HTTP: &str = "TACKLE_TASK_SERVE_HTTP";
 /// Set (to `<dir> <url>`): this binary imports the bank from `url` and deposits in a
 /// durable run kept in `<dir>/importer.db`.
 const IMPORT: &str = "TACKLE_TASK_IMPORT";
@@ -83,8 +90,32 @@ fn withdraw(request_id: String, amount: i64) -> String {
     format!("withdrew {amount}")
 }
 
-/// The server side: serves the bank over stdio with tasks in `<dir>/tasks.db`.
-fn serve() -> ExitCode {
+/// Closes an account once the user confirms it (a form asked of the client).
+#[tool(namespace = "bank", side_effects = write, idempotency_key = "account")]
+async fn close_account(account: String) -> Result<String, String> {
+    append("asked.txt", &account);
+    let client = tackle_mcp::client::Client::current().ok_or("not served over MCP")?;
+    let form = json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean"}},
+        "required": ["confirm"],
+    });
+    let answer = client
+        .elicit(&format!("Close {account}?"), form)
+        .await
+        .map_err(|e| e.to_string())?;
+    match answer {
+        tackle_mcp::client::Elicited::Accept(content) if content["confirm"] == true => {
+            append("ledger.txt", &format!("close {account}"));
+            Ok(format!("closed {account}"))
+        }
+        _ => Err(format!("{account} stays open")),
+    }
+}
+
+/// The server side: serves the bank over stdio (or HTTP, `http`) with tasks in
+/// `<dir>/tasks.db`.
+fn serve(http: bool) -> ExitCode {
     tokio().block_on(async {
         let store: Arc<dyn RunStore> =
             Arc::new(SqliteStore::open(dir().join("tasks.db")).expect("store"));
@@ -99,6 +130,13 @@ fn serve() -> ExitCode {
                     .with_poll_interval(Duration::from_millis(50)),
             );
         server.resume_tasks().expect("resume");
+        if http {
+            let http = tackle_mcp::serve_http(server.clone(), "127.0.0.1:0".parse().expect("addr"))
+                .await
+                .expect("serve");
+            println!("{}", http.url());
+            std::future::pending::<()>().await;
+        }
         match serve_stdio(server).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -539,9 +577,110 @@ fn a_task_is_its_makers_and_cancels_while_waiting() {
     });
 }
 
+/// Starts a server on `dir` over HTTP: the process, and its MCP URL.
+fn spawn_http(dir: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env(SERVE_HTTP, dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let mut url = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut url)
+        .expect("its URL");
+    (child, url.trim().to_owned())
+}
+
+/// A task's question (MCP 2026-07-28) is kept in the store: the server is killed
+/// while the task waits for the answer, a new server goes on with the task and asks
+/// again, a third process takes the answer (`tasks/update`), and the task completes
+/// in the second, its effect made once.
+fn a_tasks_question_outlives_a_killed_server() {
+    let dir = std::env::temp_dir().join(format!("tackle-mcp-asks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    tokio().block_on(async {
+        let client = stateless::tasks_extension(json!({"elicitation": {}}));
+        let within = Duration::from_secs(30);
+        let (mut first, url) = spawn_http(&dir);
+        let tools = stateless::post(&url, "tools/list", json!({}), client.clone()).await;
+        let close = tools["result"]["tools"]
+            .as_array()
+            .and_then(|tools| {
+                tools
+                    .iter()
+                    .find_map(|t| t["name"].as_str().filter(|n| n.contains("close_account")))
+            })
+            .expect("served")
+            .to_owned();
+        let made = stateless::post(
+            &url,
+            "tools/call",
+            json!({"name": close, "arguments": {"account": "acc-1"}}),
+            client.clone(),
+        )
+        .await;
+        let id = made["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {made}"))
+            .to_owned();
+        let asked = stateless::poll_task(&url, &id, &client, within, |t| {
+            t["status"] == "input_required"
+        })
+        .await;
+        let key = asked["inputRequests"]
+            .as_object()
+            .and_then(|r| r.keys().next().cloned())
+            .expect("a question");
+        first.kill().expect("SIGKILL");
+        first.wait().expect("reaped");
+
+        // A new server goes on with the task once the lease lapses, and asks again.
+        let (mut second, url) = spawn_http(&dir);
+        let (mut third, other) = spawn_http(&dir);
+        let deadline = Instant::now() + within;
+        while lines(&dir, "asked.txt").len() < 2 {
+            assert!(Instant::now() < deadline, "the task never went on");
+            let got =
+                stateless::post(&url, "tasks/get", json!({"taskId": id}), client.clone()).await;
+            assert_eq!(got["result"]["status"], "input_required", "{got}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            lines(&dir, "ledger.txt").is_empty(),
+            "nothing before the answer"
+        );
+        let ack = stateless::post(
+            &other,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {
+                key: {"action": "accept", "content": {"confirm": true}}}}),
+            client.clone(),
+        )
+        .await;
+        assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+        let done =
+            stateless::poll_task(&url, &id, &client, within, |t| t["status"] == "completed").await;
+        assert_eq!(done["result"]["isError"], false, "{done}");
+        assert_eq!(lines(&dir, "ledger.txt"), ["close acc-1"]);
+        assert_eq!(lines(&dir, "asked.txt"), ["acc-1", "acc-1"]);
+        for child in [&mut second, &mut third] {
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reaped");
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() -> ExitCode {
+    if let Some(dir) = std::env::var_os(SERVE_HTTP) {
+        let _ = BANK.set(PathBuf::from(dir));
+        return serve(true);
+    }
     if std::env::var_os(SERVE).is_some() {
-        return serve();
+        return serve(false);
     }
     if let Some(spec) = std::env::var_os(IMPORT) {
         let spec = spec.to_string_lossy().into_owned();
@@ -560,6 +699,10 @@ fn main() -> ExitCode {
         (
             "a_task_is_its_makers_and_cancels_while_waiting",
             a_task_is_its_makers_and_cancels_while_waiting,
+        ),
+        (
+            "a_tasks_question_outlives_a_killed_server",
+            a_tasks_question_outlives_a_killed_server,
         ),
     ])
 }

@@ -56,6 +56,7 @@ use tackle_agent::model::{ChatModel, ChatRequest, ChatResponse, ModelError, Mode
 use tackle_core::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
 
 use crate::rounds::Rounds;
+use crate::task_input::{Gate, TaskInbox};
 
 tokio::task_local! {
     static CURRENT: Client;
@@ -68,12 +69,28 @@ pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// The connected client of the request being served. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Client {
-    peer: Peer<RoleServer>,
+    /// The connection the request came on (`None` for a task resumed by the server
+    /// itself, which asks only through its inbox).
+    peer: Option<Peer<RoleServer>>,
     /// What the client declared with the request (2026-07-28); `None`: what it
     /// declared at `initialize`.
     capabilities: Option<ClientCapabilities>,
     /// The request's input rounds, when it is of the 2026-07-28 revision.
     rounds: Option<Arc<Rounds>>,
+    /// How a task's call asks, when the call is a task's of a 2026-07-28 client.
+    task: Option<TaskAsking>,
+}
+
+/// How a task's call asks its client: through the task's inbox (see
+/// [`crate::task_input`]), or, while the request that made the task still takes its
+/// questions (see [`Gate`]), in that request's rounds.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskAsking {
+    /// The task's inbox.
+    pub(crate) inbox: Arc<TaskInbox>,
+    /// The request that made the task, its rounds and its gate, when its questions
+    /// go back in its answer first.
+    pub(crate) request: Option<(Arc<Rounds>, Arc<Gate>)>,
 }
 
 /// What a client answered to an elicitation.
@@ -146,12 +163,45 @@ impl Client {
     /// The client of `context`'s request.
     pub(crate) fn of(context: &RequestContext<RoleServer>) -> Client {
         Client {
-            peer: context.peer.clone(),
+            peer: Some(context.peer.clone()),
             // A 2026-07-28 request declares them itself; a session did at `initialize`
             // (read when a tool asks, not on every call).
             capabilities: context.meta.client_capabilities(),
             rounds: None,
+            task: None,
         }
+    }
+
+    /// The client of a task's call that asks through `asking`: the client that
+    /// declared `capabilities`, on `peer` when a request of it is being served.
+    pub(crate) fn for_task(
+        peer: Option<Peer<RoleServer>>,
+        capabilities: ClientCapabilities,
+        asking: TaskAsking,
+    ) -> Client {
+        Client {
+            peer,
+            capabilities: Some(capabilities),
+            rounds: None,
+            task: Some(asking),
+        }
+    }
+
+    /// What the client declared, as far as this request knows.
+    pub(crate) fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.capabilities.clone().or_else(|| {
+            self.peer
+                .as_ref()
+                .and_then(|peer| peer.peer_info())
+                .map(|info| info.capabilities.clone())
+        })
+    }
+
+    /// The connection to ask on, for a request of an earlier revision.
+    fn peer(&self) -> Result<&Peer<RoleServer>, ClientError> {
+        self.peer
+            .as_ref()
+            .ok_or_else(|| ClientError::Failed("no connection to the client".to_owned()))
     }
 
     /// The same client, asked through `rounds` (a 2026-07-28 request).
@@ -173,7 +223,8 @@ impl Client {
             Some(capabilities) => declared(capabilities),
             None => self
                 .peer
-                .peer_info()
+                .as_ref()
+                .and_then(|peer| peer.peer_info())
                 .is_some_and(|info| declared(&info.capabilities)),
         };
         if !offers {
@@ -185,14 +236,38 @@ impl Client {
     }
 
     /// In a 2026-07-28 request: the answer to `key`, or the question noted and
-    /// [`ClientError::InputRequired`]. `None` in an earlier revision's request (ask
-    /// the client now). An answer that is not an object is asked again.
-    fn answered(
+    /// [`ClientError::InputRequired`]; in a task's call, the answer once the client
+    /// gives it (see [`crate::task_input`]). `None` in an earlier revision's request
+    /// (ask the client now). An answer that is not an object is asked again (in a
+    /// task, it fails the question).
+    async fn answered(
         &self,
         key: &str,
         bound: bool,
         question: impl FnOnce() -> Value,
     ) -> Option<Result<Value, ClientError>> {
+        if let Some(task) = &self.task {
+            if let Some((rounds, gate)) = &task.request {
+                match rounds.answer(key, bound) {
+                    Some(answer) if answer.is_object() => return Some(Ok(answer)),
+                    // Asked in the request that made the task, while it takes questions.
+                    _ if gate.ask() => {
+                        rounds.ask(key, question());
+                        return Some(Err(ClientError::InputRequired {
+                            key: key.to_owned(),
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+            return Some(match task.inbox.ask(key, bound, question()).await {
+                Ok(answer) if answer.is_object() => Ok(answer),
+                Ok(answer) => Err(ClientError::Failed(format!(
+                    "the client's answer to `{key}` is not an object: {answer}"
+                ))),
+                Err(error) => Err(error),
+            });
+        }
         let rounds = self.rounds.as_ref()?;
         Some(match rounds.answer(key, bound) {
             Some(answer) if answer.is_object() => Ok(answer),
@@ -207,6 +282,9 @@ impl Client {
 
     /// A key of `kind` for a question the caller did not name.
     fn key(&self, kind: &'static str) -> String {
+        if let Some(task) = &self.task {
+            return task.inbox.key(kind);
+        }
         match &self.rounds {
             Some(rounds) => rounds.key(kind),
             None => kind.to_owned(),
@@ -226,7 +304,8 @@ impl Client {
     /// The client's name, as it gave it (`None` before it said).
     pub fn name(&self) -> Option<String> {
         self.peer
-            .peer_info()
+            .as_ref()
+            .and_then(|peer| peer.peer_info())
             .map(|info| info.client_info.name.clone())
     }
 
@@ -293,15 +372,18 @@ impl Client {
         });
         let params: ElicitRequestParams = serde_json::from_value(form.clone())
             .map_err(|e| ClientError::Failed(format!("the form cannot be sent: {e}")))?;
-        let wire = match self.answered(
-            key,
-            bound,
-            || json!({"method": "elicitation/create", "params": form}),
-        ) {
+        let wire = match self
+            .answered(
+                key,
+                bound,
+                || json!({"method": "elicitation/create", "params": form}),
+            )
+            .await
+        {
             Some(answer) => answer?,
             None => {
                 let result: ElicitResult = self
-                    .peer
+                    .peer()?
                     .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
                     .await
                     .map_err(|e| ClientError::Failed(e.to_string()))?;
@@ -337,16 +419,19 @@ impl Client {
         let wire = params.clone();
         let params: CreateMessageRequestParams = serde_json::from_value(params)
             .map_err(|e| ClientError::Failed(format!("the request cannot be sent: {e}")))?;
-        if let Some(answer) = self.answered(
-            key,
-            false,
-            || json!({"method": "sampling/createMessage", "params": wire}),
-        ) {
+        if let Some(answer) = self
+            .answered(
+                key,
+                false,
+                || json!({"method": "sampling/createMessage", "params": wire}),
+            )
+            .await
+        {
             return answer;
         }
         #[allow(deprecated)]
         let result = self
-            .peer
+            .peer()?
             .create_message(params)
             .await
             .map_err(|e| ClientError::Failed(e.to_string()))?;
@@ -360,11 +445,14 @@ impl Client {
             return Err(ClientError::NotSupported("roots"));
         }
         let key = self.key("roots");
-        let wire = match self.answered(&key, false, || json!({"method": "roots/list"})) {
+        let wire = match self
+            .answered(&key, false, || json!({"method": "roots/list"}))
+            .await
+        {
             Some(answer) => answer?,
             None => {
                 let result = self
-                    .peer
+                    .peer()?
                     .list_roots()
                     .await
                     .map_err(|e| ClientError::Failed(e.to_string()))?;

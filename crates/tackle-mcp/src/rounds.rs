@@ -143,6 +143,12 @@ impl Rounds {
         Some(answer)
     }
 
+    /// Every answer the request carries, and the keys the server asked in the round
+    /// before (a task made by the request keeps them: see [`crate::task_input`]).
+    pub(crate) fn carried(&self) -> (BTreeMap<String, Value>, BTreeSet<String>) {
+        (self.answers.clone(), self.asked_before.clone())
+    }
+
     /// Notes the question `request` (`{"method", "params"}`) under `key`.
     pub(crate) fn ask(&self, key: &str, request: Value) {
         let mut round = self.round();

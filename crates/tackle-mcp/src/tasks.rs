@@ -34,8 +34,19 @@
 //! the client that made it (over HTTP with tokens or OAuth, its subject or its token's
 //! fingerprint) and its grants are kept with it, another client neither sees nor
 //! cancels it, and a resumed task runs with its maker's grants; a client also sees a
-//! task only if its grants allow the task's tool. `tasks/update` is refused (tasks here
-//! take no input from the client). Tasks are kept until removed from the store
+//! task only if its grants allow the task's tool.
+//!
+//! The call of a task made by a client of the 2026-07-28 revision may ask that client
+//! for input as any served call does (an elicitation, the client's model, its roots;
+//! see [`crate::client`]): the task then shows `input_required` with the questions not
+//! yet answered (`inputRequests`), the client answers them with `tasks/update`, and
+//! the call goes on. The questions and answers are kept in the run store beside the
+//! task (see [`crate::task_input`]), so a task resumed in another process gets its
+//! answers too. A tool served with
+//! [`McpServer::with_questions_first`](crate::McpServer::with_questions_first) asks
+//! its first questions in the request instead, before the task is made. A task made
+//! by a client of an earlier revision takes no input: `tasks/update` is acknowledged
+//! and changes nothing. Tasks are kept until removed from the store
 //! (`ttlMs` is `null`), and `lastUpdatedAt` is the creation time (the store does not
 //! keep when a run last changed).
 //!
@@ -70,6 +81,11 @@ pub(crate) const CANCELLED: &str = "cancelled by the client (tasks/cancel)";
 /// `isError` result as a tool's own error completes it.
 pub(crate) const PANICKED: &str = "the tool panicked: ";
 
+/// The error of a task whose call asked its questions in the request that made it (a
+/// tool served with [`McpServer::with_questions_first`](crate::McpServer::with_questions_first)):
+/// the client is sent the questions, and its retry makes a task of its own.
+pub(crate) const SUPERSEDED: &str = "superseded: the call asked its client for input in the request that made the task, and the client's retry makes a task of its own";
+
 /// The longest task id a client may name (ids made here have 32 characters).
 pub(crate) const MAX_TASK_ID: usize = 64;
 
@@ -85,6 +101,9 @@ pub struct TaskOptions {
     /// The most tasks one server process drives at once (default 256): past it, calls
     /// are answered at once, as for a client that does not ask for tasks.
     pub max_running: usize,
+    /// How long a task's call waits for its client to answer a question (default one
+    /// hour): then the question fails, as a tool sees a client that did not answer.
+    pub input_timeout: Duration,
 }
 
 impl Default for TaskOptions {
@@ -93,6 +112,7 @@ impl Default for TaskOptions {
             poll_interval: Duration::from_millis(500),
             lease: DEFAULT_LEASE,
             max_running: 256,
+            input_timeout: Duration::from_secs(3600),
         }
     }
 }
@@ -107,6 +127,12 @@ impl TaskOptions {
     /// Sets the lease.
     pub fn with_lease(mut self, lease: Duration) -> TaskOptions {
         self.lease = lease;
+        self
+    }
+
+    /// Sets how long a task's call waits for its client to answer a question.
+    pub fn with_input_timeout(mut self, timeout: Duration) -> TaskOptions {
+        self.input_timeout = timeout;
         self
     }
 
@@ -149,6 +175,11 @@ pub(crate) struct TaskCall {
     /// The grants its call is made with (the client's), also when resumed.
     #[serde(default)]
     pub(crate) grants: Capabilities,
+    /// What the client declared, when it made the task under MCP's 2026-07-28
+    /// revision: the task's call may then ask it for input (see
+    /// [`crate::task_input`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) client: Option<Value>,
 }
 
 /// A task this process drives: the claim's number, and what cancels its call.
@@ -165,6 +196,8 @@ pub(crate) struct Tasks {
     driving: Mutex<HashMap<String, Driven>>,
     /// Numbers the claims, so that a claim ends only its own entry.
     claims: AtomicU64,
+    /// Rung when a client answers a task's question here (`tasks/update`).
+    pub(crate) answered: Arc<tokio::sync::Notify>,
 }
 
 impl Tasks {
@@ -174,6 +207,7 @@ impl Tasks {
             options,
             driving: Mutex::default(),
             claims: AtomicU64::new(0),
+            answered: Arc::default(),
         }
     }
 
@@ -207,6 +241,17 @@ impl Tasks {
         if driving.get(id).is_some_and(|d| d.claim == claim) {
             driving.remove(id);
         }
+    }
+
+    /// The inbox of task `id`, for one run of its call.
+    pub(crate) fn inbox(&self, id: &str) -> crate::task_input::TaskInbox {
+        crate::task_input::TaskInbox::new(
+            Arc::clone(&self.store),
+            id,
+            Arc::clone(&self.answered),
+            self.options.poll_interval,
+            self.options.input_timeout,
+        )
     }
 
     pub(crate) fn durable_options(&self) -> DurableOptions {

@@ -23,6 +23,7 @@ use super::{
 use crate::client::{Client, ELICITATION_TIMEOUT};
 use crate::prompts::PromptArguments;
 use crate::rounds::{self, Rounds};
+use crate::server::tasks::Asker;
 use crate::tasks::TaskSupport;
 use std::sync::Arc;
 
@@ -193,14 +194,31 @@ impl ServerHandler for McpServer {
                 && support != TaskSupport::Forbidden
                 && self.runtime.secret_arguments(tool, &input).is_empty()
             {
+                // A 2026-07-28 client can be asked for input by the task's call.
+                let window = self.questions_first(key);
+                let asker = rounds.as_ref().map(|rounds| Asker {
+                    peer: context.peer.clone(),
+                    capabilities: Client::of(&context).capabilities().unwrap_or_default(),
+                    rounds: Arc::clone(rounds),
+                    first: window.is_some(),
+                });
                 let (key, arguments) = (key.to_owned(), input.clone());
                 let started = self
                     .with_tasks_off_workers(move |tasks, server| {
-                        Ok(tasks.start(server, &key, arguments))
+                        Ok(tasks.start(server, &key, arguments, asker))
                     })
                     .await?;
                 if let Some(created) = started {
-                    return created.map(CallToolResponse::Task);
+                    let (created, gate) = created?;
+                    if let (Some(gate), Some(window)) = (gate, window) {
+                        // The call's first questions go back in this answer.
+                        if gate.settle(window).await {
+                            if let Some(asked) = self.asked(rounds.as_deref(), true)? {
+                                return Ok(CallToolResponse::InputRequired(asked));
+                            }
+                        }
+                    }
+                    return Ok(CallToolResponse::Task(created));
                 }
             }
         }
@@ -278,13 +296,13 @@ impl ServerHandler for McpServer {
 
     async fn update_task(
         &self,
-        _request: UpdateTaskParams,
+        request: UpdateTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Err(ErrorData::invalid_request(
-            "this server's tasks take no input from the client",
-            None,
-        ))
+        self.with_tasks_off_workers(move |tasks, server| {
+            tasks.update(server, &request.task_id, &request.input_responses)
+        })
+        .await
     }
 
     // MCP's logging is deprecated by the 2026-07-28 revision (SEP-2577); it is served

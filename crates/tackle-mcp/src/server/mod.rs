@@ -38,6 +38,7 @@ mod tools;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, RequestStateCodec};
 use rmcp::ErrorData;
@@ -123,6 +124,9 @@ pub struct McpServer {
     task_support: Arc<BTreeMap<String, TaskSupport>>,
     /// The key that seals the `requestState` of multi round-trip requests.
     request_state: Arc<RequestStateCodec>,
+    /// The tools whose calls ask their first questions before they become tasks, by
+    /// key, with how long a request waits for them.
+    questions_first: Arc<BTreeMap<String, Duration>>,
 }
 
 /// The grant a client needs to read the server's log (`logging/setLevel`).
@@ -194,6 +198,7 @@ impl McpServer {
             owner: None,
             task_support: Arc::default(),
             request_state: Arc::new(RequestStateCodec::new_unchecked(random_key())),
+            questions_first: Arc::default(),
         })
     }
 
@@ -243,17 +248,48 @@ impl McpServer {
         tool: &str,
         support: TaskSupport,
     ) -> Result<McpServer, McpError> {
-        let key = match self.names.key_of(tool) {
-            Some(key) => key.to_owned(),
-            None if self.names.name_of(tool).is_some() => tool.to_owned(),
-            None => {
-                return Err(McpError::Config(format!(
-                    "no served tool `{tool}` to set the task support of"
-                )))
-            }
-        };
+        let key = self.served_key(tool, "set the task support of")?;
         Arc::make_mut(&mut self.task_support).insert(key, support);
         Ok(self)
+    }
+
+    /// The same server asking the first questions of `tool`'s tasks in the request
+    /// that makes the task (MCP 2026-07-28 clients): a request that would make a task
+    /// waits up to `window` for the call to ask its client something; a question
+    /// asked within it goes back in the request's answer (an `InputRequiredResult`,
+    /// as for a call that is no task), and the client's retry, with the answers, makes
+    /// the task, whose call gets them at once. Otherwise the request answers with the
+    /// task when the call ends or `window` passes, and later questions wait in the
+    /// task (`input_required`, answered with `tasks/update`). For a tool that asks
+    /// what it needs before it starts its long work: the client answers before it
+    /// gets a task to poll. A call that asked in the request ends its own task
+    /// (never shown to the client) with an error saying it was superseded. `tool` is
+    /// its key or the name it is served under.
+    pub fn with_questions_first(
+        mut self,
+        tool: &str,
+        window: Duration,
+    ) -> Result<McpServer, McpError> {
+        let key = self.served_key(tool, "ask the first questions of")?;
+        Arc::make_mut(&mut self.questions_first).insert(key, window);
+        Ok(self)
+    }
+
+    /// How long a request for the tool `key`'s task waits for its first questions.
+    pub(crate) fn questions_first(&self, key: &str) -> Option<Duration> {
+        self.questions_first.get(key).copied()
+    }
+
+    /// The key of the served tool `tool` (a key or a served name), for `what` a
+    /// setting does.
+    fn served_key(&self, tool: &str, what: &str) -> Result<String, McpError> {
+        match self.names.key_of(tool) {
+            Some(key) => Ok(key.to_owned()),
+            None if self.names.name_of(tool).is_some() => Ok(tool.to_owned()),
+            None => Err(McpError::Config(format!(
+                "no served tool `{tool}` to {what}"
+            ))),
+        }
     }
 
     /// Whether the calls of the tool `key` become tasks.

@@ -16,21 +16,42 @@ use tackle_core::ToolErrorKind;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use crate::client::{Client, TaskAsking};
+use crate::rounds::Rounds;
+use crate::task_input::{self, Gate};
 use crate::tasks::{
     awaiting, clip, error_object, run_id, unknown_outcome, TaskCall, Tasks, CANCELLED, MAX_TASK_ID,
-    PANICKED, TASK_RUN_PREFIX,
+    PANICKED, SUPERSEDED, TASK_RUN_PREFIX,
 };
 
+/// The client of a 2026-07-28 request that makes a task: its call may ask it for
+/// input.
+pub(crate) struct Asker {
+    /// The request's connection.
+    pub(crate) peer: rmcp::service::Peer<rmcp::RoleServer>,
+    /// What the client declared.
+    pub(crate) capabilities: rmcp::model::ClientCapabilities,
+    /// The request's rounds (the answers it carries).
+    pub(crate) rounds: Arc<Rounds>,
+    /// Whether the call's first questions go back in the request's answer (a tool
+    /// served with `with_questions_first`).
+    pub(crate) first: bool,
+}
+
 impl Tasks {
-    /// Starts the call of `key` with `arguments` as a task of `server`; `None` when
-    /// this process drives as many tasks as it may (the call is then answered at
-    /// once).
+    /// Starts the call of `key` with `arguments` as a task of `server`, asking
+    /// `asker` for input when a 2026-07-28 client made it; `None` when this process
+    /// drives as many tasks as it may (the call is then answered at once). With the
+    /// task, the gate its request waits at when the call's first questions go back in
+    /// its answer.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn start(
         self: &Arc<Self>,
         server: &McpServer,
         key: &str,
         arguments: Value,
-    ) -> Option<Result<CreateTaskResult, ErrorData>> {
+        asker: Option<Asker>,
+    ) -> Option<Result<(CreateTaskResult, Option<Arc<Gate>>), ErrorData>> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let (claim, cancel) = self.claim(&id)?;
         let created_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -40,6 +61,9 @@ impl Tasks {
             created_at,
             owner: server.owner().map(str::to_owned),
             grants: server.context().capabilities().clone(),
+            client: asker
+                .as_ref()
+                .and_then(|a| serde_json::to_value(&a.capabilities).ok()),
         };
         let started = serde_json::to_string(&call)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
@@ -61,14 +85,60 @@ impl Tasks {
                 return Some(Err(error));
             }
         };
+        let mut gate = None;
+        let client = match asker {
+            Some(asker) => {
+                // The answers the request carries are the task's too.
+                let (answers, granted) = asker.rounds.carried();
+                if let Err(error) = task_input::seed(&*self.store, &id, answers, granted) {
+                    let _ = durable.finish(Err(error.clone()));
+                    self.release(&id, claim);
+                    return Some(Err(ErrorData::internal_error(error, None)));
+                }
+                let request = asker.first.then(|| {
+                    let opened = Arc::new(Gate::default());
+                    gate = Some(Arc::clone(&opened));
+                    (asker.rounds, opened)
+                });
+                let asking = TaskAsking {
+                    inbox: Arc::new(self.inbox(&id)),
+                    request,
+                };
+                Some(Client::for_task(
+                    Some(asker.peer),
+                    asker.capabilities,
+                    asking,
+                ))
+            }
+            None => None,
+        };
         let created = CreateTaskResult::new(self.task(&id, TaskStatus::Working, &call.created_at));
-        self.drive(server, &id, (claim, cancel), durable, call);
-        Some(Ok(created))
+        self.drive(
+            server,
+            &id,
+            (claim, cancel),
+            durable,
+            call,
+            client,
+            gate.clone(),
+        );
+        Some(Ok((created, gate)))
+    }
+
+    /// The client a resumed task's call asks, when a 2026-07-28 client made it.
+    fn resumed_client(&self, id: &str, call: &TaskCall) -> Option<Client> {
+        let capabilities = serde_json::from_value(call.client.clone()?).ok()?;
+        let asking = TaskAsking {
+            inbox: Arc::new(self.inbox(id)),
+            request: None,
+        };
+        Some(Client::for_task(None, capabilities, asking))
     }
 
     /// Makes the task's call on `durable` (started or resumed) in a task of its own,
-    /// with the grants it was made with, then ends the run with its outcome and the
-    /// claim.
+    /// with the grants it was made with (and `client` to ask, if any), then ends the
+    /// run with its outcome and the claim, and tells `gate`.
+    #[allow(clippy::too_many_arguments)]
     fn drive(
         self: &Arc<Self>,
         server: &McpServer,
@@ -76,6 +146,8 @@ impl Tasks {
         (claim, cancel): (u64, CancellationToken),
         durable: DurableRun,
         call: TaskCall,
+        client: Option<Client>,
+        gate: Option<Arc<Gate>>,
     ) {
         let run = durable.run(server.runtime());
         let stop = run.cancellation_token();
@@ -85,7 +157,13 @@ impl Tasks {
             .with_capabilities(call.grants.clone());
         let (tasks, id) = (Arc::clone(self), id.to_owned());
         tokio::spawn(async move {
-            let work = durable.hold(run.call_report(&call.tool, call.arguments, &ctx));
+            let made = run.call_report(&call.tool, call.arguments, &ctx);
+            let work = durable.hold(async move {
+                match client {
+                    Some(client) => client.scope(made).await,
+                    None => made.await,
+                }
+            });
             tokio::pin!(work);
             let report = tokio::select! {
                 report = &mut work => report,
@@ -96,6 +174,7 @@ impl Tasks {
                 }
             };
             let outcome = match report.result {
+                _ if gate.as_ref().is_some_and(|gate| gate.asked()) => Err(SUPERSEDED.to_owned()),
                 Ok(_) => Ok(()),
                 Err(e) if e.kind() == ToolErrorKind::Cancelled && cancel.is_cancelled() => {
                     Err(CANCELLED.to_owned())
@@ -107,6 +186,9 @@ impl Tasks {
                 tracing::warn!(%error, "a task's end could not be saved; it goes on when polled");
             }
             tasks.release(&id, claim);
+            if let Some(gate) = gate {
+                gate.end();
+            }
         });
     }
 
@@ -119,9 +201,47 @@ impl Tasks {
         unwrapped: bool,
     ) -> Result<GetTaskResult, ErrorData> {
         let (record, call) = self.load(server, id, true)?;
-        Ok(GetTaskResult::new(
-            self.status(server, id, record, call, unwrapped),
-        ))
+        let asks = call.client.is_some();
+        let task = self.status(server, id, record, call, unwrapped);
+        if !asks || task.status() != TaskStatus::Working {
+            return Ok(GetTaskResult::new(task));
+        }
+        // A call waiting on its client's answers.
+        let questions = task_input::pending(&*self.store, id)
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        if questions.is_empty() {
+            return Ok(GetTaskResult::new(task));
+        }
+        Ok(GetTaskResult::new(DetailedTask::new(
+            task.task
+                .with_status_message("waiting for the client's answers (tasks/update)"),
+            TaskPayload::InputRequired {
+                input_requests: questions,
+            },
+        )))
+    }
+
+    /// Delivers the client's answers to the questions of task `id` (`tasks/update`):
+    /// keys the task does not ask are ignored. A task no process drives goes on.
+    pub(crate) fn update(
+        self: &Arc<Self>,
+        server: &McpServer,
+        id: &str,
+        responses: &rmcp::model::InputResponses,
+    ) -> Result<(), ErrorData> {
+        let (record, call) = self.load(server, id, true)?;
+        if call.client.is_none() || record.ended() {
+            return Ok(());
+        }
+        let answered = task_input::deliver(&*self.store, id, responses)
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        if answered > 0 {
+            self.answered.notify_waiters();
+            if !self.driving().contains_key(id) {
+                self.status(server, id, record, call, false);
+            }
+        }
+        Ok(())
     }
 
     /// The task's status, from its record; a task whose process died is resumed.
@@ -193,7 +313,8 @@ impl Tasks {
                     Ok(durable) => {
                         tracing::info!(tool = %call.tool, "resuming a task its process left");
                         let message = format!("running `{}` (resumed)", call.tool);
-                        self.drive(server, id, claim, durable, call);
+                        let client = self.resumed_client(id, &call);
+                        self.drive(server, id, claim, durable, call, client, None);
                         working(message)
                     }
                     Err(error) => {

@@ -216,8 +216,9 @@ async fn an_altered_or_moved_state_is_refused() {
 
 /// A call that needs approval asks for it in the answer, with the approval form; the
 /// retry with `{"approve": true}` runs it once, `{"approve": false}` ends it denied,
-/// and an approval sent without the server's state is not taken (the form is asked
-/// again). Every round is in the audit.
+/// an approval sent without the server's state is not taken (the form is asked
+/// again), and one sent with an altered state is refused. Every round is in the
+/// audit, with the door's outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_asked_in_a_round_and_taken_only_from_its_form() {
     let audit = Arc::new(MemoryAudit::new());
@@ -272,6 +273,19 @@ async fn an_approval_is_asked_in_a_round_and_taken_only_from_its_form() {
         "{denied}"
     );
     assert_eq!(TRANSFERRED.load(Ordering::SeqCst), before);
+    // A yes with an altered state: refused by the door, before anything runs.
+    let mut altered = state.clone().into_bytes();
+    let last = altered.len() - 1;
+    altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = call(
+        &url,
+        "transfer",
+        json!({"amount": 30}),
+        json!({"inputResponses": yes, "requestState": String::from_utf8(altered).unwrap()}),
+    )
+    .await;
+    assert_eq!(tampered["error"]["code"], -32602, "{tampered}");
+    assert_eq!(TRANSFERRED.load(Ordering::SeqCst), before);
     let done = call(
         &url,
         "transfer",
@@ -286,12 +300,29 @@ async fn an_approval_is_asked_in_a_round_and_taken_only_from_its_form() {
         .iter()
         .filter(|e| e.key.starts_with("rounds.transfer"))
         .collect();
-    assert_eq!(transfers.len(), 4, "one audit event a round: {transfers:?}");
+    assert_eq!(transfers.len(), 5, "one audit event a round: {transfers:?}");
+    let kinds: Vec<Option<tackle::ToolErrorKind>> = transfers
+        .iter()
+        .map(|e| e.error.as_ref().map(|e| e.kind))
+        .collect();
+    use tackle::ToolErrorKind::{ApprovalDenied, InvalidInput};
     assert_eq!(
-        transfers.iter().filter(|e| e.error.is_none()).count(),
-        1,
-        "only the approved round ran: {transfers:?}"
+        kinds,
+        [
+            Some(ApprovalDenied), // asked: not approved yet
+            Some(ApprovalDenied), // a yes without the state: asked again
+            Some(ApprovalDenied), // no
+            Some(InvalidInput),   // a tampered state
+            None,                 // yes: it ran
+        ],
+        "{transfers:?}"
     );
+    assert!(
+        matches!(&transfers[3].gates.input, tackle::audit::GateDecision::Refused(why) if why.contains("requestState")),
+        "{:?}",
+        transfers[3]
+    );
+    assert_eq!(transfers[3].execution, tackle::audit::Execution::NotRun);
 }
 
 /// A call that needs a capability the client did not declare ends with MCP's

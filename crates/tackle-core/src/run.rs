@@ -317,6 +317,24 @@ impl Run {
             .await
     }
 
+    /// Refuses a call whose input its caller found unsound before the door's gates,
+    /// beyond what the tool's schema checks (an MCP server given a retry whose
+    /// `requestState` was altered): the call is resolved, capability-checked,
+    /// numbered and audited like any call of the run, its input gate refused with
+    /// `why`, and it ends with [`ToolError::InvalidInput`] holding `why`. The tool
+    /// does not run, and nothing is recorded to a cassette.
+    pub fn refuse(
+        &self,
+        key: &str,
+        input: Value,
+        ctx: &ToolContext,
+        why: crate::validate::ValidationIssue,
+    ) -> CallReport {
+        self.inner
+            .runtime
+            .refuse_report_in(Some(&self.inner.state), key, input, ctx, why)
+    }
+
     /// Performs an [`Operation`] through the door as a call of this run (see
     /// [`Runtime::perform`]).
     pub async fn perform<'a, X, I, V, F, Fut>(

@@ -19,7 +19,8 @@
 //! the HTTP front knows it), and it expires after
 //! [`ELICITATION_TIMEOUT`](crate::client::ELICITATION_TIMEOUT). A state that does not
 //! open (forged, altered, of another request, expired) fails the request with
-//! "invalid params", before anything runs. The state is signed, not encrypted: the
+//! "invalid params", before anything runs; a tool call's is refused by the door
+//! (`Run::refuse`: the outcome `InvalidInput`, and its audit event). The state is signed, not encrypted: the
 //! client can read the answers it gave.
 //!
 //! An approval is only taken from a key the server asked in an earlier round (the

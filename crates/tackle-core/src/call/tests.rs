@@ -179,3 +179,48 @@ fn a_call_keeps_its_state_out_of_its_future() {
         "a run's call's future is {in_run} bytes"
     );
 }
+
+#[tokio::test]
+async fn a_refused_call_is_audited_and_never_runs() {
+    use crate::audit::{Execution, GateDecision, MemoryAudit};
+    use crate::validate::ValidationIssue;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let audit = Arc::new(MemoryAudit::new());
+    let rt = Arc::new(
+        runtime_with(counted_tool(runs.clone(), Some("db:write"))).with_audit(audit.clone()),
+    );
+    let run = crate::run::Run::new(&rt);
+    let why = || ValidationIssue::new("", "the request's state was altered");
+    let granted = ToolContext::new().with_grant("db:write");
+    let refused = run.refuse("t.count@1", json!({"n": 1}), &granted, why());
+    let error = refused.result.unwrap_err();
+    assert_eq!(error.kind(), ToolErrorKind::InvalidInput);
+    assert!(error.to_string().contains("altered"), "{error}");
+    assert_eq!(refused.key, "t.count@1");
+    // Without the grant, the capability gate answers first, as for any call.
+    let denied = run.refuse("t.count@1", json!({"n": 1}), &ToolContext::new(), why());
+    assert_eq!(
+        denied.result.unwrap_err().kind(),
+        ToolErrorKind::CapabilityDenied
+    );
+    let unknown = run.refuse("t.nothing@1", json!({}), &granted, why());
+    assert_eq!(unknown.result.unwrap_err().kind(), ToolErrorKind::NotFound);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool never ran");
+    let events = audit.events();
+    assert_eq!(events.len(), 3);
+    assert_eq!(
+        events[0].gates.input,
+        GateDecision::Refused("the request's state was altered".to_owned())
+    );
+    assert_eq!(events[0].gates.capability, GateDecision::Passed);
+    assert_eq!(events[0].execution, Execution::NotRun);
+    assert_eq!(
+        events[0].error.as_ref().map(|e| e.kind),
+        Some(ToolErrorKind::InvalidInput)
+    );
+    assert_eq!(
+        events[1].error.as_ref().map(|e| e.kind),
+        Some(ToolErrorKind::CapabilityDenied)
+    );
+    assert_eq!(events[1].gates.input, GateDecision::NotReached);
+}

@@ -172,15 +172,23 @@ impl ServerHandler for McpServer {
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
         // A request of the 2026-07-28 revision asks its client in rounds: its state
-        // is opened (and a forged one refused) before anything runs.
-        let rounds = self.rounds_of(
+        // is opened before anything runs, and a forged one refused by the door (its
+        // typed outcome, `InvalidInput`, and its audit event).
+        let rounds = match self.rounds_of(
             &context,
             "tools/call",
             &request.name,
             &input,
             request.request_state.take(),
             request.input_responses.take(),
-        )?;
+        ) {
+            Ok(rounds) => rounds,
+            Err(error) => {
+                let why = tackle_core::ValidationIssue::new("", error.message.to_string());
+                let _refused = Run::new(&self.runtime).refuse(key, input, &self.ctx, why);
+                return Err(error);
+            }
+        };
         if self.tasks.is_some() {
             let asks = context
                 .client_capabilities()

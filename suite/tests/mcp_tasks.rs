@@ -8,7 +8,8 @@
 //! it waits, and goes on once the decision is recorded in the store by another
 //! process (this one). A third asks its client for input (MCP 2026-07-28, over HTTP):
 //! its question outlives a killed server, and the answer, given to yet another
-//! process, reaches the process that drives it.
+//! process, reaches the process that drives it. And one client of that revision is
+//! served by two server processes in turn, sharing only the request-state key.
 
 #[path = "support/harness.rs"]
 mod harness;
@@ -90,6 +91,9 @@ fn withdraw(request_id: String, amount: i64) -> String {
     format!("withdrew {amount}")
 }
 
+/// The key every serving process of this test seals its `requestState` with.
+const STATE_KEY: &[u8] = b"the bank's request-state key, 32+ bytes long";
+
 /// Closes an account once the user confirms it (a form asked of the client).
 #[tool(namespace = "bank", side_effects = write, idempotency_key = "account")]
 async fn close_account(account: String) -> Result<String, String> {
@@ -123,6 +127,9 @@ fn serve(http: bool) -> ExitCode {
         let ctx = ToolContext::new().with_grant("*");
         let server = McpServer::new(runtime, tackle_mcp::identity!(), ctx)
             .expect("server")
+            // Every process of the test seals request states with one key.
+            .with_request_state_key(STATE_KEY)
+            .expect("key")
             .with_task_options(
                 store,
                 TaskOptions::default()
@@ -577,8 +584,25 @@ fn a_task_is_its_makers_and_cancels_while_waiting() {
     });
 }
 
+/// A serving process of this test, killed when dropped (also when the test fails).
+struct Served(std::process::Child);
+
+impl Served {
+    /// Kills it with SIGKILL, as a crash would stop it.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Starts a server on `dir` over HTTP: the process, and its MCP URL.
-fn spawn_http(dir: &Path) -> (std::process::Child, String) {
+fn spawn_http(dir: &Path) -> (Served, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
         .env(SERVE_HTTP, dir)
@@ -590,7 +614,7 @@ fn spawn_http(dir: &Path) -> (std::process::Child, String) {
     std::io::BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut url)
         .expect("its URL");
-    (child, url.trim().to_owned())
+    (Served(child), url.trim().to_owned())
 }
 
 /// A task's question (MCP 2026-07-28) is kept in the store: the server is killed
@@ -634,12 +658,11 @@ fn a_tasks_question_outlives_a_killed_server() {
             .as_object()
             .and_then(|r| r.keys().next().cloned())
             .expect("a question");
-        first.kill().expect("SIGKILL");
-        first.wait().expect("reaped");
+        first.kill();
 
         // A new server goes on with the task once the lease lapses, and asks again.
-        let (mut second, url) = spawn_http(&dir);
-        let (mut third, other) = spawn_http(&dir);
+        let (second, url) = spawn_http(&dir);
+        let (third, other) = spawn_http(&dir);
         let deadline = Instant::now() + within;
         while lines(&dir, "asked.txt").len() < 2 {
             assert!(Instant::now() < deadline, "the task never went on");
@@ -666,10 +689,70 @@ fn a_tasks_question_outlives_a_killed_server() {
         assert_eq!(done["result"]["isError"], false, "{done}");
         assert_eq!(lines(&dir, "ledger.txt"), ["close acc-1"]);
         assert_eq!(lines(&dir, "asked.txt"), ["acc-1", "acc-1"]);
-        for child in [&mut second, &mut third] {
-            child.kill().expect("SIGKILL");
-            child.wait().expect("reaped");
+        drop((second, third));
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One client of the 2026-07-28 revision served by two server processes in turn,
+/// sharing only the request-state key and the store: each call asks at one process
+/// (an `InputRequiredResult`) and is retried with the answer at the other, and every
+/// call completes, once.
+fn two_processes_take_turns_serving_one_client() {
+    let dir = std::env::temp_dir().join(format!("tackle-mcp-turns-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    tokio().block_on(async {
+        let forms = json!({"elicitation": {}});
+        let (a, url_a) = spawn_http(&dir);
+        let (b, url_b) = spawn_http(&dir);
+        let tools = stateless::post(&url_a, "tools/list", json!({}), forms.clone()).await;
+        let close = tools["result"]["tools"]
+            .as_array()
+            .and_then(|tools| {
+                tools
+                    .iter()
+                    .find_map(|t| t["name"].as_str().filter(|n| n.contains("close_account")))
+            })
+            .expect("served")
+            .to_owned();
+        for turn in 0..4 {
+            let (ask, retry) = if turn % 2 == 0 {
+                (&url_a, &url_b)
+            } else {
+                (&url_b, &url_a)
+            };
+            let account = format!("turn-{turn}");
+            let params = json!({"name": close, "arguments": {"account": account}});
+            let asked = stateless::post(ask, "tools/call", params.clone(), forms.clone()).await;
+            assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+            let key = asked["result"]["inputRequests"]
+                .as_object()
+                .and_then(|r| r.keys().next().cloned())
+                .expect("a question");
+            let mut params = params;
+            params["requestState"] = asked["result"]["requestState"].clone();
+            params["inputResponses"] =
+                json!({key: {"action": "accept", "content": {"confirm": true}}});
+            let done = stateless::post(retry, "tools/call", params, forms.clone()).await;
+            assert_eq!(done["result"]["resultType"], "complete", "{done}");
+            // Outputs are not wrapped for this revision.
+            assert_eq!(
+                done["result"]["structuredContent"],
+                json!(format!("closed {account}")),
+                "{done}"
+            );
         }
+        assert_eq!(
+            lines(&dir, "ledger.txt"),
+            [
+                "close turn-0",
+                "close turn-1",
+                "close turn-2",
+                "close turn-3"
+            ]
+        );
+        drop((a, b));
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -703,6 +786,10 @@ fn main() -> ExitCode {
         (
             "a_tasks_question_outlives_a_killed_server",
             a_tasks_question_outlives_a_killed_server,
+        ),
+        (
+            "two_processes_take_turns_serving_one_client",
+            two_processes_take_turns_serving_one_client,
         ),
     ])
 }

@@ -532,6 +532,171 @@ async fn approvals_wait_across_processes_and_each_decision_binds_its_own_call() 
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A run that checks its decisions' signatures: decisions signed with its key are
+/// taken; a signed rejection turned into an approval in the store refuses its call at
+/// the door (`ApprovalDenied`, with the audit event naming the failed check), and the
+/// attempt ends with `ForgedDecision`, the run failed. Nothing the forged decision
+/// covers runs.
+#[tokio::test]
+async fn a_signed_decision_edited_in_the_store_is_refused() {
+    use tackle::audit::{GateDecision, MemoryAudit};
+    use tackle::durable::{ApprovalKey, DurableOptions};
+    let _one = SERIAL.lock().await;
+    REFUNDS.lock().unwrap().clear();
+    let key = || ApprovalKey::new("ops-2026", *b"a secret of the operators, 32+ b").unwrap();
+    let options = || DurableOptions::new().with_approval_key(key());
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run =
+        DurableRun::start_with(store.clone(), "signed", "Refund o-1 and o-2.", options()).unwrap();
+    let runtime = inventory();
+    run.drive(&runtime, &approving_skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
+    drop(run);
+    let pending = DurableRun::pending_approvals(&*store, "signed").unwrap();
+    assert_eq!(pending.len(), 2);
+    for request in &pending {
+        let decision = if request.arguments.contains("99900") {
+            Decision::Reject {
+                reason: "too large".into(),
+            }
+        } else {
+            Decision::Approve
+        };
+        DurableRun::decide_signed(&*store, "signed", request, decision, &key()).unwrap();
+    }
+    // Someone with write access to the store turns the rejection into an approval.
+    let mut record = store.load("signed").unwrap().unwrap();
+    let rejected = record
+        .decisions
+        .iter_mut()
+        .find(|d| d.request.arguments.contains("99900"))
+        .unwrap();
+    assert!(rejected.signature.is_some());
+    rejected.decision = Decision::Approve;
+    store.save(&record, &[]).unwrap();
+
+    let audit = Arc::new(MemoryAudit::new());
+    let runtime = Arc::new(
+        Runtime::from_inventory_in(module_path!())
+            .unwrap()
+            .with_audit(audit.clone()),
+    );
+    let run = DurableRun::resume_with(store.clone(), "signed", options()).unwrap();
+    let ended = run
+        .drive(&runtime, &approving_skill(&runtime), &ctx(), None)
+        .await;
+    match ended {
+        Err(DurableError::ForgedDecision { run_id, key, why }) => {
+            assert_eq!(run_id, "signed");
+            assert_eq!(key, "bank.refund@1");
+            assert_eq!(why, tackle::durable::SignatureError::Mismatch);
+        }
+        other => panic!("a forged decision ends the attempt: {other:?}"),
+    }
+    assert_eq!(
+        *REFUNDS.lock().unwrap(),
+        ["o-1:1000"],
+        "the signed approval ran; the forged one did not"
+    );
+    let refused: Vec<_> = audit
+        .events()
+        .into_iter()
+        .filter(|e| matches!(&e.gates.approval, GateDecision::Refused(why) if why.contains("not signed by the approval key `ops-2026`")))
+        .collect();
+    assert_eq!(refused.len(), 1, "{:?}", audit.events());
+    assert_eq!(
+        refused[0].error.as_ref().map(|e| e.kind),
+        Some(tackle::ToolErrorKind::ApprovalDenied)
+    );
+    assert!(matches!(
+        store.load("signed").unwrap().unwrap().status,
+        RunStatus::Failed { error } if error.contains("not signed by its approval key")
+    ));
+}
+
+/// Rules decide before a person is asked: a small refund is approved and a large one
+/// denied by the policy, each decision recorded with its reason and signed with the
+/// run's key; nothing waits. A policy that panics leaves the call to a person.
+#[tokio::test]
+async fn a_policy_decides_before_a_person_and_its_decisions_are_recorded() {
+    use tackle::durable::{ApprovalKey, DurableOptions, PolicyDecision};
+    let _one = SERIAL.lock().await;
+    REFUNDS.lock().unwrap().clear();
+    let key = ApprovalKey::new("ops-2026", *b"a secret of the operators, 32+ b").unwrap();
+    let rules = |request: &tackle::approval::ApprovalRequest| {
+        let cents = request.input["cents"].as_u64().unwrap_or(u64::MAX);
+        if request.key.starts_with("bank.refund@") && cents <= 5_000 {
+            PolicyDecision::Approve {
+                reason: "a refund of at most 50.00".into(),
+            }
+        } else if cents > 50_000 {
+            PolicyDecision::Deny {
+                reason: "over the automatic limit".into(),
+            }
+        } else {
+            PolicyDecision::Ask
+        }
+    };
+    let options = DurableOptions::new()
+        .with_approval_key(key.clone())
+        .with_approval_policy(rules);
+    let store: Arc<dyn RunStore> = Arc::new(MemoryStore::default());
+    let run =
+        DurableRun::start_with(store.clone(), "ruled", "Refund o-1 and o-2.", options).unwrap();
+    let runtime = inventory();
+    let end = run
+        .drive(&runtime, &approving_skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
+    assert!(end.done, "nothing waits for a person");
+    assert_eq!(*REFUNDS.lock().unwrap(), ["o-1:1000"]);
+    assert!(
+        end.final_answer
+            .unwrap()
+            .contains("over the automatic limit"),
+        "the model reads the policy's reason"
+    );
+    let record = store.load("ruled").unwrap().unwrap();
+    let mut by: Vec<&str> = record
+        .decisions
+        .iter()
+        .map(|d| d.decided_by.as_deref().unwrap_or("a person"))
+        .collect();
+    by.sort_unstable();
+    assert_eq!(
+        by,
+        [
+            "policy: a refund of at most 50.00",
+            "policy: over the automatic limit"
+        ]
+    );
+    for decision in &record.decisions {
+        assert_eq!(key.verify("ruled", decision), Ok(()), "{decision:?}");
+    }
+
+    // A policy that panics asks a person: the refunds wait.
+    REFUNDS.lock().unwrap().clear();
+    let panics =
+        |_: &tackle::approval::ApprovalRequest| -> PolicyDecision { panic!("the rules broke") };
+    let options = DurableOptions::new().with_approval_policy(panics);
+    let run = DurableRun::start_with(
+        store.clone(),
+        "broken-rules",
+        "Refund o-1 and o-2.",
+        options,
+    )
+    .unwrap();
+    run.drive(&runtime, &approving_skill(&runtime), &ctx(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load("broken-rules").unwrap().unwrap().status,
+        RunStatus::AwaitingApproval
+    );
+    assert!(REFUNDS.lock().unwrap().is_empty());
+}
+
 /// A shipment's outcome, as the shipping skill answers it.
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, tackle::SkillState)]
 struct Shipment {

@@ -9,8 +9,8 @@
 //! |---|---|
 //! | `list [--json]` | every run: status, attempts, steps, who holds it |
 //! | `show RUN [--json]` | one run: its task, steps, pending approvals (each named by its request id), calls of unknown outcome |
-//! | `approve RUN REQUEST` | approves the pending request `REQUEST` (its id, as `show` prints it) |
-//! | `reject RUN REQUEST --reason TEXT` | rejects it; the model reads the reason |
+//! | `approve RUN REQUEST [--key-file PATH]` | approves the pending request `REQUEST` (its id, as `show` prints it), signed with the approval key in `PATH` when given |
+//! | `reject RUN REQUEST --reason TEXT [--key-file PATH]` | rejects it; the model reads the reason |
 //! | `resolve RUN ATTEMPT/CALL (--output JSON \| --failed TEXT \| --retry)` | says what became of a call of unknown outcome |
 //! | `export RUN FILE` | writes the run's journal as a cassette that replays it offline |
 //! | `backup FILE` | a consistent copy of the store (SQLite's online backup, write-ahead log included) |
@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use serde_json::{json, Value};
 use tackle_agent::durable::{
-    Decision, DurableError, DurableRun, InFlight, Resolution, RunRecord, RunStatus, RunStore,
-    StoreError,
+    ApprovalKey, Decision, DurableError, DurableRun, InFlight, Resolution, RunRecord, RunStatus,
+    RunStore, StoreError,
 };
 use tackle_sqlite::SqliteStore;
 
@@ -66,6 +66,11 @@ pub(crate) enum RunsCommand {
         run: String,
         /// The request's id, as `show` prints it.
         request: String,
+        /// Sign the decision with the approval key in this file (its bytes, a
+        /// trailing newline left out; at least 32), named by the file's stem: what a
+        /// run that checks signatures requires.
+        #[arg(long, value_name = "PATH")]
+        key_file: Option<PathBuf>,
     },
     /// Reject a pending request (its id, as `show` prints it); the model reads the
     /// reason.
@@ -77,6 +82,9 @@ pub(crate) enum RunsCommand {
         /// Why: what the model is told.
         #[arg(long)]
         reason: String,
+        /// Sign the decision with the approval key in this file (as for `approve`).
+        #[arg(long, value_name = "PATH")]
+        key_file: Option<PathBuf>,
     },
     /// Say what became of a call of unknown outcome (`ATTEMPT/CALL`, as `show` names
     /// it): it happened with an output, it failed, or run it again.
@@ -187,12 +195,23 @@ pub(crate) fn execute(path: &Path, command: RunsCommand) -> Result<Exit, CliErro
     match command {
         RunsCommand::List { json } => list(&store, json),
         RunsCommand::Show { run, json } => show(&store, &run, json),
-        RunsCommand::Approve { run, request } => decide(&store, &run, &request, Decision::Approve),
+        RunsCommand::Approve {
+            run,
+            request,
+            key_file,
+        } => decide(&store, &run, &request, Decision::Approve, key_file),
         RunsCommand::Reject {
             run,
             request,
             reason,
-        } => decide(&store, &run, &request, Decision::Reject { reason }),
+            key_file,
+        } => decide(
+            &store,
+            &run,
+            &request,
+            Decision::Reject { reason },
+            key_file,
+        ),
         RunsCommand::Resolve {
             run,
             call,
@@ -314,7 +333,19 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
             Decision::Approve => "approved".to_owned(),
             Decision::Reject { reason } => format!("rejected: {reason}"),
         };
-        say!("decided: {} {} {what}", d.request.key, d.request.arguments);
+        let mut signed = d
+            .signature
+            .as_ref()
+            .map(|s| format!(" (signed with `{}`)", s.key_id))
+            .unwrap_or_default();
+        if let Some(by) = &d.decided_by {
+            signed.push_str(&format!(" (by {by})"));
+        }
+        say!(
+            "decided: {} {} {what}{signed}",
+            d.request.key,
+            d.request.arguments
+        );
     }
     if let RunStatus::UnknownOutcome { calls } = &record.status {
         say!("calls of unknown outcome:");
@@ -325,7 +356,34 @@ fn show(store: &SqliteStore, run: &str, json: bool) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-fn decide(store: &SqliteStore, run: &str, id: &str, decision: Decision) -> Result<Exit, CliError> {
+/// The approval key in `path`: its bytes (a trailing newline left out), named by the
+/// file's stem.
+fn approval_key(path: &Path) -> Result<ApprovalKey, CliError> {
+    let mut secret = std::fs::read(path).map_err(|e| {
+        CliError::new(
+            Exit::Io,
+            format!("the key file {} could not be read: {e}", path.display()),
+        )
+    })?;
+    while secret.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        secret.pop();
+    }
+    let id = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    ApprovalKey::new(id, secret)
+        .map_err(|e| CliError::new(Exit::Usage, format!("the key file {}: {e}", path.display())))
+}
+
+fn decide(
+    store: &SqliteStore,
+    run: &str,
+    id: &str,
+    decision: Decision,
+    key_file: Option<PathBuf>,
+) -> Result<Exit, CliError> {
+    let key = key_file.as_deref().map(approval_key).transpose()?;
     let record = load(store, run)?;
     let request = record
         .pending
@@ -340,12 +398,24 @@ fn decide(store: &SqliteStore, run: &str, id: &str, decision: Decision) -> Resul
                 ),
             )
         })?;
-    DurableRun::decide(store, run, request, decision.clone()).map_err(durable_error)?;
+    match &key {
+        Some(key) => DurableRun::decide_signed(store, run, request, decision.clone(), key),
+        None => DurableRun::decide(store, run, request, decision.clone()),
+    }
+    .map_err(durable_error)?;
     let verb = match decision {
         Decision::Approve => "approved",
         Decision::Reject { .. } => "rejected",
     };
-    say!("{verb} {} {}", request.key, request.arguments);
+    match &key {
+        Some(key) => say!(
+            "{verb} {} {} (signed with `{}`)",
+            request.key,
+            request.arguments,
+            key.id()
+        ),
+        None => say!("{verb} {} {}", request.key, request.arguments),
+    }
     Ok(Exit::Success)
 }
 

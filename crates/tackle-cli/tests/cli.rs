@@ -811,6 +811,61 @@ fn runs_commands() {
     assert!(text.contains("approved (used)"), "{text}");
     assert!(text.contains("answer: Wired 500."), "{text}");
 
+    // A run that checks signatures (a store of its own): approved with the key file,
+    // it goes on.
+    let signed_db = dir.join("signed.db");
+    let signed_arg = signed_db.to_str().unwrap();
+    let key_file = dir.join("ops.key");
+    std::fs::write(&key_file, "a secret the operators keep, 32+ bytes\n").expect("key");
+    let key = || {
+        tackle::durable::ApprovalKey::new("ops", "a secret the operators keep, 32+ bytes").unwrap()
+    };
+    let signed_options = || tackle::durable::DurableOptions::new().with_approval_key(key());
+    {
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&signed_db).expect("store"));
+        let run = DurableRun::start_with(store.clone(), "r-3", "Wire 500.", signed_options())
+            .expect("start");
+        let state = tokio
+            .block_on(run.drive(&runtime, &wire_skill(), &ctx, None))
+            .expect("a step");
+        assert!(!state.done, "the wire waits for approval");
+    }
+    let store = SqliteStore::open(&signed_db).expect("store");
+    let pending = DurableRun::pending_approvals(&store, "r-3").expect("pending");
+    drop(store);
+    let short = dir.join("short.key");
+    std::fs::write(&short, "too short").expect("key");
+    let approve = |file: &std::path::Path| {
+        let args = [
+            "runs",
+            "--store",
+            signed_arg,
+            "approve",
+            "r-3",
+            &pending[0].binding,
+            "--key-file",
+            file.to_str().unwrap(),
+        ];
+        cargo_tackle(&args, "")
+    };
+    let out = approve(&short);
+    assert_eq!(code(&out), 2, "a short key: {}", stderr(&out));
+    let out = approve(&key_file);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("(signed with `ops`)"),
+        "{}",
+        stdout(&out)
+    );
+    {
+        let store: Arc<dyn RunStore> = Arc::new(SqliteStore::open(&signed_db).expect("store"));
+        let run = DurableRun::resume_with(store.clone(), "r-3", signed_options()).expect("resume");
+        let state = tokio
+            .block_on(run.drive(&runtime, &wire_skill(), &ctx, None))
+            .expect("a signed approval is taken");
+        assert_eq!(state.final_answer.as_deref(), Some("Wired 500."));
+    }
+
     let out = cargo_tackle(&["runs", "--store", db_arg, "show", "r-2"], "");
     assert!(stdout(&out).contains("1/5 demo.note@1"), "{}", stdout(&out));
     let resolve = |call: &str, how: &[&str]| {

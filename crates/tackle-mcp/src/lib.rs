@@ -42,7 +42,7 @@ pub mod resources;
 pub mod rounds;
 pub mod server;
 pub mod stdio;
-mod task_input;
+pub mod task_input;
 pub mod tasks;
 pub mod trace;
 

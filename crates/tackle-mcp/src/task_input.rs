@@ -35,7 +35,7 @@ use tokio::sync::Notify;
 use crate::client::ClientError;
 
 /// The prefix of a task's inbox in the run store.
-pub(crate) const INPUT_PREFIX: &str = "mcp-input-";
+pub const INPUT_PREFIX: &str = "mcp-input-";
 
 /// How many times a write to the inbox is tried when another writer got there first.
 const WRITE_TRIES: usize = 16;

@@ -681,6 +681,8 @@ async fn decide(handle: &Handle, request: PendingApproval, decision: Decision) {
                 request,
                 decision,
                 used: false,
+                signature: None,
+                decided_by: None,
             },
             WorkflowSignalOptions::default(),
         )

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tackle_core::approval::{ApprovalFuture, ApprovalRequest, Approver};
 
 use super::attempt::Attempt;
-use super::store::{Decision, PendingApproval};
+use super::policy::PolicyDecision;
+use super::store::{ApprovalRecord, Decision, PendingApproval};
 
 /// Where a paused run's approvals live: the decisions made for its calls, and the
 /// requests still waiting for one.
@@ -70,15 +71,66 @@ pub(super) struct RunBook {
     pub(super) attempt: Arc<Attempt>,
 }
 
+impl RunBook {
+    /// The run's policy's decision on `request`, recorded (with its reason, signed
+    /// when the run has a key); `None` when there is no policy or it asks a person.
+    fn by_policy(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String> {
+        let Some(policy) = &self.attempt.options.approval_policy else {
+            return Ok(None);
+        };
+        let (decision, reason) = match super::policy::review(policy, request) {
+            PolicyDecision::Ask => return Ok(None),
+            PolicyDecision::Approve { reason } => (Decision::Approve, reason),
+            PolicyDecision::Deny { reason } => (
+                Decision::Reject {
+                    reason: reason.clone(),
+                },
+                reason,
+            ),
+        };
+        let pending = PendingApproval::of(request);
+        let key = self.attempt.options.approval_key.clone();
+        self.attempt
+            .save(false, |record| {
+                let signature = key
+                    .as_ref()
+                    .map(|key| key.sign(&record.run_id, &pending, &decision));
+                record.decisions.push(ApprovalRecord {
+                    request: pending.clone(),
+                    decision: decision.clone(),
+                    // An approval is used by this call, now.
+                    used: decision == Decision::Approve,
+                    signature,
+                    decided_by: Some(format!("policy: {reason}")),
+                });
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Some(decision))
+    }
+}
+
 impl ApprovalBook for RunBook {
     fn decide(&self, request: &ApprovalRequest) -> Result<Option<Decision>, String> {
-        let decided = self
-            .attempt
-            .record()
-            .decisions
-            .iter()
-            .find(|d| d.answers(request))
-            .map(|d| d.decision.clone());
+        let decided = {
+            let record = self.attempt.record();
+            let Some(found) = record.decisions.iter().find(|d| d.answers(request)) else {
+                drop(record);
+                return self.by_policy(request);
+            };
+            // A run with an approval key takes only decisions signed with it.
+            if let Some(key) = &self.attempt.options.approval_key {
+                if let Err(why) = key.verify(&record.run_id, found) {
+                    let refusal = format!(
+                        "the stored decision on this call is not signed by the approval key `{}`: {why}",
+                        key.id()
+                    );
+                    drop(record);
+                    self.attempt.forged(&request.key, why);
+                    return Err(refusal);
+                }
+            }
+            Some(found.decision.clone())
+        };
         if decided != Some(Decision::Approve) {
             return Ok(decided);
         }

@@ -46,6 +46,10 @@ pub(super) struct Attempt {
     pub(super) permits: Mutex<Vec<(String, String)>>,
     /// Writes of a restored run held as unknown outcomes in this attempt.
     pub(super) held: Mutex<Vec<InFlight>>,
+    /// The first stored decision that did not verify with the run's approval key
+    /// (its tool's key, and why): the attempt ends with
+    /// [`DurableError::ForgedDecision`].
+    pub(super) forged: Mutex<Option<(String, super::SignatureError)>>,
 }
 
 impl Attempt {
@@ -68,6 +72,7 @@ impl Attempt {
             unnoted: Mutex::new(Vec::new()),
             permits: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
+            forged: Mutex::new(None),
         })
     }
 
@@ -142,6 +147,26 @@ impl Attempt {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Notes a stored decision on `key` that did not verify (the first one stays).
+    pub(super) fn forged(&self, key: &str, why: super::SignatureError) {
+        self.forged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert((key.to_owned(), why));
+    }
+
+    /// The error of an attempt that met a forged decision, if it did.
+    pub(super) fn forgery(&self) -> Option<DurableError> {
+        let forged = self.forged.lock().unwrap_or_else(PoisonError::into_inner);
+        forged
+            .as_ref()
+            .map(|(key, why)| DurableError::ForgedDecision {
+                run_id: self.record().run_id.clone(),
+                key: key.clone(),
+                why: why.clone(),
+            })
     }
 
     pub(super) fn fail(&self, message: String) {

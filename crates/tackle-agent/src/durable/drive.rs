@@ -122,6 +122,9 @@ impl DurableRun {
             // Someone else holds the run now: nothing of ours is saved.
             return Err(self.lost()?);
         }
+        if let Some(forged) = self.attempt.forgery() {
+            return Err(self.forged(forged)?);
+        }
         let mut result = match outcome {
             Ok(state) => Ok(state),
             Err(error) => Err(DurableError::Agent(error)),
@@ -190,6 +193,9 @@ impl DurableRun {
         if self.attempt.lost.is_cancelled() {
             return Err(self.lost()?);
         }
+        if let Some(forged) = self.attempt.forgery() {
+            return Err(self.forged(forged)?);
+        }
         let mut status = RunStatus::Running;
         self.attempt.save(true, |record| {
             record.status = if !record.pending.is_empty() {
@@ -205,6 +211,18 @@ impl DurableRun {
             status = record.status.clone();
         })?;
         Ok(status)
+    }
+
+    /// Ends an attempt that met a decision its approval key does not verify: status
+    /// `failed` with the error, which it gives back.
+    fn forged(&self, forged: DurableError) -> Result<DurableError, DurableError> {
+        let error = forged.to_string();
+        self.attempt.save(true, |record| {
+            record.status = RunStatus::Failed {
+                error: error.clone(),
+            };
+        })?;
+        Ok(forged)
     }
 
     /// Why this attempt lost the run: who holds it now (or a conflict, once let go).

@@ -120,6 +120,18 @@ pub enum DurableError {
         /// The arguments.
         arguments: String,
     },
+    /// A decision in the run's store does not verify with the run's approval key
+    /// (unsigned, another key's, or edited: see [`super::signing`]): its call was
+    /// refused, and the run stops as `failed`.
+    #[error("the run `{run_id}` holds a decision on `{key}` that is not signed by its approval key: {why}")]
+    ForgedDecision {
+        /// The id.
+        run_id: String,
+        /// The tool's key.
+        key: String,
+        /// Why it does not verify.
+        why: super::SignatureError,
+    },
     /// The agent failed (the run's status is then `failed`).
     #[error(transparent)]
     Agent(#[from] AgentError),

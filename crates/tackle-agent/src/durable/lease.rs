@@ -54,10 +54,25 @@ pub(super) fn held_by_other(record: &RunRecord, holder: &str, now: u64) -> Optio
 }
 
 /// Options of a durable run's attempt.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct DurableOptions {
     pub(super) lease: Duration,
     pub(super) holder: String,
+    /// The key every decision the run takes must be signed with, when set.
+    pub(super) approval_key: Option<std::sync::Arc<super::ApprovalKey>>,
+    /// The rules that decide calls before a person is asked, when set.
+    pub(super) approval_policy: Option<std::sync::Arc<dyn super::ApprovalPolicy>>,
+}
+
+impl std::fmt::Debug for DurableOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableOptions")
+            .field("lease", &self.lease)
+            .field("holder", &self.holder)
+            .field("approval_key", &self.approval_key)
+            .field("approval_policy", &self.approval_policy.is_some())
+            .finish()
+    }
 }
 
 impl Default for DurableOptions {
@@ -65,6 +80,8 @@ impl Default for DurableOptions {
         DurableOptions {
             lease: DEFAULT_LEASE,
             holder: holder_name(),
+            approval_key: None,
+            approval_policy: None,
         }
     }
 }
@@ -88,6 +105,25 @@ impl DurableOptions {
     /// process refused with [`DurableError::Held`].
     pub fn with_holder(mut self, holder: impl Into<String>) -> DurableOptions {
         self.holder = holder.into();
+        self
+    }
+
+    /// Takes only approval decisions signed with `key` (see
+    /// [`signing`](super::signing)): a decision in the store that does not verify
+    /// refuses its call, and the attempt ends with
+    /// [`DurableError::ForgedDecision`](super::DurableError::ForgedDecision).
+    pub fn with_approval_key(mut self, key: super::ApprovalKey) -> DurableOptions {
+        self.approval_key = Some(std::sync::Arc::new(key));
+        self
+    }
+
+    /// Asks `policy` about each call that needs approval and has no decision yet,
+    /// before a person is asked (see [`policy`](super::policy)).
+    pub fn with_approval_policy(
+        mut self,
+        policy: impl super::ApprovalPolicy + 'static,
+    ) -> DurableOptions {
+        self.approval_policy = Some(std::sync::Arc::new(policy));
         self
     }
 

@@ -108,6 +108,8 @@ mod lease;
 mod memory;
 mod open;
 mod operator;
+pub mod policy;
+pub mod signing;
 mod store;
 
 use std::sync::Arc;
@@ -123,6 +125,8 @@ pub use approvals::{ApprovalBook, PausingApprover};
 pub use error::DurableError;
 pub use lease::DurableOptions;
 pub use memory::MemoryStore;
+pub use policy::{ApprovalPolicy, PolicyDecision};
+pub use signing::{ApprovalKey, DecisionSignature, SignatureError};
 pub use store::{
     ApprovalRecord, Decision, InFlight, JournalEntry, Lease, PendingApproval, Resolution, Restored,
     RunRecord, RunStatus, RunStore, StoreError,

@@ -158,6 +158,30 @@ impl DurableRun {
         request: &PendingApproval,
         decision: Decision,
     ) -> Result<(), DurableError> {
+        Self::record_decision(store, run_id, request, decision, None)
+    }
+
+    /// [`decide`](Self::decide), the decision signed with `key` over the run's id,
+    /// the request and the decision (see [`super::signing`]): what a run opened with
+    /// [`DurableOptions::with_approval_key`](super::DurableOptions::with_approval_key)
+    /// requires.
+    pub fn decide_signed(
+        store: &dyn RunStore,
+        run_id: &str,
+        request: &PendingApproval,
+        decision: Decision,
+        key: &super::ApprovalKey,
+    ) -> Result<(), DurableError> {
+        Self::record_decision(store, run_id, request, decision, Some(key))
+    }
+
+    fn record_decision(
+        store: &dyn RunStore,
+        run_id: &str,
+        request: &PendingApproval,
+        decision: Decision,
+        key: Option<&super::ApprovalKey>,
+    ) -> Result<(), DurableError> {
         update(
             store,
             run_id,
@@ -172,10 +196,13 @@ impl DurableRun {
                         arguments: request.arguments.clone(),
                     })?;
                 let request = record.pending.remove(at);
+                let signature = key.map(|key| key.sign(run_id, &request, &decision));
                 record.decisions.push(ApprovalRecord {
                     request,
                     decision: decision.clone(),
                     used: false,
+                    signature,
+                    decided_by: None,
                 });
                 if record.pending.is_empty() && record.status == RunStatus::AwaitingApproval {
                     record.status = RunStatus::Paused;

@@ -217,6 +217,15 @@ pub struct ApprovalRecord {
     /// rejection stands: a repeat of the rejected call is refused with its reason.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub used: bool,
+    /// Who made the decision, proven: its signature with an
+    /// [`ApprovalKey`](super::ApprovalKey) (see [`super::signing`]). `None` for a
+    /// decision recorded unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<super::signing::DecisionSignature>,
+    /// Who decided, when not a person: `policy: <reason>` for a decision of the
+    /// run's [`ApprovalPolicy`](super::ApprovalPolicy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 impl ApprovalRecord {

@@ -328,9 +328,8 @@ fn test_logging_tool() -> String {
     "Logged once, for clients that asked for logs".to_owned()
 }
 
-/// Greets the user by the name they give (an elicitation under the key `user_name`).
-#[tool(namespace = "test", side_effects = none)]
-async fn test_input_required_result_elicitation() -> Result<String, String> {
+/// Asks the user's name (under the key `user_name`) and greets them.
+async fn greeted_by_name() -> Result<String, String> {
     let client = Client::current().ok_or("not served over MCP")?;
     let answer = client
         .elicit_as("user_name", "What is your name?", name_form())
@@ -341,6 +340,12 @@ async fn test_input_required_result_elicitation() -> Result<String, String> {
         "Hello, {}!",
         content["name"].as_str().unwrap_or("stranger")
     ))
+}
+
+/// Greets the user by the name they give (an elicitation under the key `user_name`).
+#[tool(namespace = "test", side_effects = none)]
+async fn test_input_required_result_elicitation() -> Result<String, String> {
+    greeted_by_name().await
 }
 
 /// Asks the client's model a question.
@@ -556,16 +561,7 @@ async fn multi_input() -> Result<String, String> {
 /// greets them from its task.
 #[tool(namespace = "work", side_effects = none)]
 async fn test_tool_with_task() -> Result<String, String> {
-    let client = Client::current().ok_or("not served over MCP")?;
-    let answer = client
-        .elicit_as("user_name", "What is your name?", name_form())
-        .await
-        .map_err(|e| e.to_string())?;
-    let content = accepted(answer)?;
-    Ok(format!(
-        "Hello, {}!",
-        content["name"].as_str().unwrap_or("stranger")
-    ))
+    greeted_by_name().await
 }
 
 /// A tool one of whose arguments travels in an HTTP header too (`Mcp-Param-Value`,

@@ -617,6 +617,20 @@ fn spawn_http(dir: &Path) -> (Served, String) {
     (Served(child), url.trim().to_owned())
 }
 
+/// The name the server at `url` serves `bank.close_account` under.
+async fn close_account_at(url: &str) -> String {
+    let tools = stateless::post(url, "tools/list", json!({}), json!({})).await;
+    tools["result"]["tools"]
+        .as_array()
+        .and_then(|tools| {
+            tools
+                .iter()
+                .find_map(|t| t["name"].as_str().filter(|n| n.contains("close_account")))
+        })
+        .unwrap_or_else(|| panic!("served: {tools}"))
+        .to_owned()
+}
+
 /// A task's question (MCP 2026-07-28) is kept in the store: the server is killed
 /// while the task waits for the answer, a new server goes on with the task and asks
 /// again, a third process takes the answer (`tasks/update`), and the task completes
@@ -629,16 +643,7 @@ fn a_tasks_question_outlives_a_killed_server() {
         let client = stateless::tasks_extension(json!({"elicitation": {}}));
         let within = Duration::from_secs(30);
         let (mut first, url) = spawn_http(&dir);
-        let tools = stateless::post(&url, "tools/list", json!({}), client.clone()).await;
-        let close = tools["result"]["tools"]
-            .as_array()
-            .and_then(|tools| {
-                tools
-                    .iter()
-                    .find_map(|t| t["name"].as_str().filter(|n| n.contains("close_account")))
-            })
-            .expect("served")
-            .to_owned();
+        let close = close_account_at(&url).await;
         let made = stateless::post(
             &url,
             "tools/call",
@@ -706,16 +711,7 @@ fn two_processes_take_turns_serving_one_client() {
         let forms = json!({"elicitation": {}});
         let (a, url_a) = spawn_http(&dir);
         let (b, url_b) = spawn_http(&dir);
-        let tools = stateless::post(&url_a, "tools/list", json!({}), forms.clone()).await;
-        let close = tools["result"]["tools"]
-            .as_array()
-            .and_then(|tools| {
-                tools
-                    .iter()
-                    .find_map(|t| t["name"].as_str().filter(|n| n.contains("close_account")))
-            })
-            .expect("served")
-            .to_owned();
+        let close = close_account_at(&url_a).await;
         for turn in 0..4 {
             let (ask, retry) = if turn % 2 == 0 {
                 (&url_a, &url_b)

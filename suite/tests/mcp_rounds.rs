@@ -722,3 +722,84 @@ async fn a_tools_first_questions_come_before_its_task() {
     );
     http.shutdown().await;
 }
+
+/// Asks the client's model through the door (the operation
+/// `llm.mcp-client.complete@sampling`), on the runtime its context holds.
+#[tool(namespace = "rounds", side_effects = none)]
+async fn ponder(ctx: &ToolContext) -> Result<String, String> {
+    use tackle::agent::model::{complete, completion, ChatRequest, Message};
+    let runtime = ctx.resource::<Arc<Runtime>>().map_err(|e| e.to_string())?;
+    let model = Client::current().ok_or("not served over MCP")?.model();
+    let request = ChatRequest {
+        messages: vec![Message::user("Ponder.")],
+        ..ChatRequest::default()
+    };
+    let run = tackle::Run::new(&runtime);
+    let reply = complete(&run, &completion(&model), &model, &request, ctx)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(reply.text)
+}
+
+/// A model call a tool makes of the client (sampling, through the door) asks in a
+/// round as a form does: the first request answers with the sampling request, the
+/// retry with the client's completion completes, and each round's model call is in
+/// the audit with the door's outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_call_of_the_client_asks_in_rounds_through_the_door() {
+    let audit = Arc::new(MemoryAudit::new());
+    let runtime = Arc::new(
+        Runtime::from_inventory_in(module_path!())
+            .unwrap()
+            .with_audit(audit.clone()),
+    );
+    let ctx = ToolContext::new()
+        .with_grant("llm:mcp-client")
+        .with_resource(Arc::clone(&runtime));
+    let server = McpServer::new(runtime, Identity::new("rounds", "1"), ctx)
+        .unwrap()
+        .with_bare_names()
+        .unwrap();
+    let http = tackle_mcp::serve_http(server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let sampling = json!({"sampling": {}});
+    let first = post(
+        &url,
+        "tools/call",
+        json!({"name": "ponder", "arguments": {}}),
+        sampling.clone(),
+    )
+    .await;
+    let asked = &first["result"]["inputRequests"]["sampling-1"];
+    assert_eq!(asked["method"], "sampling/createMessage", "{first}");
+    assert_eq!(
+        asked["params"]["messages"][0]["content"]["text"], "Ponder.",
+        "{first}"
+    );
+    let answer = json!({"role": "assistant", "model": "client-model", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "Deep thoughts."}});
+    let done = post(
+        &url,
+        "tools/call",
+        json!({"name": "ponder", "arguments": {},
+            "requestState": first["result"]["requestState"],
+            "inputResponses": {"sampling-1": answer}}),
+        sampling,
+    )
+    .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Deep thoughts.",
+        "{done}"
+    );
+    let completions: Vec<_> = audit
+        .events()
+        .into_iter()
+        .filter(|e| e.key == "llm.mcp-client.complete@sampling")
+        .collect();
+    assert_eq!(completions.len(), 2, "one a round: {completions:?}");
+    assert!(completions[0].error.is_some(), "the first round asked");
+    assert!(completions[1].error.is_none(), "the second was answered");
+    http.shutdown().await;
+}

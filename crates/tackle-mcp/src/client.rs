@@ -265,7 +265,7 @@ impl Client {
                 Ok(answer) => Err(ClientError::Failed(format!(
                     "the client's answer to `{key}` is not an object: {answer}"
                 ))),
-                Err(error) => Err(error),
+                Err(error) => Err(ClientError::Failed(error)),
             });
         }
         let rounds = self.rounds.as_ref()?;

@@ -32,8 +32,6 @@ use serde_json::Value;
 use tackle_agent::durable::{RunRecord, RunStore, StoreError};
 use tokio::sync::Notify;
 
-use crate::client::ClientError;
-
 /// The prefix of a task's inbox in the run store.
 pub const INPUT_PREFIX: &str = "mcp-input-";
 
@@ -222,13 +220,14 @@ impl TaskInbox {
 
     /// The answer to `question` under `key`: at once when it has one (a `bound`
     /// answer, an approval, only when the server asked `key`), else once the client
-    /// answers it. A question left unanswered past the inbox's patience fails.
+    /// answers it. A question left unanswered past the inbox's patience fails, as
+    /// one that could not be kept: why.
     pub(crate) async fn ask(
         &self,
         key: &str,
         bound: bool,
         question: Value,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Value, String> {
         let store = Arc::clone(&self.store);
         let (id, owned_key) = (self.id.clone(), key.to_owned());
         let asked = tokio::task::spawn_blocking(move || {
@@ -244,9 +243,7 @@ impl TaskInbox {
             })
         })
         .await
-        .map_err(|e| ClientError::Failed(e.to_string()))?
-        .map_err(ClientError::Failed)?
-        .map_err(ClientError::Failed)?;
+        .map_err(|e| e.to_string())???;
         if let Some(answer) = asked {
             return Ok(answer);
         }
@@ -259,8 +256,7 @@ impl TaskInbox {
                 let id = self.id.clone();
                 let inbox = tokio::task::spawn_blocking(move || read(&*store, &id))
                     .await
-                    .map_err(|e| ClientError::Failed(e.to_string()))?
-                    .map_err(ClientError::Failed)?;
+                    .map_err(|e| e.to_string())??;
                 if let Some(answer) = usable(&inbox, key, bound) {
                     return Ok(answer);
                 }
@@ -272,10 +268,10 @@ impl TaskInbox {
         };
         match tokio::time::timeout(self.patience, wait).await {
             Ok(answer) => answer,
-            Err(_) => Err(ClientError::Failed(format!(
+            Err(_) => Err(format!(
                 "the client did not answer `{key}` within {} s",
                 self.patience.as_secs()
-            ))),
+            )),
         }
     }
 }

@@ -126,10 +126,10 @@ pub use error::DurableError;
 pub use lease::DurableOptions;
 pub use memory::MemoryStore;
 pub use policy::{ApprovalPolicy, PolicyDecision};
-pub use signing::{ApprovalKey, DecisionSignature, SignatureError};
+pub use signing::{ApprovalKey, SignatureError};
 pub use store::{
-    ApprovalRecord, Decision, InFlight, JournalEntry, Lease, PendingApproval, Resolution, Restored,
-    RunRecord, RunStatus, RunStore, StoreError,
+    ApprovalRecord, Decision, DecisionSignature, InFlight, JournalEntry, Lease, PendingApproval,
+    Resolution, Restored, RunRecord, RunStatus, RunStore, StoreError,
 };
 
 /// How long a lease lasts unless [`DurableOptions::with_lease`] says otherwise.

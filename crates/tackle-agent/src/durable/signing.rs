@@ -21,10 +21,9 @@
 use std::fmt;
 
 use hmac::{Hmac, KeyInit, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::store::{ApprovalRecord, Decision, PendingApproval};
+use super::store::{ApprovalRecord, Decision, DecisionSignature, PendingApproval};
 
 /// The shortest secret an [`ApprovalKey`] takes, in bytes.
 pub const MIN_APPROVAL_KEY_BYTES: usize = 32;
@@ -70,15 +69,6 @@ pub enum SignatureError {
     /// for another request or run.
     #[error("the signature does not match the decision as stored (edited, or another run's or request's)")]
     Mismatch,
-}
-
-/// A decision's signature, as the store keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecisionSignature {
-    /// The id of the key that signed it.
-    pub key_id: String,
-    /// HMAC-SHA256 of the signed message, in lower-case hex.
-    pub mac: String,
 }
 
 impl ApprovalKey {

@@ -221,11 +221,21 @@ pub struct ApprovalRecord {
     /// [`ApprovalKey`](super::ApprovalKey) (see [`super::signing`]). `None` for a
     /// decision recorded unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<super::signing::DecisionSignature>,
+    pub signature: Option<DecisionSignature>,
     /// Who decided, when not a person: `policy: <reason>` for a decision of the
     /// run's [`ApprovalPolicy`](super::ApprovalPolicy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
+}
+
+/// A decision's signature, as the store keeps it (made and checked by an
+/// [`ApprovalKey`](super::ApprovalKey): see [`signing`](super::signing)).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionSignature {
+    /// The id of the key that signed it.
+    pub key_id: String,
+    /// HMAC-SHA256 of the signed message, in lower-case hex.
+    pub mac: String,
 }
 
 impl ApprovalRecord {

@@ -116,6 +116,7 @@ mod invoke;
 mod operation;
 mod panics;
 mod record;
+mod refuse;
 mod replay;
 mod resolve;
 mod sanitize;
@@ -825,50 +826,6 @@ impl Runtime {
                 findings: std::mem::take(&mut call.trail.findings),
             }
         )
-    }
-
-    /// A call of `run` (or a plain call) whose input its caller refused (`why`)
-    /// before the gates: resolved, numbered, capability-checked and audited as any
-    /// call, its input gate refusing, and ended with [`ToolError::InvalidInput`];
-    /// the tool does not run.
-    pub(crate) fn refuse_report_in(
-        &self,
-        run: Option<&RunState>,
-        key: &str,
-        input: Value,
-        ctx: &ToolContext,
-        why: crate::validate::ValidationIssue,
-    ) -> CallReport {
-        let start = Instant::now();
-        let mut held = None;
-        let tool = self.early(key, &mut held);
-        let mut call = self.start::<Json>(run, key, None, tool, None, Input::Value(input), ctx);
-        if tracing::level_enabled!(tracing::Level::INFO) {
-            call.span = audit::span(&mut call);
-        }
-        let span = call.span.clone();
-        let flow = span.in_scope(|| {
-            resolve::stage(self, &mut call)?;
-            capability::stage(&mut call)?;
-            call.trail
-                .gates
-                .set(Gate::Input, GateDecision::Refused(why.message.clone()));
-            stop::<Json>(ToolError::InvalidInput {
-                key: call.key().to_owned(),
-                errors: vec![why],
-            })
-        });
-        self.finish(&mut call, flow, Some(start));
-        let result = call.take_outcome();
-        CallReport {
-            call_id: call.id(),
-            key: call.key().to_owned(),
-            result,
-            execution: call.trail.execution,
-            duration: start.elapsed(),
-            shaped: None,
-            findings: Vec::new(),
-        }
     }
 
     /// Performs an [`Operation`] through the door: every stage a tool call passes,

@@ -677,13 +677,7 @@ async fn decide(handle: &Handle, request: PendingApproval, decision: Decision) {
     handle
         .signal(
             AgentWorkflow::decide,
-            ApprovalRecord {
-                request,
-                decision,
-                used: false,
-                signature: None,
-                decided_by: None,
-            },
+            ApprovalRecord::new(request, decision),
             WorkflowSignalOptions::default(),
         )
         .await

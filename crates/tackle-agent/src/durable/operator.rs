@@ -198,11 +198,8 @@ impl DurableRun {
                 let request = record.pending.remove(at);
                 let signature = key.map(|key| key.sign(run_id, &request, &decision));
                 record.decisions.push(ApprovalRecord {
-                    request,
-                    decision: decision.clone(),
-                    used: false,
                     signature,
-                    decided_by: None,
+                    ..ApprovalRecord::new(request, decision.clone())
                 });
                 if record.pending.is_empty() && record.status == RunStatus::AwaitingApproval {
                     record.status = RunStatus::Paused;

@@ -239,6 +239,17 @@ pub struct DecisionSignature {
 }
 
 impl ApprovalRecord {
+    /// A person's `decision` on `request`, unsigned and not used yet.
+    pub fn new(request: PendingApproval, decision: Decision) -> ApprovalRecord {
+        ApprovalRecord {
+            request,
+            decision,
+            used: false,
+            signature: None,
+            decided_by: None,
+        }
+    }
+
     /// Whether this decision answers `request` now: it binds it, and it is not an
     /// approval used already.
     pub fn answers(&self, request: &ApprovalRequest) -> bool {
